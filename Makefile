@@ -1,0 +1,40 @@
+# HITL Portal — `make run` to try it, `make test` to test it.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+PIP := $(VENV)/bin/pip
+HOST ?= 127.0.0.1
+PORT ?= 8000
+
+.PHONY: run test lint format bench faults clean
+
+$(VENV)/.installed: requirements.txt requirements-test.txt
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install --quiet --disable-pip-version-check -r requirements-test.txt
+	touch $@
+
+## make run: install, migrate, load the demo workspace, start web server + django-q2 worker
+run: $(VENV)/.installed
+	$(PY) manage.py migrate --noinput
+	$(PY) manage.py collectstatic --noinput --verbosity 0
+	$(PY) manage.py hitl demo --url http://$(HOST):$(PORT)/
+	@trap 'kill 0' INT TERM EXIT; \
+	  $(PY) manage.py qcluster & \
+	  $(VENV)/bin/gunicorn hitl_portal.wsgi --bind $(HOST):$(PORT) --worker-class gthread --workers 2 --threads 8 --timeout 60 --access-logfile - & \
+	  wait
+
+## make test: the whole suite (PostgreSQL when DATABASE_URL is set, SQLite otherwise)
+test: $(VENV)/.installed
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/pytest $(PYTEST_ARGS)
+
+lint: $(VENV)/.installed
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+format: $(VENV)/.installed
+	$(VENV)/bin/ruff format .
+	$(VENV)/bin/ruff check --fix .
+
+clean:
+	rm -rf $(VENV) staticfiles .pytest_cache db.sqlite3

@@ -1,0 +1,31 @@
+from django.contrib import admin
+
+from .models import ApprovalRequest
+
+
+@admin.register(ApprovalRequest)
+class ApprovalRequestAdmin(admin.ModelAdmin):
+    """For looking, not deciding: decisions go through the queue so they are recorded once."""
+
+    list_display = [
+        "public_id",
+        "kind",
+        "status",
+        "workspace",
+        "config",
+        "config_version",
+        "target",
+        "created_at",
+        "decided_by_email",
+    ]
+    list_filter = ["status", "kind", "workspace"]
+    search_fields = ["public_id", "run_id", "thread_id", "caller", "target", "operation"]
+    date_hierarchy = "created_at"
+    list_select_related = ["workspace", "config"]
+    show_full_result_count = False  # no COUNT(*) over a large table
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False

@@ -1,0 +1,17 @@
+"""`/api/v1/approvals` serves two audiences on one path: engines POST, reviewers GET."""
+
+from rest_framework.views import APIView
+
+from workspaces.permissions import IsEngineOrReviewer
+
+from . import api_engine, api_reviewer
+
+
+class ApprovalCollectionView(APIView):
+    permission_classes = [IsEngineOrReviewer]
+
+    def get(self, request):
+        return api_reviewer.list_approvals(request)
+
+    def post(self, request):
+        return api_engine.register_approval(request)

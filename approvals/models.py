@@ -1,0 +1,182 @@
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+
+from hitl_portal.ids import new_public_id
+from rules.models import Config, PassInformationLevel, RuleKind, RulePoint
+from workspaces.models import ApiToken, Workspace
+
+
+class ApprovalKind(models.TextChoices):
+    GATE = "gate", "Gate"
+    TOKEN_CAP = "token_cap", "Token cap"
+
+
+class Status(models.TextChoices):
+    PENDING = "pending", "Pending"
+    APPROVED = "approved", "Approved"
+    REJECTED = "rejected", "Rejected"
+    EXPIRED = "expired", "Expired"
+
+
+class Action(models.TextChoices):
+    RESUME = "resume", "Resume"
+    HALT = "halt", "Halt"
+    PROCEED_PAST_CAP = "proceed_past_cap", "Proceed past cap"
+    STOP_RUN = "stop_run", "Stop the run"
+
+
+class Scope(models.TextChoices):
+    TURN = "turn", "Turn"
+    WORKSPACE = "workspace", "Workspace"
+
+
+class ExecutionStatus(models.TextChoices):
+    EXECUTED = "executed", "Executed"
+    FAILED = "failed", "Failed"
+
+
+# What the engine (and so the agent) is told when nobody answered: deliberately not the
+# words of a rejection, so an agent neither gives up for good nor re-asks a real refusal.
+EXPIRED_REASON = (
+    "Nobody answered before the deadline, so the request expired and counts as rejected. "
+    "No person refused this call; ask again later only if it still matters."
+)
+
+
+class ApprovalRequestQuerySet(models.QuerySet):
+    def for_workspace(self, workspace) -> "ApprovalRequestQuerySet":
+        return self.filter(workspace=workspace)
+
+    def pending(self, now=None) -> "ApprovalRequestQuerySet":
+        """Still waiting for a person: pending and not past its deadline."""
+        return self.filter(status=Status.PENDING, expires_at__gt=now or timezone.now())
+
+    def overdue(self, now=None) -> "ApprovalRequestQuerySet":
+        return self.filter(status=Status.PENDING, expires_at__lte=now or timezone.now())
+
+
+class ApprovalRequest(models.Model):
+    """A paused call (or token cap breach) waiting for a person's decision."""
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="approval_requests")
+    engine_key = models.ForeignKey(ApiToken, null=True, on_delete=models.SET_NULL, related_name="approval_requests")
+    public_id = models.CharField(max_length=24, unique=True, editable=False)
+    kind = models.CharField(max_length=16, choices=ApprovalKind.choices, default=ApprovalKind.GATE)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
+
+    config = models.ForeignKey(Config, on_delete=models.CASCADE, related_name="approval_requests")
+    config_version = models.PositiveIntegerField()
+    # The frozen rule, copied from the version so the card never depends on a later draft.
+    rule_id = models.CharField(max_length=24, blank=True)
+    boundary = models.CharField(max_length=16, choices=RuleKind.choices, blank=True)
+    point = models.CharField(max_length=8, choices=RulePoint.choices, blank=True)
+    message = models.CharField(max_length=2000, blank=True)
+
+    run_id = models.CharField(max_length=500)
+    thread_id = models.CharField(max_length=500, blank=True)
+    caller = models.CharField(max_length=500, blank=True)
+    target = models.CharField(max_length=500, blank=True)
+    operation = models.CharField(max_length=500, blank=True)
+    pass_information_level = models.CharField(max_length=8, choices=PassInformationLevel.choices)
+    summary = models.CharField(max_length=2000, blank=True)
+    arguments = models.JSONField(null=True, blank=True)
+    call_digest = models.CharField(max_length=64, blank=True)
+
+    tokens_used = models.BigIntegerField(null=True, blank=True)
+    token_cap = models.BigIntegerField(null=True, blank=True)
+    scope = models.CharField(max_length=16, choices=Scope.choices, blank=True)
+
+    created_at = models.DateTimeField(default=timezone.now)
+    expires_at = models.DateTimeField()
+    idempotency_key = models.CharField(max_length=255, blank=True)
+    # SHA-256 of the registration body: the same key with another body is refused.
+    request_fingerprint = models.CharField(max_length=64, blank=True)
+
+    # The decision, recorded once (see services.approval_decide).
+    decided_at = models.DateTimeField(null=True, blank=True)
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    decided_by_email = models.CharField(max_length=254, blank=True)  # kept if the user is deleted
+    decision_action = models.CharField(max_length=20, choices=Action.choices, blank=True)
+    reason = models.CharField(max_length=2000, blank=True)
+
+    # What the engine reported after an approval: a separate fact from the decision.
+    execution_status = models.CharField(max_length=16, choices=ExecutionStatus.choices, blank=True)
+    execution_id = models.CharField(max_length=255, blank=True)
+    execution_detail = models.CharField(max_length=2000, blank=True)
+    executed_at = models.DateTimeField(null=True, blank=True)
+
+    objects = ApprovalRequestQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["engine_key", "idempotency_key"],
+                condition=~Q(idempotency_key=""),
+                name="one_request_per_idempotency_key",
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["workspace", "status", "created_at"], name="apr_queue"),
+            models.Index(fields=["workspace", "-created_at"], name="apr_history"),
+            models.Index(fields=["expires_at"], condition=Q(status="pending"), name="apr_overdue"),
+        ]
+
+    def __str__(self) -> str:
+        return self.public_id
+
+    def save(self, *args, **kwargs):
+        if not self.public_id:
+            self.public_id = new_public_id("apr")
+        super().save(*args, **kwargs)
+
+    @property
+    def is_token_cap(self) -> bool:
+        return self.kind == ApprovalKind.TOKEN_CAP
+
+    def is_overdue(self, now=None) -> bool:
+        return self.status == Status.PENDING and self.expires_at <= (now or timezone.now())
+
+    def effective_status(self, now=None) -> str:
+        """What the request is now: an overdue pending request is expired even before a sweep."""
+        return Status.EXPIRED if self.is_overdue(now) else self.status
+
+    @property
+    def halt_action(self) -> str:
+        return Action.STOP_RUN if self.is_token_cap else Action.HALT
+
+    def decision(self, now=None) -> dict | None:
+        status = self.effective_status(now)
+        if status == Status.PENDING:
+            return None
+        if status == Status.EXPIRED:
+            return {
+                "outcome": "rejected",
+                "action": self.halt_action,
+                "decided_by": None,
+                "decided_at": self.expires_at,
+                "reason": EXPIRED_REASON,
+                "expired": True,
+            }
+        return {
+            "outcome": status,
+            "action": self.decision_action,
+            "decided_by": self.decided_by_email or None,
+            "decided_at": self.decided_at,
+            "reason": self.reason,
+            "expired": False,
+        }
+
+    def execution(self) -> dict | None:
+        if not self.execution_status:
+            return None
+        return {
+            "status": self.execution_status,
+            "execution_id": self.execution_id or None,
+            "detail": self.execution_detail,
+            "reported_at": self.executed_at,
+        }

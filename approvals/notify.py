@@ -1,0 +1,13 @@
+"""Wake engines that long-poll a request: PostgreSQL NOTIFY, delivered when the transaction commits."""
+
+from django.db import connection
+
+CHANNEL = "hitl_approvals"
+
+
+def notify_changed(public_id: str) -> None:
+    """Tell listeners that this request was decided or expired. Call inside the deciding transaction."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_notify(%s, %s)", [CHANNEL, public_id])
+    # SQLite has no NOTIFY: waiters there poll (see approvals.api_engine).

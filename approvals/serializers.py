@@ -1,0 +1,99 @@
+"""The approval request as API.md returns it everywhere."""
+
+from django.utils import timezone
+from rest_framework import serializers
+
+from .models import Action, ApprovalKind, ApprovalRequest, ExecutionStatus, Scope, Status
+
+
+class DecisionSerializer(serializers.Serializer):
+    outcome = serializers.ChoiceField(choices=["approved", "rejected"])
+    action = serializers.ChoiceField(choices=Action.choices)
+    decided_by = serializers.EmailField(allow_null=True)
+    decided_at = serializers.DateTimeField()
+    reason = serializers.CharField(allow_blank=True)
+    expired = serializers.BooleanField()
+
+
+class ExecutionSerializer(serializers.Serializer):
+    status = serializers.ChoiceField(choices=ExecutionStatus.choices)
+    execution_id = serializers.CharField(allow_null=True)
+    detail = serializers.CharField(allow_blank=True)
+    reported_at = serializers.DateTimeField()
+
+
+class ApprovalRequestSerializer(serializers.Serializer):
+    """Declared field by field for the OpenAPI schema; rendered by a plain function for speed."""
+
+    id = serializers.CharField()
+    kind = serializers.ChoiceField(choices=ApprovalKind.choices)
+    status = serializers.ChoiceField(choices=Status.choices)
+    config_id = serializers.CharField()
+    config_version = serializers.IntegerField()
+    rule_id = serializers.CharField(allow_null=True)
+    boundary = serializers.CharField(allow_null=True)
+    point = serializers.CharField(allow_null=True)
+    message = serializers.CharField(allow_blank=True)
+    run_id = serializers.CharField()
+    thread_id = serializers.CharField(allow_blank=True)
+    caller = serializers.CharField(allow_blank=True)
+    target = serializers.CharField(allow_blank=True)
+    operation = serializers.CharField(allow_blank=True)
+    pass_information_level = serializers.ChoiceField(choices=["none", "summary", "full"])
+    summary = serializers.CharField(allow_null=True)
+    arguments = serializers.JSONField(allow_null=True)
+    call_digest = serializers.CharField(allow_null=True)
+    tokens_used = serializers.IntegerField(allow_null=True)
+    token_cap = serializers.IntegerField(allow_null=True)
+    scope = serializers.ChoiceField(choices=Scope.choices, allow_null=True)
+    created_at = serializers.DateTimeField()
+    expires_at = serializers.DateTimeField()
+    decision = DecisionSerializer(allow_null=True)
+    execution = ExecutionSerializer(allow_null=True)
+
+    def to_representation(self, instance: ApprovalRequest) -> dict:
+        return approval_as_dict(instance)
+
+
+def _iso(value) -> str | None:
+    if value is None:
+        return None
+    return value.astimezone(timezone.UTC).isoformat().replace("+00:00", "Z")
+
+
+def approval_as_dict(approval: ApprovalRequest, now=None) -> dict:
+    """Needs `approval.config` loaded (select_related) to avoid a query per request."""
+    now = now or timezone.now()
+    decision = approval.decision(now)
+    if decision is not None:
+        decision["decided_at"] = _iso(decision["decided_at"])
+    execution = approval.execution()
+    if execution is not None:
+        execution["reported_at"] = _iso(execution["reported_at"])
+    return {
+        "id": approval.public_id,
+        "kind": approval.kind,
+        "status": approval.effective_status(now),
+        "config_id": approval.config.public_id,
+        "config_version": approval.config_version,
+        "rule_id": approval.rule_id or None,
+        "boundary": approval.boundary or None,
+        "point": approval.point or None,
+        "message": approval.message,
+        "run_id": approval.run_id,
+        "thread_id": approval.thread_id,
+        "caller": approval.caller,
+        "target": approval.target,
+        "operation": approval.operation,
+        "pass_information_level": approval.pass_information_level,
+        "summary": approval.summary or None,
+        "arguments": approval.arguments,
+        "call_digest": approval.call_digest or None,
+        "tokens_used": approval.tokens_used,
+        "token_cap": approval.token_cap,
+        "scope": approval.scope or None,
+        "created_at": _iso(approval.created_at),
+        "expires_at": _iso(approval.expires_at),
+        "decision": decision,
+        "execution": execution,
+    }

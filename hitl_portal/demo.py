@@ -1,0 +1,127 @@
+"""`hitl demo`: a small demo workspace so the portal is worth looking at in its first minute."""
+
+from datetime import timedelta
+
+from django.utils import timezone
+
+from approvals.digest import call_digest
+from approvals.models import ApprovalKind, ApprovalRequest
+from rules import services as rule_services
+from rules.models import Config
+from workspaces import services as ws_services
+from workspaces.models import Plan, Workspace
+
+ADMIN = ("admin@acme.test", "acme-admin-demo")
+REVIEWER = ("reviewer@acme.test", "acme-reviewer-demo")
+
+
+def _seed() -> Workspace:
+    acme = ws_services.workspace_create(slug="acme", plan=Plan.PRO, name="Acme Support")
+    hobby = ws_services.workspace_create(slug="hobby", plan=Plan.FREE, name="Hobby (Free plan)")
+    admin = ws_services.member_add(workspace=acme, email=ADMIN[0], role="admin", password=ADMIN[1]).user
+    ws_services.member_add(workspace=acme, email=REVIEWER[0], role="reviewer", password=REVIEWER[1])
+    ws_services.member_add(workspace=hobby, email=ADMIN[0], role="admin")
+
+    support = rule_services.config_create(workspace=acme, name="Support agent")
+    rule_services.config_update(config=support, pass_information_level="full", token_cap_per_turn=50_000)
+    rule_services.rule_create(config=support, message="Deletes of customer data need a second pair of eyes.")
+    rule_services.contact_create(
+        config=support, name="Support leads", channel="slack", channel_ref="${SUPPORT_LEADS_SLACK}"
+    )
+    rule_services.config_publish(config=support, user=admin, note="Gate every delete")
+    rule_services.rule_create(
+        config=support, kind="mcp_server", match="mcp_billing", message="Refunds move real money.", order=20
+    )
+    rule_services.rule_create(config=support, kind="worker", match="*", enabled=False, order=30)
+    rule_services.contact_create(
+        config=support, name="Finance on call", channel="email", channel_ref="${FINANCE_ONCALL_EMAIL}"
+    )
+    v2 = rule_services.config_publish(config=support, user=admin, note="Also gate the billing MCP server")
+
+    notebook = rule_services.config_create(workspace=acme, name="Data notebook")
+    rule_services.rule_create(
+        config=notebook, kind="cell", match="*", point="entry", message="Cells write to the warehouse."
+    )
+
+    _, engine_key = ws_services.token_create(workspace=acme, engine_name="demo-engine")
+    now = timezone.now()
+    calls = [
+        ("support-bot", "customer T-4821", "delete", None, "Delete the customer record and their tickets", 3),
+        (
+            "support-bot",
+            "mcp_billing",
+            "issue_refund",
+            {"ticket_id": "T-4821", "amount_cents": 4900},
+            "Refund 49.00 USD",
+            1,
+        ),
+    ]
+    for index, (caller, target, operation, arguments, summary, minutes_ago) in enumerate(calls):
+        rule = v2.rules[index]
+        ApprovalRequest.objects.create(
+            workspace=acme,
+            kind=ApprovalKind.GATE,
+            config=support,
+            config_version=v2.number,
+            rule_id=rule["id"],
+            boundary=rule["kind"],
+            point=rule["point"],
+            message=rule["message"],
+            run_id=f"run_demo_{index}",
+            thread_id="thr_demo",
+            caller=caller,
+            target=target,
+            operation=operation,
+            pass_information_level=v2.pass_information_level,
+            summary=summary,
+            arguments=arguments,
+            call_digest=call_digest(target=target, operation=operation, arguments=arguments),
+            created_at=now - timedelta(minutes=minutes_ago),
+            expires_at=now + timedelta(hours=24, minutes=-minutes_ago),
+        )
+    ApprovalRequest.objects.create(
+        workspace=acme,
+        kind=ApprovalKind.TOKEN_CAP,
+        config=support,
+        config_version=v2.number,
+        run_id="run_demo_cap",
+        thread_id="thr_demo",
+        caller="support-bot",
+        pass_information_level=v2.pass_information_level,
+        tokens_used=51_200,
+        token_cap=50_000,
+        scope="turn",
+        created_at=now,
+        expires_at=now + timedelta(hours=24),
+    )
+    return acme, engine_key
+
+
+def demo(cmd, options) -> None:
+    url = options["url"]
+    if Workspace.objects.filter(slug="acme").exists():
+        cmd.stdout.write("The demo workspace is already loaded.")
+        engine_key = None
+    else:
+        _, engine_key = _seed()
+        cmd.stdout.write("Loaded the demo workspace 'Acme Support' (Pro) and 'Hobby' (Free).")
+    support = Config.objects.filter(workspace__slug="acme", name="Support agent").first()
+    lines = [
+        "",
+        f"  HITL Portal is starting at {url}",
+        f"  Admin:    {ADMIN[0]} / {ADMIN[1]}",
+        f"  Reviewer: {REVIEWER[0]} / {REVIEWER[1]}",
+    ]
+    if engine_key:
+        lines.append(f"  Engine key (shown once): {engine_key}")
+        if support:
+            lines.append(
+                f"  Try: python manage.py hitl demo-engine --url {url} --key {engine_key} --config {support.public_id}"
+            )
+    cmd.stdout.write("\n".join(lines) + "\n")
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser("demo", help="load the demo workspace (once) and print the logins")
+    parser.add_argument("--url", default="http://127.0.0.1:8000/")
+    parser.set_defaults(handler=demo)

@@ -1,0 +1,25 @@
+from django.contrib import admin
+from django.contrib.auth import views as auth_views
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from . import views
+
+urlpatterns = [
+    path("", views.home, name="home"),
+    path("login/", auth_views.LoginView.as_view(template_name="registration/login.html"), name="login"),
+    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("workspaces/", include("workspaces.urls")),
+    path("hitl/", include("rules.urls")),
+    path("hitl/", include("contacts.urls")),
+    path("hitl/", include("approvals.urls")),
+    path("admin/", admin.site.urls),
+    path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
+    path("api/v1/", include("rules.api_urls")),
+    path("api/v1/", include("contacts.api_urls")),
+    path("api/v1/", include("approvals.api_urls")),
+]
+
+handler404 = "hitl_portal.views.not_found"
+handler500 = "hitl_portal.views.server_error"

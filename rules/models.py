@@ -1,0 +1,182 @@
+import re
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import models
+
+from hitl_portal.ids import new_public_id
+from workspaces.models import Workspace
+
+
+class PassInformationLevel(models.TextChoices):
+    NONE = "none", "None — target and operation"
+    SUMMARY = "summary", "Summary — plus a short summary"
+    FULL = "full", "Full — plus the exact arguments"
+
+
+class TokenCapMode(models.TextChoices):
+    PROMPT = "prompt", "Prompt — park the run in the Approvals queue"
+    STOP = "stop", "Stop — end the run"
+
+
+class RuleKind(models.TextChoices):
+    DELETE = "delete", "Delete"
+    MCP_SERVER = "mcp_server", "MCP server"
+    CELL = "cell", "Cell"
+    WORKER = "worker", "Worker"
+
+
+class RulePoint(models.TextChoices):
+    ENTRY = "entry", "Entry — ask before the call"
+    EXIT = "exit", "Exit — ask before its result returns"
+
+
+class AskIn(models.TextChoices):
+    CONSOLE = "console", "Console"
+
+
+class OnReject(models.TextChoices):
+    HALT = "halt", "Halt"
+
+
+ANY = "*"
+MCP_SERVER_ID = re.compile(r"^mcp_[A-Za-z0-9_-]+$")
+# The noun each kind's message uses ("A worker rule needs its match selector …").
+KIND_NOUN = {
+    RuleKind.DELETE: "A delete rule",
+    RuleKind.MCP_SERVER: "An MCP server rule",
+    RuleKind.CELL: "A cell rule",
+    RuleKind.WORKER: "A worker rule",
+}
+NEVER_A_TOOL = "match must be an mcp_ server public id or *, never a tool"
+
+
+def match_error(kind: str, match: str) -> str | None:
+    """The message for a rule's `match`, or None when it is valid for its kind."""
+    if not match:
+        noun = KIND_NOUN.get(kind, "A rule")
+        return f"{noun} needs its match selector: fill in Which one, or pick Any (*)"
+    if kind == RuleKind.MCP_SERVER and match != ANY and not MCP_SERVER_ID.match(match):
+        return NEVER_A_TOOL
+    return None
+
+
+class Config(models.Model):
+    """An agent config: an editable draft and immutable numbered versions."""
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="configs")
+    public_id = models.CharField(max_length=24, unique=True, editable=False)
+    name = models.CharField(max_length=200)
+    pass_information_level = models.CharField(
+        max_length=8, choices=PassInformationLevel.choices, default=PassInformationLevel.SUMMARY
+    )
+    token_cap_per_turn = models.PositiveIntegerField(null=True, blank=True)
+    token_cap_mode = models.CharField(max_length=8, choices=TokenCapMode.choices, default=TokenCapMode.PROMPT)
+    # None serves the newest version; a number serves that version (pin / roll back).
+    pinned_version = models.PositiveIntegerField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name", "id"]
+        indexes = [models.Index(fields=["workspace", "name"])]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.public_id})"
+
+    def save(self, *args, **kwargs):
+        if not self.public_id:
+            self.public_id = new_public_id("cfg")
+        super().save(*args, **kwargs)
+
+    @property
+    def token_caps(self) -> dict:
+        return {"per_turn": self.token_cap_per_turn, "mode": self.token_cap_mode}
+
+
+class ConfigVersionQuerySet(models.QuerySet):
+    def update(self, **kwargs):
+        raise TypeError("A published config version never changes")
+
+
+class ConfigVersion(models.Model):
+    """A frozen copy of a config's draft. Immutable: the database refuses any UPDATE."""
+
+    config = models.ForeignKey(Config, on_delete=models.CASCADE, related_name="versions")
+    number = models.PositiveIntegerField()
+    published_at = models.DateTimeField()
+    published_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    note = models.CharField(max_length=2000, blank=True)
+    # Frozen as the API shows them: a list of rule dicts (ids as in the draft), contacts likewise.
+    rules = models.JSONField(default=list)
+    contacts = models.JSONField(default=list)
+    token_caps = models.JSONField(default=dict)
+    pass_information_level = models.CharField(max_length=8, choices=PassInformationLevel.choices)
+
+    objects = ConfigVersionQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-number"]
+        constraints = [models.UniqueConstraint(fields=["config", "number"], name="one_number_per_version")]
+
+    def __str__(self) -> str:
+        return f"{self.config.public_id}@{self.number}"
+
+    def save(self, *args, **kwargs):
+        if self.pk is not None:
+            raise TypeError("A published config version never changes")
+        super().save(*args, **kwargs)
+
+    @property
+    def enabled_rules(self) -> list[dict]:
+        return [rule for rule in self.rules if rule["enabled"]]
+
+    def rule(self, rule_id: str) -> dict | None:
+        return next((rule for rule in self.rules if rule["id"] == rule_id), None)
+
+
+class Rule(models.Model):
+    """One gate in a config's draft."""
+
+    config = models.ForeignKey(Config, on_delete=models.CASCADE, related_name="rules")
+    public_id = models.CharField(max_length=24, unique=True, editable=False)
+    kind = models.CharField(max_length=16, choices=RuleKind.choices, default=RuleKind.DELETE)
+    match = models.CharField("Which one", max_length=500, default=ANY, blank=True)
+    point = models.CharField(max_length=8, choices=RulePoint.choices, default=RulePoint.ENTRY)
+    enabled = models.BooleanField(default=True)
+    message = models.CharField(max_length=2000, blank=True)
+    order = models.PositiveIntegerField(default=10)
+    # Fixed for now, stored so the model can grow.
+    ask_in = models.CharField(max_length=16, choices=AskIn.choices, default=AskIn.CONSOLE, editable=False)
+    on_reject = models.CharField(max_length=16, choices=OnReject.choices, default=OnReject.HALT, editable=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["order", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.match} at {self.point}"
+
+    def save(self, *args, **kwargs):
+        if not self.public_id:
+            self.public_id = new_public_id("rul")
+        super().save(*args, **kwargs)
+
+    def clean(self) -> None:
+        self.match = (self.match or "").strip()
+        error = match_error(self.kind, self.match)
+        if error:
+            raise ValidationError({"match": error})
+
+    def frozen(self) -> dict:
+        """The rule as a version freezes it (and as the API shows it)."""
+        return {
+            "id": self.public_id,
+            "kind": self.kind,
+            "match": self.match,
+            "point": self.point,
+            "enabled": self.enabled,
+            "message": self.message,
+            "order": self.order,
+            "ask_in": self.ask_in,
+            "on_reject": self.on_reject,
+        }

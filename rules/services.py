@@ -1,0 +1,128 @@
+"""Writes on configs, their draft rules, publishing and pinning. Pages, API and CLI call these."""
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.db.models import Max
+from django.utils import timezone
+
+from contacts.models import Contact
+from hitl_portal.errors import PlanRequired
+from workspaces.models import Workspace
+
+from .models import Config, ConfigVersion, Rule
+
+RULE_FIELDS = ("kind", "match", "point", "enabled", "message", "order")
+CONFIG_FIELDS = ("name", "pass_information_level", "token_cap_per_turn", "token_cap_mode")
+
+
+def config_create(*, workspace: Workspace, name: str) -> Config:
+    config = Config(workspace=workspace, name=name)
+    config.full_clean(exclude=["workspace", "public_id"])
+    config.save()
+    return config
+
+
+def config_update(*, config: Config, **changes) -> Config:
+    unknown = set(changes) - set(CONFIG_FIELDS)
+    if unknown:
+        raise TypeError(f"Not a config setting: {', '.join(sorted(unknown))}")
+    for field, value in changes.items():
+        setattr(config, field, value)
+    config.full_clean(exclude=["workspace", "public_id"])
+    config.save(update_fields=list(changes) or None)
+    return config
+
+
+def rule_create(*, config: Config, **fields) -> Rule:
+    """A new rule starts as "approve every delete" unless told otherwise."""
+    rule = Rule(config=config, **{k: v for k, v in fields.items() if k in RULE_FIELDS})
+    rule.full_clean(exclude=["config", "public_id"])
+    rule.save()
+    return rule
+
+
+def rule_update(*, rule: Rule, **changes) -> Rule:
+    for field in RULE_FIELDS:
+        if field in changes:
+            setattr(rule, field, changes[field])
+    rule.full_clean(exclude=["config", "public_id"])
+    rule.save()
+    return rule
+
+
+def rule_delete(*, rule: Rule) -> None:
+    rule.delete()
+
+
+def contact_create(*, config: Config, name: str, channel: str, channel_ref: str = "") -> Contact:
+    contact = Contact(config=config, name=name, channel=channel, channel_ref=channel_ref)
+    contact.full_clean(exclude=["config", "public_id"])
+    contact.save()
+    return contact
+
+
+def contact_update(*, contact: Contact, **changes) -> Contact:
+    for field in ("name", "channel", "channel_ref"):
+        if field in changes:
+            setattr(contact, field, changes[field])
+    contact.full_clean(exclude=["config", "public_id"])
+    contact.save()
+    return contact
+
+
+def contact_delete(*, contact: Contact) -> None:
+    contact.delete()
+
+
+def plan_refusal(*, workspace: Workspace, enabled_rules: int) -> str | None:
+    """Why this draft cannot be published on this plan, or None."""
+    if workspace.hitl_available or not enabled_rules:
+        return None
+    return (
+        f"Human-in-the-Loop needs a Pro or Enterprise plan, and this draft has {enabled_rules} enabled "
+        f"rule{'s' if enabled_rules != 1 else ''}. Disable {'them' if enabled_rules != 1 else 'it'} to publish on "
+        "the Free plan, or ask staff to move the workspace to Pro."
+    )
+
+
+@transaction.atomic
+def config_publish(*, config: Config, user, note: str = "") -> ConfigVersion:
+    """Freeze the draft (rules, contacts, token caps, pass information level) into version N+1.
+
+    Publishing serves the new version: any pin is released, because publishing is the act of
+    putting the draft live. Pin again to hold an older one.
+    """
+    # Lock the config row so two publishes cannot both take the same N+1.
+    config = Config.objects.select_for_update().select_related("workspace").get(pk=config.pk)
+    rules = [rule.frozen() for rule in config.rules.all()]
+    refusal = plan_refusal(workspace=config.workspace, enabled_rules=sum(rule["enabled"] for rule in rules))
+    if refusal:
+        raise PlanRequired(refusal)
+    if len(note) > 2000:
+        raise ValidationError({"note": "note is at most 2,000 characters"})
+    number = (config.versions.aggregate(n=Max("number"))["n"] or 0) + 1
+    version = ConfigVersion.objects.create(
+        config=config,
+        number=number,
+        published_at=timezone.now(),
+        published_by=user if getattr(user, "is_authenticated", False) else None,
+        note=note,
+        rules=rules,
+        contacts=[contact.frozen() for contact in config.contacts.all()],
+        token_caps=config.token_caps,
+        pass_information_level=config.pass_information_level,
+    )
+    if config.pinned_version is not None:
+        config.pinned_version = None
+        config.save(update_fields=["pinned_version"])
+    return version
+
+
+@transaction.atomic
+def config_pin(*, config: Config, version: int) -> ConfigVersion:
+    """Serve `version` (roll back = pin an older one). Raises ConfigVersion.DoesNotExist."""
+    config = Config.objects.select_for_update().get(pk=config.pk)
+    frozen = config.versions.get(number=version)
+    config.pinned_version = version
+    config.save(update_fields=["pinned_version"])
+    return frozen

@@ -1,0 +1,58 @@
+"""Playwright driving Debian's Chromium (`apt-get install chromium`) against the live server."""
+
+import pytest
+from playwright.sync_api import sync_playwright
+
+from tests.helpers import PASSWORD
+
+CHROMIUM = "/usr/bin/chromium"
+FLAGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        item.add_marker(pytest.mark.browser)
+
+
+@pytest.fixture(scope="session")
+def browser():
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=FLAGS, headless=True)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def new_page(browser, live_server):
+    """Open a fresh browser context (its own cookies); several per test for several people."""
+    contexts = []
+
+    def open_page():
+        context = browser.new_context(base_url=live_server.url, viewport={"width": 1280, "height": 900})
+        context.set_default_timeout(10_000)
+        contexts.append(context)
+        return context.new_page()
+
+    yield open_page
+    for context in contexts:
+        context.close()
+
+
+@pytest.fixture
+def page(new_page):
+    return new_page()
+
+
+def login(page, email: str, password: str = PASSWORD) -> None:
+    page.goto("/login/")
+    page.fill("#id_username", email)
+    page.fill("#id_password", password)
+    page.click("button[type=submit]")
+    page.wait_for_url(lambda url: "/login/" not in url)

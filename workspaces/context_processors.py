@@ -1,0 +1,12 @@
+from .access import current_membership
+
+
+def workspace(request) -> dict:
+    if not getattr(request, "user", None) or not request.user.is_authenticated:
+        return {}
+    membership = current_membership(request)
+    return {
+        "membership": membership,
+        "memberships": getattr(request, "_hitl_memberships", []),
+        "workspace": membership.workspace if membership else None,
+    }

@@ -1,0 +1,38 @@
+"""Page guards: the same role rules as the API, for server-rendered views."""
+
+from functools import wraps
+
+from django.contrib.auth.views import redirect_to_login
+from django.core.exceptions import PermissionDenied
+from django.shortcuts import render
+
+from .access import actor_for_membership, current_membership
+
+
+def member_required(view):
+    """Any member of the current workspace; sets `request.actor`."""
+
+    @wraps(view)
+    def wrapper(request, *args, **kwargs):
+        if not request.user.is_authenticated:
+            return redirect_to_login(request.get_full_path())
+        membership = current_membership(request)
+        if membership is None:
+            return render(request, "workspaces/no_workspace.html", status=403)
+        request.actor = actor_for_membership(membership)
+        return view(request, *args, **kwargs)
+
+    return wrapper
+
+
+def admin_required(view):
+    """Admins only: reviewers are refused by the server, not merely shown no buttons."""
+
+    @member_required
+    @wraps(view)
+    def wrapper(request, *args, **kwargs):
+        if not request.actor.is_admin:
+            raise PermissionDenied("Only a workspace admin may change this.")
+        return view(request, *args, **kwargs)
+
+    return wrapper

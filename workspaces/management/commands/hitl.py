@@ -1,0 +1,53 @@
+"""`python manage.py hitl <command>`: the host's CLI (API.md, CLI).
+
+Each app contributes its commands through a `register(subparsers)` function in its `cli`
+module; every command is a function taking the parsed options and returning nothing. Bad
+input raises CommandError, which exits 2 with a one-line message.
+"""
+
+import sys
+from importlib import import_module
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+CLI_MODULES = [
+    "workspaces.cli",
+    "hitl_portal.demo",
+]
+
+
+class OneLineParser(CommandParser):
+    """Bad arguments: one line on stderr and exit 2, not a page of usage."""
+
+    def error(self, message: str):
+        if not self.called_from_command_line:
+            raise CommandError(message)
+        sys.stderr.write(f"hitl: {message} (see `python manage.py hitl --help`)\n")
+        sys.exit(2)
+
+
+class Command(BaseCommand):
+    help = "HITL Portal: workspaces, members, tokens, and the reviewer's queue."
+
+    def add_arguments(self, parser) -> None:
+        subparsers = parser.add_subparsers(dest="hitl_command", required=True, metavar="command")
+        # Sub-parsers must report bad input like the command itself: exit 2, one line.
+        parser.__class__ = OneLineParser
+        subparsers._parser_class = lambda **kwargs: OneLineParser(
+            called_from_command_line=parser.called_from_command_line, **kwargs
+        )
+        for module in CLI_MODULES:
+            import_module(module).register(subparsers)
+
+    def handle(self, *args, **options) -> None:
+        handler = options.get("handler")
+        if handler is None:
+            raise CommandError("Name a command; see `python manage.py hitl --help`.")
+        handler(self, options)
+
+    def execute(self, *args, **options):
+        try:
+            return super().execute(*args, **options)
+        except CommandError as error:
+            error.returncode = 2
+            raise

@@ -1,0 +1,59 @@
+"""Writes for workspaces, members and tokens: used by the CLI, Django admin and tests alike."""
+
+from django.contrib.auth import get_user_model
+from django.db import transaction
+from django.utils import timezone
+
+from .models import ApiToken, Membership, Plan, Role, TokenKind, Workspace, hash_token
+
+User = get_user_model()
+
+
+def workspace_create(*, slug: str, plan: str = Plan.FREE, name: str = "") -> Workspace:
+    return Workspace.objects.create(slug=slug, name=name or slug.replace("-", " ").title(), plan=plan)
+
+
+def workspace_set_plan(*, workspace: Workspace, plan: str) -> Workspace:
+    workspace.plan = plan
+    workspace.save(update_fields=["plan"])
+    return workspace
+
+
+@transaction.atomic
+def member_add(*, workspace: Workspace, email: str, role: str, password: str | None = None) -> Membership:
+    """Add (or re-role) a member, creating the user if this email is new."""
+    email = User.objects.normalize_email(email).lower()
+    user = User.objects.filter(email__iexact=email).first()
+    if user is None:
+        user = User.objects.create_user(username=email, email=email, password=password)
+    elif password:
+        user.set_password(password)
+        user.save(update_fields=["password"])
+    membership, _ = Membership.objects.update_or_create(user=user, workspace=workspace, defaults={"role": role})
+    return membership
+
+
+def token_create(*, workspace: Workspace, user=None, engine_name: str = "") -> tuple[ApiToken, str]:
+    """Create a token and return it with its raw value, which is never available again."""
+    if (user is None) == (not engine_name):
+        raise ValueError("A token is either a user's or an engine's")
+    raw = ApiToken.generate()
+    token = ApiToken.objects.create(
+        workspace=workspace,
+        kind=TokenKind.USER if user else TokenKind.ENGINE,
+        user=user,
+        name=engine_name,
+        digest=hash_token(raw),
+        hint=raw[: len(ApiToken.PREFIX) + 6],
+    )
+    return token, raw
+
+
+def token_revoke(*, token: ApiToken) -> ApiToken:
+    if token.revoked_at is None:
+        token.revoked_at = timezone.now()
+        token.save(update_fields=["revoked_at"])
+    return token
+
+
+__all__ = ["Role", "member_add", "token_create", "token_revoke", "workspace_create", "workspace_set_plan"]
