@@ -175,6 +175,10 @@ SPECTACULAR_SETTINGS = {
 
 # Approval requests live 24 hours unless the engine asks for less.
 APPROVAL_TTL_SECONDS = 24 * 60 * 60
+# GET /api/v1/approvals/{apr}?wait=S long-polls at most this long.
+APPROVAL_MAX_WAIT_SECONDS = 30
+# The Approvals tab refreshes its queue this often (tests shorten it).
+APPROVALS_REFRESH_SECONDS = envint("APPROVALS_REFRESH_SECONDS", "10")
 
 Q_CLUSTER = {
     "name": "hitl",
