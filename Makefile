@@ -15,7 +15,7 @@ $(VENV)/.installed: requirements.txt requirements-test.txt
 
 ## make run: install, migrate, load the demo workspace, start web server + django-q2 worker
 run: $(VENV)/.installed
-	$(PY) manage.py migrate --noinput
+	$(PY) manage.py migrate --noinput --verbosity 0
 	$(PY) manage.py collectstatic --noinput --verbosity 0
 	$(PY) manage.py hitl demo --url http://$(HOST):$(PORT)/
 	@trap 'kill 0' INT TERM EXIT; \
