@@ -1,5 +1,7 @@
 """The approval request as API.md returns it everywhere."""
 
+import datetime
+
 from django.utils import timezone
 from rest_framework import serializers
 
@@ -58,7 +60,7 @@ class ApprovalRequestSerializer(serializers.Serializer):
 def _iso(value) -> str | None:
     if value is None:
         return None
-    return value.astimezone(timezone.UTC).isoformat().replace("+00:00", "Z")
+    return value.astimezone(datetime.UTC).isoformat().replace("+00:00", "Z")
 
 
 def approval_as_dict(approval: ApprovalRequest, now=None) -> dict:
