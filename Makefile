@@ -38,3 +38,12 @@ format: $(VENV)/.installed
 
 clean:
 	rm -rf $(VENV) staticfiles .pytest_cache db.sqlite3
+
+## make faults: fault tests on PostgreSQL (kills the django-q2 cluster and database connections on purpose)
+faults: $(VENV)/.installed
+	$(VENV)/bin/pytest -m faults tests/faults $(PYTEST_ARGS)
+
+## make bench: by hand, never in `make test` — throwaway PostgreSQL database, gunicorn, figures beside floors
+BENCH_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/hitl_bench
+bench: $(VENV)/.installed
+	BENCH_DATABASE_URL=$(BENCH_DATABASE_URL) $(PY) -m bench $(BENCH_ARGS)
