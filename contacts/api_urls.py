@@ -1,3 +1,8 @@
-from django.urls import path  # noqa: F401
+from django.urls import path
 
-urlpatterns: list = []
+from . import api
+
+urlpatterns = [
+    path("configs/<str:cfg>/contacts", api.ContactListView.as_view(), name="api-contacts"),
+    path("configs/<str:cfg>/contacts/<str:con>", api.ContactDetailView.as_view(), name="api-contact"),
+]

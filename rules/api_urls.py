@@ -1,3 +1,15 @@
-from django.urls import path  # noqa: F401
+from django.urls import path
 
-urlpatterns: list = []
+from . import api
+
+# API.md paths have no trailing slash. `configs/<cfg>/served` belongs to the engine API (approvals).
+urlpatterns = [
+    path("configs", api.ConfigListView.as_view(), name="api-configs"),
+    path("configs/<str:cfg>", api.ConfigDetailView.as_view(), name="api-config"),
+    path("configs/<str:cfg>/rules", api.RuleListView.as_view(), name="api-rules"),
+    path("configs/<str:cfg>/rules/<str:rul>", api.RuleDetailView.as_view(), name="api-rule"),
+    path("configs/<str:cfg>/publish", api.PublishView.as_view(), name="api-publish"),
+    path("configs/<str:cfg>/versions", api.VersionListView.as_view(), name="api-versions"),
+    path("configs/<str:cfg>/versions/<int:number>", api.VersionDetailView.as_view(), name="api-version"),
+    path("configs/<str:cfg>/pin", api.PinView.as_view(), name="api-pin"),
+]

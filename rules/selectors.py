@@ -43,3 +43,39 @@ def rules_diff(previous: list[dict] | None, current: list[dict]) -> dict[str, li
         "removed": [before[i] for i in before if i not in after],
         "changed": [after[i] for i in after if i in before and before[i] != after[i]],
     }
+
+
+def configs_with_versions(workspace):
+    """Configs annotated with `latest_version` and `served_number` in the same query."""
+    from django.db.models import Max
+    from django.db.models.functions import Coalesce
+
+    return (
+        Config.objects.filter(workspace=workspace)
+        .annotate(latest_version=Max("versions__number"))
+        .annotate(served_number=Coalesce("pinned_version", "latest_version"))
+    )
+
+
+def draft_frozen(config: Config, rules=None, contacts=None) -> dict:
+    """The draft as a publish would freeze it (pass prefetched rules/contacts to save queries)."""
+    rules = config.rules.all() if rules is None else rules
+    contacts = config.contacts.all() if contacts is None else contacts
+    return {
+        "rules": [rule.frozen() for rule in rules],
+        "contacts": [contact.frozen() for contact in contacts],
+        "token_caps": config.token_caps,
+        "pass_information_level": config.pass_information_level,
+    }
+
+
+def draft_differs(draft: dict, version: ConfigVersion | None) -> bool:
+    """Does the draft differ from a version (rules, contacts, token caps, pass information level)?"""
+    if version is None:
+        return True
+    return draft != {
+        "rules": version.rules,
+        "contacts": version.contacts,
+        "token_caps": version.token_caps,
+        "pass_information_level": version.pass_information_level,
+    }

@@ -1,0 +1,71 @@
+"""Admin REST API for a config's draft contacts (API.md). Admins only; other workspaces answer 404."""
+
+from django.http import Http404
+from drf_spectacular.utils import extend_schema
+from rest_framework import status
+from rest_framework.response import Response
+
+from hitl_portal.pagination import CursorPagination
+from rules import services
+from rules.api import BAD_INPUT, ERRORS, AdminView, config_or_404
+
+from .models import Contact
+from .serializers import ContactInputSerializer, ContactSerializer
+
+TAG = ["configs"]
+
+
+class ContactPagination(CursorPagination):
+    ordering = ("name", "id")
+
+
+def _contact(request, cfg: str, con: str) -> Contact:
+    contact = Contact.objects.filter(config=config_or_404(request, cfg), public_id=con).first()
+    if contact is None:
+        raise Http404
+    return contact
+
+
+class ContactListView(AdminView):
+    @extend_schema(tags=TAG, summary="The draft's contacts", responses={200: ContactSerializer(many=True), **ERRORS})
+    def get(self, request, cfg: str):
+        paginator = ContactPagination()
+        page = paginator.paginate_queryset(Contact.objects.filter(config=config_or_404(request, cfg)), request, self)
+        return paginator.get_paginated_response(ContactSerializer([c.frozen() for c in page], many=True).data)
+
+    @extend_schema(
+        tags=TAG,
+        summary="Add a contact",
+        request=ContactInputSerializer,
+        responses={201: ContactSerializer, **BAD_INPUT, **ERRORS},
+    )
+    def post(self, request, cfg: str):
+        config = config_or_404(request, cfg)
+        data = ContactInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        contact = services.contact_create(config=config, **data.validated_data)
+        return Response(ContactSerializer(contact.frozen()).data, status=status.HTTP_201_CREATED)
+
+
+class ContactDetailView(AdminView):
+    @extend_schema(tags=TAG, summary="One draft contact", responses={200: ContactSerializer, **ERRORS})
+    def get(self, request, cfg: str, con: str):
+        return Response(ContactSerializer(_contact(request, cfg, con).frozen()).data)
+
+    @extend_schema(
+        tags=TAG,
+        summary="Edit a draft contact",
+        request=ContactInputSerializer,
+        responses={200: ContactSerializer, **BAD_INPUT, **ERRORS},
+    )
+    def patch(self, request, cfg: str, con: str):
+        contact = _contact(request, cfg, con)
+        data = ContactInputSerializer(data=request.data, partial=True)
+        data.is_valid(raise_exception=True)
+        contact = services.contact_update(contact=contact, **data.validated_data)
+        return Response(ContactSerializer(contact.frozen()).data)
+
+    @extend_schema(tags=TAG, summary="Delete a draft contact", responses={204: None, **ERRORS})
+    def delete(self, request, cfg: str, con: str):
+        services.contact_delete(contact=_contact(request, cfg, con))
+        return Response(status=status.HTTP_204_NO_CONTENT)

@@ -1,0 +1,30 @@
+"""Contacts in the admin API: a contact as `Contact.frozen()` gives it, and its input."""
+
+from rest_framework import serializers
+
+from .models import Channel
+
+
+def _channel(**kwargs) -> serializers.ChoiceField:
+    values = ", ".join(Channel.values)
+    return serializers.ChoiceField(
+        choices=Channel.choices, error_messages={"invalid_choice": f'"{{input}}" is not one of: {values}.'}, **kwargs
+    )
+
+
+class ContactSerializer(serializers.Serializer):
+    id = serializers.CharField()
+    name = serializers.CharField()
+    channel = _channel()
+    channel_ref = serializers.CharField(allow_blank=True)
+
+
+class ContactInputSerializer(serializers.Serializer):
+    """POST needs a name; PATCH takes any subset. Contact.clean() judges the channel reference."""
+
+    name = serializers.CharField(max_length=200)
+    channel = _channel(required=False)
+    channel_ref = serializers.CharField(max_length=200, allow_blank=True, allow_null=True, required=False)
+
+    def validate_channel_ref(self, value: str | None) -> str:
+        return value or ""

@@ -1,0 +1,227 @@
+"""Admin REST API for configs, draft rules, publish, versions and pin (API.md). Admins only.
+
+Each view is thin: an input serializer validates, a service writes, an output serializer renders.
+The workspace scoping is in `_config`: another workspace's config answers 404 like a missing one.
+"""
+
+from django.http import Http404
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import status
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from hitl_portal.pagination import CursorPagination
+from workspaces.permissions import IsAdmin
+
+from . import selectors, services
+from .models import Config, ConfigVersion, Rule
+from .serializers import (
+    ConfigCreateSerializer,
+    ConfigSerializer,
+    ConfigUpdateSerializer,
+    ErrorSerializer,
+    PinSerializer,
+    PublishSerializer,
+    RuleInputSerializer,
+    RuleSerializer,
+    VersionSerializer,
+)
+
+TAG = ["configs"]
+ERRORS = {
+    401: OpenApiResponse(ErrorSerializer, description="No token, or an unknown or revoked one."),
+    403: OpenApiResponse(ErrorSerializer, description="Not an admin of this workspace."),
+    404: OpenApiResponse(ErrorSerializer, description="No such config in this workspace."),
+}
+BAD_INPUT = {400: OpenApiResponse(ErrorSerializer, description="Bad JSON or a field's value; `fields` names it.")}
+
+
+class ConfigPagination(CursorPagination):
+    ordering = "-created_at"
+
+
+class RulePagination(CursorPagination):
+    ordering = ("order", "id")
+
+
+class VersionPagination(CursorPagination):
+    ordering = "-number"
+
+
+def config_or_404(request, cfg: str) -> Config:
+    config = selectors.configs_with_versions(request.actor.workspace).filter(public_id=cfg).first()
+    if config is None:
+        raise Http404
+    return config
+
+
+def _rule(config: Config, rul: str) -> Rule:
+    rule = config.rules.filter(public_id=rul).first()
+    if rule is None:
+        raise Http404
+    return rule
+
+
+def _version_response(version: ConfigVersion, served_number: int | None, code: int = 200) -> Response:
+    return Response(VersionSerializer(version, context={"served_number": served_number}).data, status=code)
+
+
+class AdminView(APIView):
+    permission_classes = [IsAdmin]
+
+
+class ConfigListView(AdminView):
+    @extend_schema(tags=TAG, summary="List configs", responses={200: ConfigSerializer(many=True), **ERRORS})
+    def get(self, request):
+        paginator = ConfigPagination()
+        page = paginator.paginate_queryset(selectors.configs_with_versions(request.actor.workspace), request, self)
+        return paginator.get_paginated_response(ConfigSerializer(page, many=True).data)
+
+    @extend_schema(
+        tags=TAG,
+        summary="Create a config",
+        request=ConfigCreateSerializer,
+        responses={201: ConfigSerializer, **BAD_INPUT, **ERRORS},
+    )
+    def post(self, request):
+        data = ConfigCreateSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        config = services.config_create(workspace=request.actor.workspace, **data.validated_data)
+        return Response(ConfigSerializer(config_or_404(request, config.public_id)).data, status=status.HTTP_201_CREATED)
+
+
+class ConfigDetailView(AdminView):
+    @extend_schema(tags=TAG, summary="Read a config's draft settings", responses={200: ConfigSerializer, **ERRORS})
+    def get(self, request, cfg: str):
+        return Response(ConfigSerializer(config_or_404(request, cfg)).data)
+
+    @extend_schema(
+        tags=TAG,
+        summary="Edit the draft's settings",
+        request=ConfigUpdateSerializer,
+        responses={200: ConfigSerializer, **BAD_INPUT, **ERRORS},
+    )
+    def patch(self, request, cfg: str):
+        config = config_or_404(request, cfg)
+        data = ConfigUpdateSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        services.config_update(config=config, **data.changes())
+        return Response(ConfigSerializer(config_or_404(request, cfg)).data)
+
+
+class RuleListView(AdminView):
+    @extend_schema(
+        tags=TAG, summary="The draft's rules, in order", responses={200: RuleSerializer(many=True), **ERRORS}
+    )
+    def get(self, request, cfg: str):
+        paginator = RulePagination()
+        page = paginator.paginate_queryset(Rule.objects.filter(config=config_or_404(request, cfg)), request, self)
+        return paginator.get_paginated_response(RuleSerializer([rule.frozen() for rule in page], many=True).data)
+
+    @extend_schema(
+        tags=TAG,
+        summary="Add a rule (an empty body adds “approve every delete”)",
+        request=RuleInputSerializer,
+        responses={201: RuleSerializer, **BAD_INPUT, **ERRORS},
+    )
+    def post(self, request, cfg: str):
+        config = config_or_404(request, cfg)
+        data = RuleInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        rule = services.rule_create(config=config, **data.fields_for_create())
+        return Response(RuleSerializer(rule.frozen()).data, status=status.HTTP_201_CREATED)
+
+
+class RuleDetailView(AdminView):
+    @extend_schema(tags=TAG, summary="One draft rule", responses={200: RuleSerializer, **ERRORS})
+    def get(self, request, cfg: str, rul: str):
+        return Response(RuleSerializer(_rule(config_or_404(request, cfg), rul).frozen()).data)
+
+    @extend_schema(
+        tags=TAG,
+        summary="Edit a draft rule",
+        request=RuleInputSerializer,
+        responses={200: RuleSerializer, **BAD_INPUT, **ERRORS},
+    )
+    def patch(self, request, cfg: str, rul: str):
+        rule = _rule(config_or_404(request, cfg), rul)
+        data = RuleInputSerializer(data=request.data, partial=True)
+        data.is_valid(raise_exception=True)
+        rule = services.rule_update(rule=rule, **data.validated_data)
+        return Response(RuleSerializer(rule.frozen()).data)
+
+    @extend_schema(tags=TAG, summary="Delete a draft rule", responses={204: None, **ERRORS})
+    def delete(self, request, cfg: str, rul: str):
+        services.rule_delete(rule=_rule(config_or_404(request, cfg), rul))
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class PublishView(AdminView):
+    @extend_schema(
+        tags=TAG,
+        summary="Freeze the draft into version N+1 and serve it (releases any pin)",
+        request=PublishSerializer,
+        responses={
+            201: VersionSerializer,
+            **BAD_INPUT,
+            **ERRORS,
+            403: OpenApiResponse(
+                ErrorSerializer,
+                description="Not an admin, or `plan_required`: an enabled rule in the draft on the Free plan.",
+            ),
+        },
+    )
+    def post(self, request, cfg: str):
+        config = config_or_404(request, cfg)
+        data = PublishSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        version = services.config_publish(config=config, user=request.actor.user, note=data.validated_data["note"])
+        version = ConfigVersion.objects.select_related("config", "published_by").get(pk=version.pk)
+        return _version_response(version, version.number, status.HTTP_201_CREATED)
+
+
+class VersionListView(AdminView):
+    @extend_schema(
+        tags=TAG, summary="Published versions, newest first", responses={200: VersionSerializer(many=True), **ERRORS}
+    )
+    def get(self, request, cfg: str):
+        config = config_or_404(request, cfg)
+        paginator = VersionPagination()
+        versions = ConfigVersion.objects.filter(config=config).select_related("config", "published_by")
+        page = paginator.paginate_queryset(versions, request, self)
+        data = VersionSerializer(page, many=True, context={"served_number": config.served_number}).data
+        return paginator.get_paginated_response(data)
+
+
+class VersionDetailView(AdminView):
+    @extend_schema(tags=TAG, summary="One frozen version", responses={200: VersionSerializer, **ERRORS})
+    def get(self, request, cfg: str, number: int):
+        config = config_or_404(request, cfg)
+        version = config.versions.select_related("config", "published_by").filter(number=number).first()
+        if version is None:
+            raise Http404
+        return _version_response(version, config.served_number)
+
+
+class PinView(AdminView):
+    @extend_schema(
+        tags=TAG,
+        summary="Serve this version until the next publish (roll back = pin an older one)",
+        request=PinSerializer,
+        responses={
+            200: VersionSerializer,
+            **BAD_INPUT,
+            **ERRORS,
+            404: OpenApiResponse(ErrorSerializer, description="No such config, or no such version of it."),
+        },
+    )
+    def post(self, request, cfg: str):
+        config = config_or_404(request, cfg)
+        data = PinSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        try:
+            version = services.config_pin(config=config, version=data.validated_data["version"])
+        except ConfigVersion.DoesNotExist:
+            raise Http404 from None
+        version = ConfigVersion.objects.select_related("config", "published_by").get(pk=version.pk)
+        return _version_response(version, version.number)

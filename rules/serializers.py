@@ -1,0 +1,127 @@
+"""Input and output shapes of the admin API (API.md, "Configs, rules, contacts")."""
+
+from rest_framework import serializers
+
+from contacts.serializers import ContactSerializer
+
+from .models import AskIn, OnReject, PassInformationLevel, RuleKind, RulePoint, TokenCapMode
+
+# PostgreSQL's integer column: beyond it the database would refuse, so the serializer refuses first.
+MAX_INT = 2_147_483_647
+
+
+def _choice(choices, **kwargs) -> serializers.ChoiceField:
+    """A choice field whose refusal lists what it accepts."""
+    values = ", ".join(value for value, _ in choices)
+    return serializers.ChoiceField(
+        choices=choices, error_messages={"invalid_choice": f'"{{input}}" is not one of: {values}.'}, **kwargs
+    )
+
+
+class ErrorDetailSerializer(serializers.Serializer):
+    code = serializers.CharField()
+    message = serializers.CharField()
+    fields = serializers.DictField(child=serializers.CharField())
+
+
+class ErrorSerializer(serializers.Serializer):
+    """API.md's error shape: {"error": {"code", "message", "fields"}}."""
+
+    error = ErrorDetailSerializer()
+
+
+class TokenCapsSerializer(serializers.Serializer):
+    per_turn = serializers.IntegerField(min_value=1, max_value=MAX_INT, allow_null=True, required=False)
+    mode = _choice(TokenCapMode.choices, required=False)
+
+
+class ConfigSerializer(serializers.Serializer):
+    id = serializers.CharField(source="public_id")
+    name = serializers.CharField()
+    pass_information_level = _choice(PassInformationLevel.choices)
+    token_caps = TokenCapsSerializer()
+    served_version = serializers.IntegerField(source="served_number", allow_null=True)
+    latest_version = serializers.IntegerField(allow_null=True)
+    created_at = serializers.DateTimeField()
+
+
+class ConfigCreateSerializer(serializers.Serializer):
+    name = serializers.CharField(max_length=200)
+
+
+class ConfigUpdateSerializer(serializers.Serializer):
+    name = serializers.CharField(max_length=200, required=False)
+    pass_information_level = _choice(PassInformationLevel.choices, required=False)
+    token_caps = TokenCapsSerializer(required=False)
+
+    def changes(self) -> dict:
+        """The validated data as `config_update` keywords."""
+        data = dict(self.validated_data)
+        caps = data.pop("token_caps", {})
+        if "per_turn" in caps:
+            data["token_cap_per_turn"] = caps["per_turn"]
+        if "mode" in caps:
+            data["token_cap_mode"] = caps["mode"]
+        return data
+
+
+class RuleSerializer(serializers.Serializer):
+    """A rule as `Rule.frozen()` gives it: the draft's rules and a version's frozen ones alike."""
+
+    id = serializers.CharField()
+    kind = _choice(RuleKind.choices)
+    match = serializers.CharField()
+    point = _choice(RulePoint.choices)
+    enabled = serializers.BooleanField()
+    message = serializers.CharField(allow_blank=True)
+    order = serializers.IntegerField()
+    ask_in = _choice(AskIn.choices, read_only=True)
+    on_reject = _choice(OnReject.choices, read_only=True)
+
+
+class RuleInputSerializer(serializers.Serializer):
+    """POST and PATCH. Model validation (Rule.clean) gives the spec's match messages."""
+
+    kind = _choice(RuleKind.choices, required=False)
+    match = serializers.CharField(max_length=500, allow_blank=True, allow_null=True, required=False)
+    point = _choice(RulePoint.choices, required=False)
+    enabled = serializers.BooleanField(required=False)
+    message = serializers.CharField(max_length=2000, allow_blank=True, required=False)
+    order = serializers.IntegerField(min_value=0, max_value=MAX_INT, required=False)
+
+    def validate_match(self, value: str | None) -> str:
+        return value or ""
+
+    def fields_for_create(self) -> dict:
+        data = dict(self.validated_data)
+        # `{}` is "approve every delete" (match Any); a kind named without a match is a missing selector.
+        if "kind" in data and "match" not in data:
+            data["match"] = ""
+        return data
+
+
+class VersionSerializer(serializers.Serializer):
+    config_id = serializers.CharField(source="config.public_id")
+    version = serializers.IntegerField(source="number")
+    published_at = serializers.DateTimeField()
+    published_by = serializers.SerializerMethodField()
+    note = serializers.CharField(allow_blank=True)
+    rules = RuleSerializer(many=True, read_only=True)
+    contacts = ContactSerializer(many=True, read_only=True)
+    token_caps = TokenCapsSerializer()
+    pass_information_level = _choice(PassInformationLevel.choices)
+    served = serializers.SerializerMethodField()
+
+    def get_published_by(self, version) -> str | None:
+        return version.published_by.email if version.published_by else None
+
+    def get_served(self, version) -> bool:
+        return version.number == self.context["served_number"]
+
+
+class PublishSerializer(serializers.Serializer):
+    note = serializers.CharField(max_length=2000, allow_blank=True, required=False, default="")
+
+
+class PinSerializer(serializers.Serializer):
+    version = serializers.IntegerField(min_value=1, max_value=MAX_INT)
