@@ -1,0 +1,65 @@
+"""The Contacts tab: a config's draft approver channels. Members read; admins change."""
+
+from django.contrib import messages
+from django.core.exceptions import PermissionDenied
+from django.http import Http404
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_http_methods, require_POST
+
+from rules import services
+from rules.views import config_or_404, config_page_context
+from workspaces.decorators import admin_required, member_required
+
+from .forms import ContactForm
+from .models import Contact
+
+
+def _contact_or_404(config, con: str) -> Contact:
+    contact = config.contacts.filter(public_id=con).first()
+    if contact is None:
+        raise Http404("No such contact in this config's draft.")
+    return contact
+
+
+@member_required
+@require_http_methods(["GET", "POST"])
+def contacts(request, cfg: str):
+    config = config_or_404(request, cfg)
+    form = ContactForm()
+    if request.method == "POST":
+        if not request.actor.is_admin:
+            raise PermissionDenied("Only a workspace admin may change this.")
+        form = ContactForm(request.POST, instance=Contact(config=config))
+        if form.is_valid():
+            services.contact_create(config=config, **form.cleaned_data)
+            messages.success(request, "Added the contact to the draft. Publish to serve it.")
+            return redirect("contacts:contacts", config.public_id)
+    context = config_page_context(request, config, "contacts")
+    context["form"] = form
+    return render(request, "contacts/contacts.html", context, status=400 if form.errors else 200)
+
+
+@admin_required
+@require_http_methods(["GET", "POST"])
+def contact_edit(request, cfg: str, con: str):
+    config = config_or_404(request, cfg)
+    contact = _contact_or_404(config, con)
+    form = ContactForm(instance=contact)
+    if request.method == "POST":
+        form = ContactForm(request.POST, instance=contact)
+        if form.is_valid():
+            services.contact_update(contact=form.instance, **form.cleaned_data)
+            messages.success(request, "Saved the contact in the draft. Publish to serve it.")
+            return redirect("contacts:contacts", config.public_id)
+    context = config_page_context(request, config, "contacts")
+    context.update(form=form, contact=contact)
+    return render(request, "contacts/contact_edit.html", context, status=400 if form.errors else 200)
+
+
+@admin_required
+@require_POST
+def contact_delete(request, cfg: str, con: str):
+    config = config_or_404(request, cfg)
+    services.contact_delete(contact=_contact_or_404(config, con))
+    messages.success(request, "Deleted the contact from the draft. Published versions keep it.")
+    return redirect("contacts:contacts", config.public_id)

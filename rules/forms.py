@@ -1,0 +1,81 @@
+from django import forms
+
+from .models import ANY, Config, Rule, RuleKind
+
+# The "Which one" field's label and hint per kind; the edit form switches them as the kind changes.
+WHICH_ONE = {
+    RuleKind.DELETE: ("Which delete operation", "An operation name such as delete_file or drop_table, or Any."),
+    RuleKind.MCP_SERVER: (
+        "Which MCP server (mcp_…)",
+        "The MCP server's public id, such as mcp_billing. A rule gates a whole server, never one tool.",
+    ),
+    RuleKind.CELL: ("Which cell", "A notebook or cell id, such as nb_warehouse, or Any."),
+    RuleKind.WORKER: ("Which worker", "The worker or sub-agent's name, such as researcher, or Any."),
+}
+
+
+class ConfigForm(forms.ModelForm):
+    class Meta:
+        model = Config
+        fields = ["name"]
+
+
+class RuleForm(forms.ModelForm):
+    """Rule.clean() runs in the ModelForm's validation, so its messages land next to `match`."""
+
+    which = forms.ChoiceField(
+        label="Which one",
+        choices=[("any", "Any (*)"), ("one", "This one:")],
+        widget=forms.RadioSelect,
+        initial="any",
+    )
+
+    class Meta:
+        model = Rule
+        fields = ["kind", "which", "match", "point", "enabled", "message", "order"]
+        widgets = {"message": forms.Textarea(attrs={"rows": 2})}
+        labels = {"match": "Selector"}
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["match"].required = False
+        if not self.is_bound:
+            self.initial["which"] = "any" if self.instance.match == ANY else "one"
+            if self.instance.match == ANY:
+                self.initial["match"] = ""
+
+    def clean(self) -> dict:
+        data = super().clean()
+        if data.get("which") == "any":
+            data["match"] = ANY
+        return data
+
+    @property
+    def which_one(self) -> tuple[str, str]:
+        kind = self["kind"].value() or RuleKind.DELETE
+        return WHICH_ONE.get(kind, WHICH_ONE[RuleKind.DELETE])
+
+
+class SettingsForm(forms.ModelForm):
+    token_cap_per_turn = forms.IntegerField(
+        label="Per-turn token cap",
+        required=False,
+        min_value=1,
+        max_value=2_147_483_647,
+        help_text="Tokens one agent turn may use. Leave empty for no cap.",
+    )
+
+    class Meta:
+        model = Config
+        fields = ["name", "pass_information_level", "token_cap_per_turn", "token_cap_mode"]
+        labels = {"token_cap_mode": "When a turn reaches the cap"}
+
+
+class PublishForm(forms.Form):
+    note = forms.CharField(
+        max_length=2000, required=False, widget=forms.TextInput(attrs={"placeholder": "What changed"})
+    )
+
+
+class PinForm(forms.Form):
+    version = forms.IntegerField(min_value=1, max_value=2_147_483_647)

@@ -1,0 +1,217 @@
+"""The admin's pages: configs, the Rules tab, settings (token caps), publish, pin, frozen versions.
+
+Every member may read them; only admins get edit controls, and the server refuses anyone else's
+POST (`admin_required`). A config of another workspace answers 404, like a missing one.
+"""
+
+from django.contrib import messages
+from django.core.exceptions import PermissionDenied
+from django.http import Http404
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_http_methods, require_POST
+
+from hitl_portal.errors import PlanRequired
+from workspaces.decorators import admin_required, member_required
+
+from . import selectors, services
+from .forms import WHICH_ONE, ConfigForm, PinForm, PublishForm, RuleForm, SettingsForm
+from .models import Config, ConfigVersion, Rule
+
+
+def config_or_404(request, cfg: str) -> Config:
+    config = selectors.configs_with_versions(request.actor.workspace).filter(public_id=cfg).first()
+    if config is None:
+        raise Http404("No such config in this workspace.")
+    return config
+
+
+def config_page_context(request, config: Config, tab: str, configs=None) -> dict:
+    """What every per-config page shows at the top: the picker and the served state."""
+    configs = list(selectors.configs_with_versions(request.actor.workspace)) if configs is None else configs
+    rules = list(config.rules.all())
+    contacts = list(config.contacts.all())
+    versions = list(config.versions.select_related("published_by"))
+    served = next((v for v in versions if v.number == config.served_number), None)
+    return {
+        "tab": tab,
+        "config": config,
+        "configs": configs,
+        "rules": rules,
+        "contacts": contacts,
+        "versions": versions,
+        "served": served,
+        "pinned": config.pinned_version is not None,
+        "draft_changed": selectors.draft_differs(selectors.draft_frozen(config, rules, contacts), served),
+        "can_edit": request.actor.is_admin,
+    }
+
+
+@member_required
+@require_http_methods(["GET", "POST"])
+def configs(request):
+    workspace = request.actor.workspace
+    form = ConfigForm()
+    if request.method == "POST":
+        if not request.actor.is_admin:
+            raise PermissionDenied("Only a workspace admin may change this.")
+        form = ConfigForm(request.POST)
+        if form.is_valid():
+            config = services.config_create(workspace=workspace, name=form.cleaned_data["name"])
+            messages.success(request, f"Created {config.name}. Add its rules, then publish.")
+            return redirect("rules:rules", config.public_id)
+    rows = []
+    for config in selectors.configs_with_versions(workspace).prefetch_related("rules", "contacts", "versions"):
+        served = next((v for v in config.versions.all() if v.number == config.served_number), None)
+        draft = selectors.draft_frozen(config, config.rules.all(), config.contacts.all())
+        rows.append({"config": config, "draft_changed": selectors.draft_differs(draft, served)})
+    context = {"tab": "rules", "rows": rows, "form": form, "can_edit": request.actor.is_admin}
+    return render(request, "rules/configs.html", context, status=400 if form.errors else 200)
+
+
+@admin_required
+@require_POST
+def config_rename(request, cfg: str):
+    config = config_or_404(request, cfg)
+    form = ConfigForm(request.POST, instance=config)
+    if form.is_valid():
+        services.config_update(config=config, name=form.cleaned_data["name"])
+        messages.success(request, f"Renamed to {config.name}.")
+    else:
+        messages.error(request, "A config needs a name of at most 200 characters.")
+    return redirect("rules:configs")
+
+
+@member_required
+def rules(request, cfg: str):
+    configs = list(selectors.configs_with_versions(request.actor.workspace))
+    config = next((c for c in configs if c.public_id == cfg), None)
+    if config is None:
+        raise Http404("No such config in this workspace.")
+    context = config_page_context(request, config, "rules", configs)
+    versions = context["versions"]
+    # Versions are newest first, so each one's predecessor is the next in the list.
+    context["version_rows"] = [
+        {
+            "version": version,
+            "diff": selectors.rules_diff(versions[i + 1].rules if i + 1 < len(versions) else None, version.rules),
+        }
+        for i, version in enumerate(versions)
+    ]
+    context["publish_form"] = PublishForm()
+    context["next_number"] = (config.latest_version or 0) + 1
+    return render(request, "rules/rules.html", context)
+
+
+@admin_required
+@require_POST
+def rule_add(request, cfg: str):
+    config = config_or_404(request, cfg)
+    rule = services.rule_create(config=config)
+    messages.success(request, "Added “approve every delete”. Change it below, or keep it as it is.")
+    return redirect("rules:rule_edit", config.public_id, rule.public_id)
+
+
+def _rule_or_404(config: Config, rul: str) -> Rule:
+    rule = config.rules.filter(public_id=rul).first()
+    if rule is None:
+        raise Http404("No such rule in this config's draft.")
+    return rule
+
+
+@admin_required
+@require_http_methods(["GET", "POST"])
+def rule_edit(request, cfg: str, rul: str):
+    config = config_or_404(request, cfg)
+    rule = _rule_or_404(config, rul)
+    form = RuleForm(instance=rule)
+    if request.method == "POST":
+        form = RuleForm(request.POST, instance=rule)
+        if form.is_valid():
+            changes = {k: v for k, v in form.cleaned_data.items() if k != "which"}
+            services.rule_update(rule=form.instance, **changes)
+            messages.success(request, "Saved the rule in the draft. Publish to serve it.")
+            return redirect("rules:rules", config.public_id)
+    context = config_page_context(request, config, "rules")
+    context.update(form=form, rule=rule, which_one={str(k): v for k, v in WHICH_ONE.items()})
+    return render(request, "rules/rule_edit.html", context, status=400 if form.errors else 200)
+
+
+@admin_required
+@require_POST
+def rule_toggle(request, cfg: str, rul: str):
+    config = config_or_404(request, cfg)
+    rule = _rule_or_404(config, rul)
+    services.rule_update(rule=rule, enabled=not rule.enabled)
+    messages.success(request, f"{'Enabled' if rule.enabled else 'Disabled'} the rule in the draft.")
+    return redirect("rules:rules", config.public_id)
+
+
+@admin_required
+@require_POST
+def rule_delete(request, cfg: str, rul: str):
+    config = config_or_404(request, cfg)
+    services.rule_delete(rule=_rule_or_404(config, rul))
+    messages.success(request, "Deleted the rule from the draft. Published versions keep it.")
+    return redirect("rules:rules", config.public_id)
+
+
+@member_required
+@require_http_methods(["GET", "POST"])
+def settings(request, cfg: str):
+    config = config_or_404(request, cfg)
+    form = SettingsForm(instance=config)
+    if request.method == "POST":
+        if not request.actor.is_admin:
+            raise PermissionDenied("Only a workspace admin may change this.")
+        form = SettingsForm(request.POST, instance=config)
+        if form.is_valid():
+            services.config_update(config=form.instance, **form.cleaned_data)
+            messages.success(request, "Saved the draft's settings. Publish to serve them.")
+            return redirect("rules:settings", config.public_id)
+        config.refresh_from_db()
+    context = config_page_context(request, config, "rules")
+    context["form"] = form
+    return render(request, "rules/settings.html", context, status=400 if form.errors else 200)
+
+
+@admin_required
+@require_POST
+def publish(request, cfg: str):
+    config = config_or_404(request, cfg)
+    form = PublishForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, "The note is at most 2,000 characters.")
+        return redirect("rules:rules", config.public_id)
+    try:
+        version = services.config_publish(config=config, user=request.user, note=form.cleaned_data["note"])
+    except PlanRequired as refusal:
+        messages.error(request, str(refusal.detail))
+    else:
+        messages.success(request, f"Published v{version.number}; it is served now.")
+    return redirect("rules:rules", config.public_id)
+
+
+@admin_required
+@require_POST
+def pin(request, cfg: str):
+    config = config_or_404(request, cfg)
+    form = PinForm(request.POST)
+    if not form.is_valid():
+        raise Http404("No such version.")
+    try:
+        version = services.config_pin(config=config, version=form.cleaned_data["version"])
+    except ConfigVersion.DoesNotExist:
+        raise Http404("No such version of this config.") from None
+    messages.success(request, f"Serving v{version.number} until the next publish.")
+    return redirect("rules:rules", config.public_id)
+
+
+@member_required
+def version(request, cfg: str, number: int):
+    config = config_or_404(request, cfg)
+    frozen = config.versions.select_related("published_by").filter(number=number).first()
+    if frozen is None:
+        raise Http404("No such version of this config.")
+    context = config_page_context(request, config, "rules")
+    context.update(frozen=frozen, is_served=frozen.number == config.served_number)
+    return render(request, "rules/version.html", context)
