@@ -1,12 +1,157 @@
 """Reviewer endpoints (API.md, Reviewers): list requests and decide."""
 
-from rest_framework.exceptions import APIException
+from django.shortcuts import get_object_or_404
+from django.utils import timezone
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import serializers
+from rest_framework.exceptions import ValidationError
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from hitl_portal.pagination import CursorPagination
+from rules.models import RuleKind
+from workspaces.permissions import IsReviewer
+
+from . import selectors
+from .models import ApprovalKind, Status
+from .serializers import ApprovalRequestSerializer, approval_as_dict
+from .services import DECISIONS, WrongDecision, approval_decide
+
+KIND_FILTERS = [*ApprovalKind.values, *RuleKind.values]
 
 
-class NotBuiltYet(APIException):
-    status_code = 501
-    default_code = "not_implemented"
+class ErrorDetailSerializer(serializers.Serializer):
+    code = serializers.CharField()
+    message = serializers.CharField()
+    fields = serializers.DictField(child=serializers.CharField())
 
 
-def list_approvals(request):
-    raise NotBuiltYet("Listing is being built (issue 4).")
+class ErrorSerializer(serializers.Serializer):
+    """API.md's error shape."""
+
+    error = ErrorDetailSerializer()
+
+
+def _error(description: str) -> OpenApiResponse:
+    return OpenApiResponse(ErrorSerializer, description=description)
+
+
+class ListFilters(serializers.Serializer):
+    status = serializers.ChoiceField(choices=Status.values, required=False)
+    config = serializers.RegexField(
+        r"^cfg_[A-Za-z0-9]+$",
+        required=False,
+        error_messages={"invalid": "config must be a config id (cfg_…)."},
+    )
+    kind = serializers.ChoiceField(choices=KIND_FILTERS, required=False)
+
+
+class ApprovalPageSerializer(serializers.Serializer):
+    results = ApprovalRequestSerializer(many=True)
+    next = serializers.URLField(allow_null=True, help_text="the next page, or null on the last")
+
+
+class ApprovalPagination(CursorPagination):
+    page_size = 50
+
+
+LIST_PARAMETERS = [
+    OpenApiParameter(
+        "status",
+        str,
+        enum=Status.values,
+        description="pending (not yet overdue) lists oldest first; the others newest first. "
+        "expired includes overdue requests no sweep has marked yet.",
+    ),
+    OpenApiParameter("config", str, description="a config id (cfg_…)"),
+    OpenApiParameter(
+        "kind",
+        str,
+        enum=KIND_FILTERS,
+        description="gate or token_cap; or a rule kind (delete, mcp_server, cell, worker) for gates at that boundary",
+    ),
+]
+LIST_SCHEMA = extend_schema(
+    operation_id="approvals_list",
+    summary="List approval requests",
+    description="Requests of the caller's workspace (engine keys, reviewers and admins).",
+    parameters=LIST_PARAMETERS,
+    responses={
+        200: ApprovalPageSerializer,
+        400: _error("A filter value is not one of the allowed ones; `fields` names it."),
+        401: _error("No or an unknown bearer token."),
+        403: _error("Not a member or engine of a workspace."),
+    },
+)
+
+
+def list_approvals(request) -> Response:
+    """GET /api/v1/approvals (the collection view's GET; its POST registers)."""
+    filters = ListFilters(data=request.query_params)
+    filters.is_valid(raise_exception=True)
+    wanted = filters.validated_data
+    now = timezone.now()
+    rows = selectors.approvals_for(request.actor.workspace)
+    if "status" in wanted:
+        rows = selectors.with_status(rows, wanted["status"], now)
+    if "config" in wanted:
+        rows = rows.filter(config__public_id=wanted["config"])
+    if "kind" in wanted:
+        rows = selectors.with_kind(rows, wanted["kind"])
+    paginator = ApprovalPagination()
+    # A reviewer works the queue oldest first; everything else reads newest first.
+    paginator.ordering = ("created_at", "id") if wanted.get("status") == Status.PENDING else ("-created_at", "-id")
+    page = paginator.paginate_queryset(rows, request)
+    return paginator.get_paginated_response([approval_as_dict(approval, now) for approval in page])
+
+
+class DecisionInput(serializers.Serializer):
+    decision = serializers.ChoiceField(
+        choices=list(DECISIONS),
+        help_text="approve / reject a gate request; proceed (past cap) / stop (the run) a token cap request",
+    )
+    reason = serializers.CharField(
+        max_length=2000, required=False, allow_blank=True, default="", help_text="passed back to the agent"
+    )
+
+
+class DecisionOutput(ApprovalRequestSerializer):
+    already_decided = serializers.BooleanField(
+        help_text="true when the request was decided or expired before: the body is that first decision"
+    )
+
+    def to_representation(self, instance) -> dict:
+        return instance
+
+
+class DecisionView(APIView):
+    permission_classes = [IsReviewer]
+
+    @extend_schema(
+        operation_id="approvals_decide",
+        summary="Decide an approval request",
+        description="Recorded once: deciding an already decided or expired request answers 200 with the "
+        "first decision unchanged and `already_decided: true`. Engine keys may not decide.",
+        request=DecisionInput,
+        responses={
+            200: DecisionOutput,
+            400: _error("Bad JSON, an unknown decision, the wrong pair for the request's kind, or a reason over 2000."),
+            401: _error("No or an unknown bearer token."),
+            403: _error("An engine key, or not a reviewer or admin of the workspace."),
+            404: _error("No such request in this workspace."),
+        },
+    )
+    def post(self, request, public_id: str) -> Response:
+        approval = get_object_or_404(selectors.approvals_for(request.actor.workspace), public_id=public_id)
+        body = DecisionInput(data=request.data)
+        body.is_valid(raise_exception=True)
+        try:
+            approval, already = approval_decide(
+                approval=approval,
+                user=request.actor.user,
+                decision=body.validated_data["decision"],
+                reason=body.validated_data["reason"],
+            )
+        except WrongDecision as wrong:
+            raise ValidationError({"decision": [str(wrong)]}) from None
+        return Response({**approval_as_dict(approval), "already_decided": already})

@@ -5,4 +5,7 @@ from . import views
 app_name = "approvals"
 urlpatterns = [
     path("approvals/", views.queue, name="queue"),
+    path("approvals/queue/", views.queue_cards, name="queue-cards"),
+    path("approvals/history/", views.history, name="history"),
+    path("approvals/<str:public_id>/decide/", views.decide, name="decide"),
 ]

@@ -1,0 +1,90 @@
+"""CLI: `hitl pending`, `hitl approve`, `hitl deny` (API.md, CLI) — the reviewer's queue on the host."""
+
+from django.core.management.base import CommandError
+from django.utils import timezone
+
+from workspaces.cli import get_user, get_workspace
+
+from . import selectors
+from .models import ApprovalKind, ApprovalRequest
+from .services import approval_decide
+from .templatetags.approval_cards import EXPIRED_LINE, decision_line, duration
+
+MAX_REASON = 2000
+
+
+def pending(cmd, options) -> None:
+    rows = ApprovalRequest.objects.pending().select_related("workspace", "config").order_by("created_at", "id")
+    if options.get("workspace"):
+        rows = rows.filter(workspace=get_workspace(options["workspace"]))
+    now = timezone.now()
+    count = 0
+    for approval in rows.iterator(chunk_size=500):
+        count += 1
+        cmd.stdout.write(
+            "\t".join(
+                [
+                    approval.public_id,
+                    approval.workspace.slug,
+                    f"{approval.config.public_id}@{approval.config_version}",
+                    selectors.card_title(approval),
+                    approval.caller or "—",
+                    f"expires in {duration(approval.expires_at - now)}",
+                ]
+            )
+        )
+    if not count:
+        cmd.stdout.write("No pending requests.")
+
+
+def _decide(cmd, options, *, yes: bool, reason: str) -> None:
+    if len(reason) > MAX_REASON:
+        raise CommandError(f"The reason is {len(reason)} characters; keep it to {MAX_REASON}.")
+    approval = ApprovalRequest.objects.select_related("workspace", "config").filter(public_id=options["id"]).first()
+    if approval is None:
+        raise CommandError(f"No approval request {options['id']!r}; list them with `hitl pending`.")
+    user = get_user(options["as_email"])
+    if not selectors.can_decide(user=user, workspace=approval.workspace):
+        raise CommandError(f"{user.email} is not a reviewer or admin of {approval.workspace.slug}; they cannot decide.")
+    if approval.kind == ApprovalKind.TOKEN_CAP:
+        decision = "proceed" if yes else "stop"
+    else:
+        decision = "approve" if yes else "reject"
+    approval, already = approval_decide(approval=approval, user=user, decision=decision, reason=reason)
+    title = selectors.card_title(approval)
+    line = decision_line(approval)
+    if already:
+        # The first decision stands; say what it was rather than failing.
+        first = line if line == EXPIRED_LINE else f"already {line[0].lower()}{line[1:]}"
+        cmd.stdout.write(f"{approval.public_id} ({title}) was {first}; nothing changed.")
+    else:
+        action = approval.get_decision_action_display().lower()
+        cmd.stdout.write(f"{line}: {approval.public_id} ({title}) — the engine will {action}.")
+    if approval.reason and not approval.decision()["expired"]:
+        cmd.stdout.write(f"Reason: {approval.reason}")
+
+
+def approve(cmd, options) -> None:
+    _decide(cmd, options, yes=True, reason=options.get("note") or "")
+
+
+def deny(cmd, options) -> None:
+    _decide(cmd, options, yes=False, reason=options["reason"])
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("pending", help="list pending approval requests, oldest first")
+    p.add_argument("--workspace", metavar="SLUG", help="only this workspace's requests")
+    p.set_defaults(handler=pending)
+
+    a = subparsers.add_parser("approve", help="approve a request (proceed past cap, for a token cap request)")
+    a.add_argument("id", metavar="APR")
+    a.add_argument("--as", dest="as_email", metavar="EMAIL", required=True, help="the reviewer deciding")
+    a.add_argument("--note", default="", help="an optional note, recorded with the decision")
+    a.set_defaults(handler=approve)
+
+    d = subparsers.add_parser("deny", help="reject a request (stop the run, for a token cap request)")
+    d.add_argument("id", metavar="APR")
+    d.add_argument("--as", dest="as_email", metavar="EMAIL", required=True, help="the reviewer deciding")
+    d.add_argument("--reason", required=True, help="why; passed back to the agent")
+    d.set_defaults(handler=deny)

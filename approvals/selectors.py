@@ -1,0 +1,176 @@
+"""Reads on approval requests: the queue, the history, who may decide, and how a card reads."""
+
+import base64
+import binascii
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, time, timedelta
+
+from django.db.models import Q, QuerySet
+from django.utils import timezone
+
+from workspaces.models import Membership, Role, Workspace
+
+from .models import ApprovalKind, ApprovalRequest, Status
+
+# The queue shows at most this many cards; a reviewer works the oldest first anyway, and a
+# page of thousands of cards helps nobody. One more is fetched to know that there are more.
+QUEUE_LIMIT = 100
+HISTORY_PAGE_SIZE = 50
+DECIDED = (Status.APPROVED, Status.REJECTED, Status.EXPIRED)
+
+
+def approvals_for(workspace: Workspace) -> QuerySet:
+    """Every request of a workspace: the one place the workspace scope of approvals is applied."""
+    return ApprovalRequest.objects.for_workspace(workspace).select_related("config")
+
+
+def approval_get(*, workspace: Workspace, public_id: str) -> ApprovalRequest:
+    """One request of this workspace; another workspace's id raises DoesNotExist like a missing one."""
+    return approvals_for(workspace).get(public_id=public_id)
+
+
+def can_decide(*, user, workspace: Workspace) -> bool:
+    """Reviewers and admins of the workspace decide; nobody else (engines never)."""
+    if user is None or not getattr(user, "is_authenticated", False):
+        return False
+    return Membership.objects.filter(user=user, workspace=workspace, role__in=[Role.ADMIN, Role.REVIEWER]).exists()
+
+
+def with_status(queryset: QuerySet, status: str, now: datetime) -> QuerySet:
+    """Filter by the status a reader sees: an overdue pending request is expired, not pending."""
+    if status == Status.PENDING:
+        return queryset.pending(now)
+    if status == Status.EXPIRED:
+        return queryset.filter(Q(status=Status.EXPIRED) | Q(status=Status.PENDING, expires_at__lte=now))
+    return queryset.filter(status=status)
+
+
+def with_kind(queryset: QuerySet, kind: str) -> QuerySet:
+    """`gate`/`token_cap` filter the request kind; a rule kind (`delete`, …) filters gates by boundary."""
+    if kind in ApprovalKind.values:
+        return queryset.filter(kind=kind)
+    return queryset.filter(kind=ApprovalKind.GATE, boundary=kind)
+
+
+def pending_queue(*, workspace: Workspace, now: datetime | None = None) -> tuple[list[ApprovalRequest], bool]:
+    """The Approvals tab: pending requests, oldest first; and whether more wait beyond the limit."""
+    now = now or timezone.now()
+    rows = list(approvals_for(workspace).pending(now).order_by("created_at", "id")[: QUEUE_LIMIT + 1])
+    return rows[:QUEUE_LIMIT], len(rows) > QUEUE_LIMIT
+
+
+@dataclass(frozen=True)
+class HistoryFilters:
+    status: str = ""
+    config: str = ""  # a config public id
+    kind: str = ""
+    date_from: date | None = None
+    date_to: date | None = None
+
+
+def encode_cursor(approval: ApprovalRequest) -> str:
+    raw = f"{approval.created_at.isoformat()}|{approval.pk}"
+    return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> tuple[datetime, int] | None:
+    """The (created_at, id) position a cursor names, or None for a cursor we did not write."""
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
+        stamp, pk = raw.split("|")
+        moment = datetime.fromisoformat(stamp)
+        if timezone.is_naive(moment):
+            return None
+        return moment, int(pk)
+    except (ValueError, UnicodeDecodeError, binascii.Error):
+        return None
+
+
+def history_page(
+    *,
+    workspace: Workspace,
+    filters: HistoryFilters,
+    cursor: str = "",
+    now: datetime | None = None,
+    page_size: int = HISTORY_PAGE_SIZE,
+) -> tuple[list[ApprovalRequest], str | None]:
+    """Decided and expired requests, newest first, one keyset page; and the next page's cursor.
+
+    Keyset pagination on (created_at, id): each page costs the same however deep it is, and
+    nothing counts the whole table.
+    """
+    now = now or timezone.now()
+    rows = approvals_for(workspace)
+    if filters.status:
+        rows = with_status(rows, filters.status, now)
+    else:
+        rows = rows.filter(Q(status__in=DECIDED) | Q(status=Status.PENDING, expires_at__lte=now))
+    if filters.config:
+        rows = rows.filter(config__public_id=filters.config)
+    if filters.kind:
+        rows = with_kind(rows, filters.kind)
+    if filters.date_from:
+        rows = rows.filter(created_at__gte=_start_of(filters.date_from))
+    if filters.date_to:
+        rows = rows.filter(created_at__lt=_start_of(filters.date_to + timedelta(days=1)))
+    position = decode_cursor(cursor) if cursor else None
+    if position:
+        created_at, pk = position
+        rows = rows.filter(Q(created_at__lt=created_at) | Q(created_at=created_at, pk__lt=pk))
+    page = list(rows.order_by("-created_at", "-id")[: page_size + 1])
+    next_cursor = encode_cursor(page[page_size - 1]) if len(page) > page_size else None
+    return page[:page_size], next_cursor
+
+
+def _start_of(day: date) -> datetime:
+    return datetime.combine(day, time.min, tzinfo=UTC)
+
+
+# How a card reads -------------------------------------------------------------------------
+
+POINT_WORDS = {"entry": "before the call", "exit": "before its result returns"}
+
+LEVEL_HINTS = {
+    "none": "This config passes only the target and operation (level none), so there is no summary or arguments.",
+    "summary": "This config passes a short summary, not the exact arguments (level summary).",
+    "full": "This config passes the exact arguments (level full): this is what will run.",
+}
+
+
+def _named(noun: str, target: str) -> str:
+    """'cell 12' stays 'cell 12'; '12' becomes 'cell 12'."""
+    if target.lower().startswith(noun + " "):
+        return target
+    return f"{noun} {target}".strip()
+
+
+def card_title(approval: ApprovalRequest) -> str:
+    """An imperative naming the act and its object (seed 000's card vocabulary)."""
+    if approval.kind == ApprovalKind.TOKEN_CAP:
+        return "Token cap reached"
+    target = approval.target or "(no target given)"
+    if approval.boundary == "delete":
+        return f"Delete {target}"
+    if approval.boundary == "mcp_server":
+        return f"Call {approval.operation} on {target}" if approval.operation else f"Call {target}"
+    if approval.boundary == "cell":
+        return f"Run {_named('cell', approval.target)}"
+    if approval.boundary == "worker":
+        return f"Start {_named('worker', approval.target)}"
+    return f"{approval.operation or 'Act on'} {target}"
+
+
+def waited(approval: ApprovalRequest, now: datetime | None = None) -> timedelta | None:
+    """How long the request waited for its answer (to the deadline, for an expired one)."""
+    status = approval.effective_status(now)
+    if status == Status.EXPIRED:
+        return approval.expires_at - approval.created_at
+    if approval.decided_at:
+        return approval.decided_at - approval.created_at
+    return None
+
+
+def meter_percent(approval: ApprovalRequest) -> int:
+    if not approval.token_cap or approval.tokens_used is None:
+        return 100
+    return max(0, min(100, round(approval.tokens_used * 100 / approval.token_cap)))

@@ -1,0 +1,150 @@
+"""The Approvals tab: the queue page, its refresh partial, the cards, and the reviewer list API."""
+
+from datetime import timedelta
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
+
+from approvals.models import Status
+from tests.helpers import error_of, make_config, make_member, make_workspace, travel
+
+from .factories import make_approval, make_many, make_token_cap
+
+QUEUE = "/hitl/approvals/"
+PARTIAL = "/hitl/approvals/queue/"
+
+
+@pytest.fixture
+def support(acme):
+    return make_config(acme, "Support agent", pass_information_level="full")
+
+
+def test_it_lists_pending_requests_oldest_first(client, bob, support):
+    newer = make_approval(support, target="customer T-2", created_at=support.created_at + timedelta(minutes=5))
+    older = make_approval(support, target="customer T-1", created_at=support.created_at)
+    client.force_login(bob)
+    html = client.get(QUEUE).content.decode()
+    assert html.index(older.public_id) < html.index(newer.public_id)
+    assert "Delete customer T-1" in html and "Delete customer T-2" in html
+
+
+def test_it_leaves_decided_overdue_and_foreign_requests_out(client, bob, support, globex):
+    approved = make_approval(support, target="customer approved", status=Status.APPROVED)
+    overdue = make_approval(support, target="customer overdue", ttl=timedelta(minutes=1))
+    foreign = make_approval(make_config(globex, "Theirs"), target="customer theirs")
+    client.force_login(bob)
+    with travel(timedelta(minutes=2)):
+        html = client.get(PARTIAL).content.decode()
+    assert "Nothing is waiting for a decision" in html
+    for approval in (approved, overdue, foreign):
+        assert approval.public_id not in html
+
+
+def test_it_refreshes_only_the_queue_on_the_configured_schedule(client, bob, support, settings):
+    settings.APPROVALS_REFRESH_SECONDS = 7
+    make_approval(support)
+    client.force_login(bob)
+    page = client.get(QUEUE).content.decode()
+    assert f'hx-get="{PARTIAL}"' in page
+    assert "every 7s [document.visibilityState === 'visible']" in page
+    partial = client.get(PARTIAL).content.decode()
+    assert "<html" not in partial and 'class="card approval' in partial
+
+
+def test_it_titles_each_card_with_the_act_and_its_object(client, bob, support):
+    make_approval(support, boundary="delete", target="customer T-4821")
+    make_approval(support, boundary="mcp_server", target="mcp_billing", operation="")
+    make_approval(support, boundary="mcp_server", target="mcp_billing", operation="issue_refund")
+    make_approval(support, boundary="cell", target="12", operation="run")
+    make_approval(support, boundary="worker", target="tech-lead", operation="start", point="exit")
+    make_token_cap(support)
+    client.force_login(bob)
+    html = client.get(QUEUE).content.decode()
+    for title in (
+        "Delete customer T-4821",
+        "Call mcp_billing<",
+        "Call issue_refund on mcp_billing",
+        "Run cell 12",
+        "Start worker tech-lead",
+        "Token cap reached",
+    ):
+        assert title in html, title
+    assert "entry — before the call" in html
+    assert "exit — before its result returns" in html
+
+
+def test_it_shows_what_the_level_allows_and_says_why(client, bob, support):
+    make_approval(
+        support,
+        level="full",
+        summary="Refund 49.00 USD",
+        arguments={"amount_cents": 4900, "ticket_id": "T-4821"},
+        message="Refunds move real money.",
+    )
+    make_approval(support, level="none", target="customer T-9")
+    client.force_login(bob)
+    html = client.get(QUEUE).content.decode()
+    assert "Refunds move real money." in html
+    assert "Refund 49.00 USD" in html
+    assert "&quot;amount_cents&quot;: 4900,\n  &quot;ticket_id&quot;: &quot;T-4821&quot;" in html
+    assert "passes only the target and operation (level none)" in html
+    assert f'href="{reverse("rules:version", args=[support.public_id, 1])}">{support.public_id}@1</a>' in html
+
+
+def test_it_shows_a_token_cap_card_with_a_meter_and_its_buttons(client, bob, support):
+    make_token_cap(support, tokens_used=45_000, token_cap=50_000, scope="workspace")
+    client.force_login(bob)
+    html = client.get(QUEUE).content.decode()
+    assert "<strong>45000</strong> of 50000 tokens used (90% of the cap)" in html
+    assert 'style="width: 90%"' in html
+    assert "workspace-wide token limit" in html
+    assert f"{reverse('rules:settings', args=[support.public_id])}#token-caps" in html
+    assert html.index('value="stop"') < html.index('value="proceed"')
+    assert "Stop the run" in html and "Proceed past cap" in html
+
+
+def test_it_puts_reject_left_and_approve_rightmost(client, bob, support):
+    make_approval(support)
+    client.force_login(bob)
+    html = client.get(QUEUE).content.decode()
+    start = html.index('<form class="decide"')
+    form = html[start : html.index("</form>", start)]
+    buttons = [part.split(">")[0] for part in form.split("<button")[1:]]
+    assert ['value="reject"' in b for b in buttons] == [True, False]
+    assert ['value="approve"' in b for b in buttons] == [False, True]
+
+
+def test_it_explains_the_plan_on_a_free_workspace(client, db):
+    hobby = make_workspace("hobby", plan="free")
+    dora = make_member(hobby, "dora@hobby.test", "admin")
+    client.force_login(dora)
+    html = client.get(QUEUE).content.decode()
+    assert "Human-in-the-Loop is a Pro and Enterprise feature" in html
+    assert 'id="queue"' not in html
+
+
+def test_it_sends_strangers_to_log_in(client, support):
+    assert client.get(QUEUE).status_code == 302
+    assert client.get(PARTIAL).status_code == 302
+
+
+def _queries(client, url) -> list[str]:
+    with CaptureQueriesContext(connection) as queries:
+        response = client.get(url)
+    assert response.status_code == 200
+    return [q["sql"] for q in queries]
+
+
+def test_it_runs_the_same_queries_with_10_and_with_1000_requests(client, bob, support):
+    make_many(support, 9)
+    make_token_cap(support)
+    client.force_login(bob)
+    client.get(QUEUE)  # warm the session
+    with_10 = {url: _queries(client, url) for url in (QUEUE, PARTIAL)}
+    make_many(support, 990)
+    with_1000 = {url: _queries(client, url) for url in (QUEUE, PARTIAL)}
+    for url in (QUEUE, PARTIAL):
+        assert len(with_10[url]) == len(with_1000[url]), url
+        assert len(with_1000[url]) <= 5, with_1000[url]  # session, user, memberships, queue; nothing per card
