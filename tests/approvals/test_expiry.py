@@ -1,0 +1,143 @@
+"""Expiry fails closed: on read with no worker, by the sweep, and against a late decision."""
+
+import threading
+from datetime import timedelta
+
+import pytest
+from django.db import connection, transaction
+from django_q.models import Schedule
+
+from approvals import tasks
+from approvals.models import EXPIRED_REASON, ApprovalRequest, Status
+from approvals.services import approval_decide, approval_sweep_overdue
+from tests.helpers import make_config, travel
+
+from .factories import make_approval, make_many, make_token_cap
+
+
+@pytest.fixture
+def support(acme):
+    return make_config(acme, "Support agent")
+
+
+def test_it_reads_an_overdue_request_as_expired_with_no_worker(bob_api, support):
+    approval = make_approval(support, ttl=timedelta(hours=1))
+    with travel(timedelta(hours=1, seconds=1)):
+        expired = bob_api.get("/api/v1/approvals?status=expired").json()["results"]
+        pending = bob_api.get("/api/v1/approvals?status=pending").json()["results"]
+    assert [row["id"] for row in expired] == [approval.public_id]
+    assert expired[0]["status"] == "expired"
+    assert expired[0]["decision"]["expired"] is True and expired[0]["decision"]["reason"] == EXPIRED_REASON
+    assert pending == []
+    # Nothing was written: the read alone says expired.
+    assert ApprovalRequest.objects.get(pk=approval.pk).status == Status.PENDING
+
+
+def test_it_expires_a_request_24_hours_after_it_was_made(bob_api, support):
+    approval = make_approval(support)
+    with travel(timedelta(hours=23, minutes=59)):
+        assert bob_api.get("/api/v1/approvals?status=pending").json()["results"][0]["id"] == approval.public_id
+    with travel(timedelta(hours=24, seconds=1)):
+        assert bob_api.get("/api/v1/approvals?status=pending").json()["results"] == []
+
+
+def test_it_sweeps_overdue_requests_and_leaves_the_rest(support, bob):
+    overdue = make_approval(support, ttl=timedelta(minutes=5))
+    cap = make_token_cap(support, ttl=timedelta(minutes=5))
+    fresh = make_approval(support, ttl=timedelta(hours=2))
+    decided = make_approval(support, ttl=timedelta(minutes=5))
+    approval_decide(approval=decided, user=bob, decision="approve", reason="fine")
+    with travel(timedelta(minutes=10)):
+        assert tasks.sweep_overdue() == 2
+        assert tasks.sweep_overdue() == 0  # safe to run twice
+    rows = {a.pk: a for a in ApprovalRequest.objects.all()}
+    assert rows[overdue.pk].status == Status.EXPIRED and rows[overdue.pk].reason == EXPIRED_REASON
+    assert rows[overdue.pk].decided_at == overdue.expires_at and rows[overdue.pk].decided_by is None
+    assert rows[cap.pk].decision()["action"] == "stop_run"
+    assert rows[fresh.pk].status == Status.PENDING
+    assert (rows[decided.pk].status, rows[decided.pk].reason) == (Status.APPROVED, "fine")
+
+
+def test_it_sweeps_in_batches_until_nothing_is_overdue(support, monkeypatch):
+    monkeypatch.setattr(tasks, "SWEEP_BATCH", 100)
+    make_many(support, 250, ttl=timedelta(minutes=1))
+    with travel(timedelta(minutes=2)):
+        assert approval_sweep_overdue(batch_size=100) == 100
+        assert tasks.sweep_overdue() == 150
+    assert not ApprovalRequest.objects.filter(status=Status.PENDING).exists()
+
+
+def test_it_schedules_the_sweep_every_minute(db):
+    schedule = Schedule.objects.get(func="approvals.tasks.sweep_overdue")
+    assert (schedule.schedule_type, schedule.minutes, schedule.repeats) == (Schedule.MINUTES, 1, -1)
+
+
+@pytest.mark.postgres
+def test_it_overwrites_no_decision_while_sweeps_and_decisions_run_at_once(transactional_db, support, bob):
+    """Two sweeps and a reviewer race over 300 requests: each ends decided or expired, never both."""
+    due = make_many(support, 150, ttl=timedelta(minutes=1))  # overdue once the clock moves
+    live = make_many(support, 150, ttl=timedelta(hours=2))  # still decidable
+    errors: list[BaseException] = []
+    with travel(timedelta(minutes=5)):
+        barrier = threading.Barrier(3)
+
+        def sweep() -> None:
+            try:
+                barrier.wait(timeout=10)
+                while approval_sweep_overdue(batch_size=10):
+                    pass
+            except BaseException as error:  # noqa: B036
+                errors.append(error)
+            finally:
+                connection.close()
+
+        def decide_all() -> None:
+            try:
+                barrier.wait(timeout=10)
+                for approval in [*due, *live]:
+                    approval_decide(approval=approval, user=bob, decision="approve", reason="ok")
+            except BaseException as error:  # noqa: B036
+                errors.append(error)
+            finally:
+                connection.close()
+
+        threads = [threading.Thread(target=sweep), threading.Thread(target=sweep), threading.Thread(target=decide_all)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    assert not errors, errors
+    due_rows = ApprovalRequest.objects.filter(pk__in=[a.pk for a in due])
+    live_rows = ApprovalRequest.objects.filter(pk__in=[a.pk for a in live])
+    assert set(due_rows.values_list("status", "reason")) == {(Status.EXPIRED, EXPIRED_REASON)}
+    assert set(live_rows.values_list("status", "reason", "decided_by_email")) == {
+        (Status.APPROVED, "ok", "bob@acme.test")
+    }
+
+
+@pytest.mark.postgres
+def test_it_skips_a_row_being_decided_instead_of_waiting_for_it(transactional_db, support):
+    locked = make_approval(support, ttl=timedelta(minutes=1))
+    other = make_approval(support, ttl=timedelta(minutes=1))
+    holding, release = threading.Event(), threading.Event()
+
+    def hold_lock() -> None:
+        with transaction.atomic():
+            ApprovalRequest.objects.select_for_update().get(pk=locked.pk)
+            holding.set()
+            release.wait(timeout=10)
+        connection.close()
+
+    thread = threading.Thread(target=hold_lock)
+    thread.start()
+    try:
+        assert holding.wait(timeout=10)
+        with travel(timedelta(minutes=2)):
+            assert approval_sweep_overdue() == 1  # returns at once: the locked row is left for later
+        assert ApprovalRequest.objects.get(pk=other.pk).status == Status.EXPIRED
+    finally:
+        release.set()
+        thread.join()
+    with travel(timedelta(minutes=2)):
+        assert approval_sweep_overdue() == 1
+    assert ApprovalRequest.objects.get(pk=locked.pk).status == Status.EXPIRED
