@@ -13,5 +13,6 @@ class ApprovalCollectionView(APIView):
     def get(self, request):
         return api_reviewer.list_approvals(request)
 
+    @api_engine.registration_schema
     def post(self, request):
         return api_engine.register_approval(request)

@@ -1,12 +1,297 @@
-"""Engine endpoints (API.md, Engines): served config, registration, long-poll read, outcome."""
+"""Engine endpoints (API.md, Engines): served config, registration, long-poll read, outcome.
 
-from rest_framework.exceptions import APIException
+Thin: a serializer validates, a service decides, `approval_as_dict` renders.
+"""
+
+import hashlib
+import json
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import (
+    OpenApiExample,
+    OpenApiParameter,
+    OpenApiResponse,
+    PolymorphicProxySerializer,
+    extend_schema,
+)
+from rest_framework.exceptions import NotFound, PermissionDenied, ValidationError
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from rules.models import Config
+from rules.selectors import LOG_LINES, hitl_state, served_version
+from rules.serializers import ErrorSerializer
+from workspaces.permissions import IsEngine, IsEngineOrReviewer
+
+from . import services
+from .engine_serializers import (
+    GateRegistrationSerializer,
+    InertSerializer,
+    KindSerializer,
+    OutcomeReportedSerializer,
+    OutcomeSerializer,
+    ServedConfigSerializer,
+    TokenCapRegistrationSerializer,
+    WaitQuerySerializer,
+)
+from .models import ApprovalKind, ApprovalRequest
+from .serializers import ApprovalRequestSerializer, approval_as_dict
+from .waiting import approval_wait
+
+REGISTRATION_SERIALIZERS = {
+    ApprovalKind.GATE: GateRegistrationSerializer,
+    ApprovalKind.TOKEN_CAP: TokenCapRegistrationSerializer,
+}
+IDEMPOTENCY_KEY_MAX = 255
 
 
-class NotBuiltYet(APIException):
-    status_code = 501
-    default_code = "not_implemented"
+def _error(description: str) -> OpenApiResponse:
+    return OpenApiResponse(ErrorSerializer, description=description)
 
 
-def register_approval(request):
-    raise NotBuiltYet("Registration is being built (issue 3).")
+AUTH_ERRORS = {
+    401: _error("No token, or an unknown or revoked one."),
+    403: _error("The token may not do this (for example a user token where an engine key is needed)."),
+}
+
+IDEMPOTENCY_KEY_PARAMETER = OpenApiParameter(
+    "Idempotency-Key",
+    OpenApiTypes.STR,
+    OpenApiParameter.HEADER,
+    required=False,
+    description=(
+        "Up to 255 characters. The same key from the same engine key answers 200 with the request it first "
+        "created (also when two calls race); the same key with a different body answers 422 "
+        "`idempotency_key_reused`."
+    ),
+)
+WAIT_PARAMETER = OpenApiParameter(
+    "wait",
+    OpenApiTypes.NUMBER,
+    OpenApiParameter.QUERY,
+    required=False,
+    description=(
+        "Long-poll: answer as soon as the request is decided or expires, else after this many seconds (0–30) "
+        "with it still pending."
+    ),
+)
+
+
+def _approvals_of(request):
+    return ApprovalRequest.objects.select_related("config").filter(workspace=request.actor.workspace)
+
+
+def _get_approval(request, public_id: str) -> ApprovalRequest:
+    approval = _approvals_of(request).filter(public_id=public_id).first()
+    if approval is None:
+        raise NotFound(f"No approval request {public_id} in this workspace.")
+    return approval
+
+
+def _fingerprint(body) -> str:
+    """The body's canonical JSON: key order and whitespace do not make a body "different"."""
+    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def _idempotency_key(request) -> str:
+    key = request.headers.get("Idempotency-Key")
+    if key is None:
+        return ""
+    if not key.strip():
+        raise ValidationError({"Idempotency-Key": "Idempotency-Key must not be empty; leave the header out instead."})
+    if len(key) > IDEMPOTENCY_KEY_MAX:
+        raise ValidationError(
+            {"Idempotency-Key": f"Idempotency-Key is at most {IDEMPOTENCY_KEY_MAX} characters; it has {len(key)}."}
+        )
+    return key
+
+
+registration_schema_description = (
+    "A gated call (`kind: gate`) or a token cap breach (`kind: token_cap`), checked against the frozen "
+    "version named by `config_id` + `config_version`. Boundary, point and message come from the frozen rule, "
+    "never from the engine. `arguments` needs pass information level `full`; `summary` needs `summary` or `full`. "
+    "`ttl_seconds` may shorten the 24-hour lifetime; a longer one is refused (400), not clamped. When HITL is "
+    "inert nothing is stored and the answer is 200 `{status: inert, notice}`; a token cap is inert on the Free "
+    "plan only (it is not a rule)."
+)
+
+
+def _registration_schema():
+    """The body is one of two shapes, told apart by `kind`; a 200 is a replay or the inert answer."""
+    body = PolymorphicProxySerializer(
+        component_name="ApprovalRegistration",
+        serializers={"gate": GateRegistrationSerializer, "token_cap": TokenCapRegistrationSerializer},
+        resource_type_field_name="kind",
+    )
+    replay_or_inert = PolymorphicProxySerializer(
+        component_name="ApprovalReplayOrInert",
+        serializers=[ApprovalRequestSerializer, InertSerializer],
+        resource_type_field_name=None,
+    )
+    return extend_schema(
+        operation_id="approvals_register",
+        summary="Register an approval request (engines)",
+        description=registration_schema_description,
+        parameters=[IDEMPOTENCY_KEY_PARAMETER],
+        request=body,
+        responses={
+            201: OpenApiResponse(ApprovalRequestSerializer, description="Created: the request, pending."),
+            200: OpenApiResponse(
+                replay_or_inert,
+                description=(
+                    "An idempotent replay (the request first created), or `status: inert`: HITL is inert, nothing "
+                    "was stored, the call may proceed."
+                ),
+                examples=[
+                    OpenApiExample(
+                        "inert", value={"status": "inert", "notice": services.INERT_NOTICE}, response_only=True
+                    )
+                ],
+            ),
+            400: _error("Bad JSON, a wrong type, an unknown kind, a field over its limit, or a level refusal."),
+            **AUTH_ERRORS,
+            404: _error("No such config, or no such version of it, in this workspace."),
+            413: _error("The body is over 256 KiB."),
+            422: _error("`idempotency_key_reused`: the Idempotency-Key was used with another body."),
+        },
+        tags=["engines"],
+    )
+
+
+registration_schema = _registration_schema()
+
+
+def register_approval(request) -> Response:
+    """`POST /api/v1/approvals` (called by ApprovalCollectionView.post)."""
+    if not request.actor.is_engine:
+        raise PermissionDenied("Only an engine key may register approval requests.")
+    idempotency_key = _idempotency_key(request)
+    body = request.data
+    kind = KindSerializer(data=body)
+    kind.is_valid(raise_exception=True)
+    serializer = REGISTRATION_SERIALIZERS[kind.validated_data["kind"]](data=body)
+    serializer.is_valid(raise_exception=True)
+    registration = services.approval_register(
+        workspace=request.actor.workspace,
+        engine_key=request.actor.engine_key,
+        data=serializer.validated_data,
+        idempotency_key=idempotency_key,
+        fingerprint=_fingerprint(body) if idempotency_key else "",
+    )
+    if registration.approval is None:
+        return Response({"status": "inert", "notice": services.INERT_NOTICE}, status=200)
+    return Response(approval_as_dict(registration.approval), status=201 if registration.created else 200)
+
+
+class ServedConfigView(APIView):
+    """`GET /api/v1/configs/{cfg}/served`: the gate table the engine applies, and its HITL log line."""
+
+    permission_classes = [IsEngine]
+
+    @extend_schema(
+        operation_id="configs_served",
+        summary="The served version's gate table (engines)",
+        description=(
+            "`hitl.state` is `active` only on a Pro or Enterprise plan with at least one enabled rule in the served "
+            "version; the plan is read now, so a downgrade makes it inert at once. `gates` are the enabled rules in "
+            "order."
+        ),
+        responses={
+            200: ServedConfigSerializer,
+            **AUTH_ERRORS,
+            404: _error("No such config in this workspace, or it has no published version yet."),
+        },
+        tags=["engines"],
+    )
+    def get(self, request, cfg: str) -> Response:
+        workspace = request.actor.workspace
+        config = Config.objects.filter(workspace=workspace, public_id=cfg).first()
+        if config is None:
+            raise NotFound(f"No config {cfg} in this workspace.")
+        version = served_version(config)
+        if version is None:
+            raise NotFound(f"Config {cfg} has no published version: publish it first.")
+        state = hitl_state(workspace=workspace, version=version)
+        gates = sorted(version.enabled_rules, key=lambda rule: rule["order"])  # stable: ties keep draft order
+        return Response(
+            {
+                "config_id": config.public_id,
+                "version": version.number,
+                "hitl": {"state": state, "log_line": LOG_LINES[state]},
+                "gates": gates,
+                "token_caps": version.token_caps,
+                "pass_information_level": version.pass_information_level,
+            }
+        )
+
+
+class ApprovalDetailView(APIView):
+    """`GET /api/v1/approvals/{apr}?wait=S`: engines poll it; reviewers and admins may read it too."""
+
+    permission_classes = [IsEngineOrReviewer]
+
+    @extend_schema(
+        operation_id="approvals_read",
+        summary="Read a request; long-poll for its decision with ?wait=S",
+        description=(
+            "An overdue request reads as expired even if no worker has swept it. With `wait`, the answer comes as "
+            "soon as the request is decided or expires, else after `wait` seconds with it still pending."
+        ),
+        parameters=[WAIT_PARAMETER],
+        responses={
+            200: ApprovalRequestSerializer,
+            400: _error("`wait` is not a number from 0 to 30."),
+            **AUTH_ERRORS,
+            404: _error("No such request in this workspace."),
+        },
+        tags=["engines"],
+    )
+    def get(self, request, apr: str) -> Response:
+        query = WaitQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        approval = _get_approval(request, apr)
+        wait = query.validated_data.get("wait") or 0
+        if wait:
+            approval = approval_wait(
+                load=lambda: _get_approval(request, apr),
+                approval=approval,
+                seconds=wait,
+            )
+        if approval.is_overdue():
+            approval = services.approval_expire_if_overdue(approval=approval)
+        return Response(approval_as_dict(approval))
+
+
+class ApprovalOutcomeView(APIView):
+    """`POST /api/v1/approvals/{apr}/outcome`: what happened to the approved call."""
+
+    permission_classes = [IsEngine]
+
+    @extend_schema(
+        operation_id="approvals_outcome",
+        summary="Report the outcome of an approved call (engines)",
+        description=(
+            "Recorded once, like a decision: a second report answers 200 with the first outcome unchanged and "
+            "`already_reported: true`. Only an approved request takes an outcome (409 otherwise)."
+        ),
+        request=OutcomeSerializer,
+        responses={
+            200: OpenApiResponse(
+                OutcomeReportedSerializer,
+                description="The request with its `execution`, and whether it had already been reported.",
+            ),
+            400: _error("Bad JSON, an unknown status, or a field over its limit."),
+            **AUTH_ERRORS,
+            404: _error("No such request in this workspace."),
+            409: _error("`conflict`: the request is not approved (pending, rejected or expired)."),
+        },
+        tags=["engines"],
+    )
+    def post(self, request, apr: str) -> Response:
+        serializer = OutcomeSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        approval, already = services.approval_report_outcome(
+            approval=_get_approval(request, apr), **serializer.validated_data
+        )
+        return Response({**approval_as_dict(approval), "already_reported": already})

@@ -1,7 +1,10 @@
 from django.urls import path
 
-from . import api
+from . import api, api_engine
 
 urlpatterns = [
     path("approvals", api.ApprovalCollectionView.as_view(), name="api-approvals"),
+    path("approvals/<str:apr>", api_engine.ApprovalDetailView.as_view(), name="api-approval"),
+    path("approvals/<str:apr>/outcome", api_engine.ApprovalOutcomeView.as_view(), name="api-approval-outcome"),
+    path("configs/<str:cfg>/served", api_engine.ServedConfigView.as_view(), name="api-config-served"),
 ]

@@ -1,10 +1,21 @@
 """Writes on approval requests. The database, not Python, decides who wins a race."""
 
-from django.db import transaction
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
+from rest_framework.exceptions import NotFound
 
-from .models import EXPIRED_REASON, Action, ApprovalKind, ApprovalRequest, Status
+from hitl_portal.errors import Conflict, Unprocessable
+from rules.models import Config, ConfigVersion, PassInformationLevel
+from workspaces.models import ApiToken, Workspace
+
+from .digest import call_digest
+from .models import EXPIRED_REASON, Action, ApprovalKind, ApprovalRequest, Scope, Status
 from .notify import notify_changed
 
 # decision word → (the kind it decides, resulting status, the action the engine takes)
@@ -74,3 +85,165 @@ def expire_requests(queryset) -> int:
         for public_id in public_ids:
             notify_changed(public_id)
     return count
+
+
+# --- Engines: registration and outcome (API.md, Engines) ---------------------------------------
+
+INERT_NOTICE = "HITL: inert (Free plan or no enabled rules) — the call may proceed"
+
+
+class IdempotencyKeyReused(Unprocessable):
+    default_code = "idempotency_key_reused"
+    default_detail = "This Idempotency-Key was already used with a different body."
+
+
+@dataclass(frozen=True)
+class Registration:
+    """What a registration did: `approval` is None when HITL is inert and nothing was stored."""
+
+    approval: ApprovalRequest | None
+    created: bool
+
+
+def approval_register(
+    *, workspace: Workspace, engine_key: ApiToken, data: dict, idempotency_key: str = "", fingerprint: str = ""
+) -> Registration:
+    """Register a gate or token cap request against the frozen version it names.
+
+    Idempotent per (engine key, Idempotency-Key): a replay returns the first request, another body
+    with the same key is refused. Two identical registrations racing are decided by the unique
+    constraint, never by a check-then-insert: the loser's INSERT fails and it returns the winner.
+    """
+    if idempotency_key:
+        first = _idempotent_replay(engine_key=engine_key, idempotency_key=idempotency_key, fingerprint=fingerprint)
+        if first is not None:
+            return Registration(approval=first, created=False)
+
+    version = _frozen_version(workspace=workspace, config_id=data["config_id"], number=data["config_version"])
+    label = f"{version.config.public_id}@{version.number}"
+    level = version.pass_information_level
+    now = timezone.now()
+    approval = ApprovalRequest(
+        workspace=workspace,
+        engine_key=engine_key,
+        kind=data["kind"],
+        config=version.config,
+        config_version=version.number,
+        run_id=data["run_id"],
+        thread_id=data["thread_id"],
+        caller=data["caller"],
+        pass_information_level=level,
+        created_at=now,
+        expires_at=now + timedelta(seconds=data.get("ttl_seconds") or settings.APPROVAL_TTL_SECONDS),
+        idempotency_key=idempotency_key,
+        request_fingerprint=fingerprint if idempotency_key else "",
+    )
+
+    if data["kind"] == ApprovalKind.GATE:
+        # HITL state as the engine was told it at serve time: inert stores nothing.
+        if not workspace.hitl_available or not version.enabled_rules:
+            return Registration(approval=None, created=False)
+        rule = version.rule(data["rule_id"])
+        if rule is None:
+            raise ValidationError(
+                {"rule_id": f"Rule {data['rule_id']} is not in {label}: take rule ids from that version's gates."}
+            )
+        if not rule["enabled"]:
+            raise ValidationError({"rule_id": f"Rule {data['rule_id']} is disabled in {label}: it gates nothing."})
+        arguments = data.get("arguments")
+        summary = data.get("summary") or ""
+        if arguments is not None and level != PassInformationLevel.FULL:
+            raise ValidationError(
+                {
+                    "arguments": f"{label} has pass information level {level}: arguments are passed only at "
+                    "level full. Leave them out, or publish the config with level full."
+                }
+            )
+        if summary and level == PassInformationLevel.NONE:
+            raise ValidationError(
+                {
+                    "summary": f"{label} has pass information level none: a summary is passed only at level "
+                    "summary or full. Leave it out, or publish the config with a higher level."
+                }
+            )
+        approval.rule_id = rule["id"]
+        approval.boundary = rule["kind"]
+        approval.point = rule["point"]
+        approval.message = rule["message"]
+        approval.target = data["target"]
+        approval.operation = data["operation"]
+        approval.summary = summary
+        approval.arguments = arguments
+        approval.call_digest = call_digest(target=data["target"], operation=data["operation"], arguments=arguments)
+    else:
+        # A token cap is not a rule, so it parks the run on any paid plan; on Free there is no queue to park in.
+        if not workspace.hitl_available:
+            return Registration(approval=None, created=False)
+        if data["scope"] == Scope.TURN and version.token_caps.get("mode") == "stop":
+            raise ValidationError(
+                {"scope": f"{label}'s per-turn token cap mode is stop: end the run, there is nobody to ask."}
+            )
+        approval.scope = data["scope"]
+        approval.tokens_used = data["tokens_used"]
+        approval.token_cap = data["token_cap"]
+
+    try:
+        with transaction.atomic():
+            approval.save(force_insert=True)
+    except IntegrityError:
+        if not idempotency_key:
+            raise
+        # Another registration with this key committed first: it is the request.
+        first = _idempotent_replay(engine_key=engine_key, idempotency_key=idempotency_key, fingerprint=fingerprint)
+        if first is None:
+            raise
+        return Registration(approval=first, created=False)
+    return Registration(approval=approval, created=True)
+
+
+def _idempotent_replay(*, engine_key: ApiToken, idempotency_key: str, fingerprint: str) -> ApprovalRequest | None:
+    first = (
+        ApprovalRequest.objects.select_related("config")
+        .filter(engine_key=engine_key, idempotency_key=idempotency_key)
+        .first()
+    )
+    if first is not None and first.request_fingerprint != fingerprint:
+        raise IdempotencyKeyReused(
+            f"Idempotency-Key {idempotency_key!r} was first used for {first.public_id} with a different body. "
+            "Send the same body to get that request back, or use a new key for a new request."
+        )
+    return first
+
+
+def _frozen_version(*, workspace: Workspace, config_id: str, number: int) -> ConfigVersion:
+    version = (
+        ConfigVersion.objects.select_related("config")
+        .filter(config__workspace=workspace, config__public_id=config_id, number=number)
+        .first()
+    )
+    if version is not None:
+        return version
+    if not Config.objects.filter(workspace=workspace, public_id=config_id).exists():
+        raise NotFound(f"No config {config_id} in this workspace.")
+    raise NotFound(f"Config {config_id} has no version {number}: register against a published version it serves.")
+
+
+def approval_report_outcome(
+    *, approval: ApprovalRequest, status: str, execution_id: str = "", detail: str = ""
+) -> tuple[ApprovalRequest, bool]:
+    """Record what happened to an approved call, once. Returns the request and whether it was already reported.
+
+    Like a decision, the first report stands: the conditional UPDATE (approved, no outcome yet)
+    lets exactly one report through; a later one gets the first back, unchanged.
+    """
+    approval_expire_if_overdue(approval=approval)
+    reported = ApprovalRequest.objects.filter(pk=approval.pk, status=Status.APPROVED, execution_status="").update(
+        execution_status=status, execution_id=execution_id, execution_detail=detail, executed_at=timezone.now()
+    )
+    approval.refresh_from_db(from_queryset=ApprovalRequest.objects.select_related("config"))
+    if not reported and approval.status != Status.APPROVED:
+        raise Conflict(
+            f"{approval.public_id} is {approval.status}, not approved: an outcome is reported only for an "
+            "approved call, which must not run otherwise."
+        )
+    return approval, not reported

@@ -1,0 +1,151 @@
+"""`hitl demo-engine`: a scripted agent run against a live portal, over HTTP, through hitl_client.
+
+It touches no database: everything goes through the REST API with an engine key, exactly as a
+real engine would, so a newcomer sees requests arrive in the queue, decides them, and watches
+the run resume or halt.
+"""
+
+import logging
+import uuid
+
+from django.core.management.base import CommandError
+
+from hitl_client import HitlClient, HitlError, Verdict
+
+TURNS = ("delete", "mcp", "token_cap")
+
+
+class _Printer(logging.Handler):
+    def __init__(self, write):
+        super().__init__()
+        self.write = write
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.write(f"  engine log: {record.getMessage()}")
+
+
+def demo_engine(cmd, options) -> None:
+    out = cmd.stdout.write
+    turns = [turn.strip() for turn in options["turns"].split(",") if turn.strip()]
+    unknown = [turn for turn in turns if turn not in TURNS]
+    if unknown or not turns:
+        raise CommandError(f"--turns takes a comma-separated list of {', '.join(TURNS)}; not {', '.join(unknown)}.")
+    log = logging.getLogger("hitl_client.demo")
+    log.propagate = False
+    log.setLevel(logging.INFO)
+    log.handlers = [_Printer(out)]
+    client = HitlClient(options["url"], options["key"], log=log)
+    queue_url = options["url"].rstrip("/") + "/hitl/approvals/"
+    run_id = f"run_{uuid.uuid4().hex[:12]}"
+    thread_id = "thr_demo"
+    wait = options["wait"]
+
+    def pending(approval: dict) -> None:
+        out(f"  ⏸  paused: {approval['id']} is waiting for a person — decide it at {queue_url}")
+
+    try:
+        served = client.served(options["config"])
+        out(f"Run {run_id} on {served['config_id']}@{served['version']} ({len(served['gates'])} gates)")
+        for number, turn in enumerate(turns, start=1):
+            out(f"\nTurn {number}: {turn}")
+            if turn == "delete":
+                out("  the agent wants to delete customer T-4821 and their tickets")
+                verdict = client.gate_call(
+                    served,
+                    kind="delete",
+                    target="customer T-4821",
+                    operation="delete",
+                    run_id=run_id,
+                    thread_id=thread_id,
+                    call_id=f"call_{number}",
+                    caller="support-bot",
+                    summary="Delete the customer record T-4821 and their 3 tickets",
+                    arguments={"customer_id": "T-4821", "cascade": ["tickets"]},
+                    execute=lambda: f"exec_{uuid.uuid4().hex[:8]}",
+                    wait_timeout=wait,
+                    on_pending=pending,
+                )
+            elif turn == "mcp":
+                out("  the agent calls issue_refund on the MCP server mcp_billing")
+                verdict = client.gate_call(
+                    served,
+                    kind="mcp_server",
+                    target="mcp_billing",
+                    operation="issue_refund",
+                    run_id=run_id,
+                    thread_id=thread_id,
+                    call_id=f"call_{number}",
+                    caller="support-bot",
+                    summary="Refund 49.00 USD on ticket T-4821",
+                    arguments={"ticket_id": "T-4821", "amount_cents": 4900},
+                    execute=lambda: f"refund_{uuid.uuid4().hex[:8]}",
+                    wait_timeout=wait,
+                    on_pending=pending,
+                )
+            else:
+                verdict = _token_cap_turn(client, served, run_id, thread_id, number, wait, pending, out)
+            if not _report(verdict, out):
+                out(f"\nRun {run_id} halted.")
+                return
+        out(f"\nRun {run_id} finished.")
+    except HitlError as error:
+        raise CommandError(f"The portal refused: {error}") from None
+
+
+def _token_cap_turn(client, served, run_id, thread_id, number, wait, pending, out) -> Verdict:
+    caps = served.get("token_caps") or {}
+    cap = caps.get("per_turn")
+    if not cap:
+        out("  this config has no per-turn token cap: nothing to breach")
+        return Verdict(True, "not_gated", "No token cap.")
+    used = cap + 1_200
+    out(f"  the turn used {used:,} tokens against a cap of {cap:,}")
+    if caps.get("mode") == "stop":
+        return Verdict(False, "stopped", "The token cap's mode is stop: the run ends.")
+    approval = client.request_token_cap(
+        served,
+        run_id=run_id,
+        thread_id=thread_id,
+        call_id=f"cap_{number}",
+        caller="support-bot",
+        tokens_used=used,
+        token_cap=cap,
+    )
+    if approval.get("status") == "inert":
+        return Verdict(True, "inert", approval["notice"])
+    pending(approval)
+    approval = client.wait(approval["id"], wait)
+    verdict = client.verdict_of(approval)
+    if verdict.allowed:
+        verdict.message = "Proceed past cap: the cap is waived for the rest of this turn."
+    elif verdict.state == "rejected":
+        verdict.message = "Stop the run: a reviewer ended it at the token cap."
+    return verdict
+
+
+def _report(verdict: Verdict, out) -> bool:
+    """Print what happened; True when the run goes on."""
+    if verdict.allowed:
+        out(f"  ▶  resumed ({verdict.state}): {verdict.message}")
+        execution = (verdict.approval or {}).get("execution")
+        if execution:
+            out(f"     ran it; reported outcome {execution['status']} ({execution.get('execution_id')})")
+        return True
+    out(f"  ■  halted ({verdict.state}): {verdict.message}")
+    return False
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "demo-engine", help="run scripted agent turns against a live portal over HTTP (an engine's view)"
+    )
+    parser.add_argument("--url", default="http://127.0.0.1:8000/", help="the portal's base URL")
+    parser.add_argument("--key", required=True, help="an engine key (hitl token create --engine NAME)")
+    parser.add_argument("--config", required=True, help="the config's public id (cfg_…)")
+    parser.add_argument(
+        "--turns", default=",".join(TURNS), help=f"comma-separated turns to run, in order (default: {','.join(TURNS)})"
+    )
+    parser.add_argument(
+        "--wait", type=float, default=None, help="give up waiting for a decision after this many seconds"
+    )
+    parser.set_defaults(handler=demo_engine)

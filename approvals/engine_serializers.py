@@ -1,0 +1,184 @@
+"""Shapes of the engine API (API.md, Engines and Limits): registration, outcome, the served gate table."""
+
+import json
+
+from django.conf import settings
+from rest_framework import serializers
+
+from rules.models import PassInformationLevel
+from rules.serializers import RuleSerializer, TokenCapsSerializer
+
+from .models import ApprovalKind, ExecutionStatus, Scope
+from .serializers import ApprovalRequestSerializer
+
+MAX_ARGUMENTS_BYTES = 64 * 1024
+# Token counts are stored in a bigint; beyond it the database would refuse, so we refuse first.
+MAX_TOKENS = 2**63 - 1
+MAX_INT = 2_147_483_647
+
+
+class StrictCharField(serializers.CharField):
+    """A string and nothing else: DRF would quietly turn 42 into "42", an engine bug we'd rather name."""
+
+    default_error_messages = {"not_a_string": "{field} must be a string."}
+
+    def to_internal_value(self, data):
+        if not isinstance(data, str):
+            self.fail("not_a_string", field=self.field_name)
+        return super().to_internal_value(data)
+
+
+class StrictIntegerField(serializers.IntegerField):
+    """A JSON integer: not true, not "3", not 3.5."""
+
+    default_error_messages = {"not_an_integer": "{field} must be an integer."}
+
+    def to_internal_value(self, data):
+        if isinstance(data, bool) or not isinstance(data, int):
+            self.fail("not_an_integer", field=self.field_name)
+        return super().to_internal_value(data)
+
+
+def text(name: str, max_length: int, *, required: bool = True, allow_blank: bool = False) -> StrictCharField:
+    """A string field whose limit message names the field and the limit (API.md, Limits)."""
+    return StrictCharField(
+        max_length=max_length,
+        required=required,
+        allow_blank=allow_blank,
+        trim_whitespace=False,
+        error_messages={
+            "max_length": f"{name} is at most {max_length:,} characters; send a shorter one.",
+            "blank": f"{name} must not be empty.",
+            "required": f"{name} is required.",
+        },
+    )
+
+
+def choice(name: str, choices, **kwargs) -> serializers.ChoiceField:
+    values = ", ".join(value for value, _ in choices)
+    return serializers.ChoiceField(
+        choices=choices,
+        error_messages={
+            "invalid_choice": f'{name} "{{input}}" is not one of: {values}.',
+            "required": f"{name} is required (one of: {values}).",
+        },
+        **kwargs,
+    )
+
+
+class KindSerializer(serializers.Serializer):
+    """Read first, to pick the serializer for the rest of the body."""
+
+    kind = choice("kind", ApprovalKind.choices)
+
+
+class _RegistrationBase(serializers.Serializer):
+    config_id = text("config_id", 24)
+    config_version = StrictIntegerField(min_value=1, max_value=MAX_INT)
+    run_id = text("run_id", 500)
+    thread_id = text("thread_id", 500, allow_blank=True)
+    caller = text("caller", 500)
+    ttl_seconds = StrictIntegerField(
+        required=False,
+        min_value=1,
+        max_value=settings.APPROVAL_TTL_SECONDS,
+        error_messages={
+            "min_value": "ttl_seconds must be a positive number of seconds.",
+            # Refused rather than clamped: an engine that asked for longer must not believe it got it.
+            "max_value": (
+                f"ttl_seconds may shorten the 24-hour lifetime, never lengthen it: "
+                f"send at most {settings.APPROVAL_TTL_SECONDS} (or leave it out)."
+            ),
+        },
+        help_text="Shorten the request's 24-hour lifetime (1–86400). Longer is refused, not clamped.",
+    )
+
+
+class GateRegistrationSerializer(_RegistrationBase):
+    """A gated call. Boundary, point and message come from the frozen rule, never from here."""
+
+    kind = choice("kind", [(ApprovalKind.GATE.value, ApprovalKind.GATE.label)])
+    rule_id = text("rule_id", 24)
+    target = text("target", 500)
+    operation = text("operation", 500)
+    summary = text("summary", 2000, required=False, allow_blank=True)
+    arguments = serializers.JSONField(
+        required=False, allow_null=True, help_text="Any JSON value, at most 64 KiB encoded; needs level full."
+    )
+
+    def validate_arguments(self, value):
+        encoded = json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
+        if len(encoded) > MAX_ARGUMENTS_BYTES:
+            raise serializers.ValidationError(
+                f"arguments is {len(encoded):,} bytes encoded; the limit is 64 KiB ({MAX_ARGUMENTS_BYTES:,} bytes)."
+            )
+        return value
+
+
+class TokenCapRegistrationSerializer(_RegistrationBase):
+    """A token cap breach: parks the run as a "Token cap reached" card."""
+
+    kind = choice("kind", [(ApprovalKind.TOKEN_CAP.value, ApprovalKind.TOKEN_CAP.label)])
+    scope = choice("scope", Scope.choices)
+    tokens_used = StrictIntegerField(min_value=0, max_value=MAX_TOKENS)
+    token_cap = StrictIntegerField(min_value=1, max_value=MAX_TOKENS)
+
+    def validate(self, data: dict) -> dict:
+        if data["tokens_used"] < data["token_cap"]:
+            raise serializers.ValidationError(
+                {"tokens_used": "tokens_used is below token_cap: report a breach only once the cap is reached."}
+            )
+        return data
+
+
+class InertSerializer(serializers.Serializer):
+    """The answer when HITL is inert: nothing was stored, the call may proceed."""
+
+    status = serializers.ChoiceField(choices=["inert"])
+    notice = serializers.CharField()
+
+
+class OutcomeSerializer(serializers.Serializer):
+    status = choice("status", ExecutionStatus.choices)
+    execution_id = text("execution_id", 255, required=False, allow_blank=True)
+    detail = text("detail", 2000, required=False, allow_blank=True)
+
+
+class OutcomeReportedSerializer(ApprovalRequestSerializer):
+    """The request after an outcome report; `already_reported` mirrors a decision's `already_decided`."""
+
+    already_reported = serializers.BooleanField()
+
+
+class HitlStateSerializer(serializers.Serializer):
+    state = serializers.ChoiceField(choices=["active", "inert"])
+    log_line = serializers.CharField()
+
+
+class ServedConfigSerializer(serializers.Serializer):
+    config_id = serializers.CharField()
+    version = serializers.IntegerField()
+    hitl = HitlStateSerializer()
+    gates = RuleSerializer(many=True, help_text="The enabled rules of the served version, in order.")
+    token_caps = TokenCapsSerializer()
+    pass_information_level = serializers.ChoiceField(choices=PassInformationLevel.choices)
+
+
+class WaitQuerySerializer(serializers.Serializer):
+    wait = serializers.FloatField(
+        required=False,
+        min_value=0,
+        max_value=settings.APPROVAL_MAX_WAIT_SECONDS,
+        error_messages={
+            "invalid": f"wait must be a number of seconds from 0 to {settings.APPROVAL_MAX_WAIT_SECONDS}.",
+            "min_value": f"wait must be a number of seconds from 0 to {settings.APPROVAL_MAX_WAIT_SECONDS}.",
+            "max_value": f"wait must be a number of seconds from 0 to {settings.APPROVAL_MAX_WAIT_SECONDS}.",
+        },
+    )
+
+    def validate_wait(self, value: float) -> float:
+        if value != value or value in (float("inf"), float("-inf")):  # NaN and infinities parse as floats
+            raise serializers.ValidationError(
+                f"wait must be a number of seconds from 0 to {settings.APPROVAL_MAX_WAIT_SECONDS}."
+            )
+        return value
