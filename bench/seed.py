@@ -52,7 +52,8 @@ def insert_requests(
                CASE WHEN %(status)s = 'expired' THEN 'Nobody answered before the deadline.' ELSE '' END,
                '', '', '', NULL
         FROM generate_series(1, %(count)s) AS g,
-             LATERAL (SELECT %(created_from)s::timestamptz + make_interval(secs => g * %(step)s / 1000.0)) AS t(created)
+             LATERAL (SELECT %(created_from)s::timestamptz
+                             + make_interval(secs => g::bigint * %(step)s / 1000.0)) AS t(created)
         """,
         {
             "workspace_id": workspace_id,
