@@ -1,0 +1,97 @@
+"""`python manage.py hitl workspace|member|token …` (API.md, CLI): exit 0 on success, 2 and one line on bad input."""
+
+import subprocess
+import sys
+from io import StringIO
+
+import pytest
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.management import call_command
+from django.core.management.base import CommandError
+
+from workspaces.models import ApiToken, Membership, Workspace, hash_token
+
+from ..helpers import Api, make_config
+
+
+def hitl(*args) -> str:
+    out = StringIO()
+    call_command("hitl", *args, stdout=out)
+    return out.getvalue()
+
+
+def test_it_creates_a_workspace_and_changes_its_plan(db):
+    assert "Created workspace acme on the pro plan." in hitl("workspace", "create", "acme", "--plan", "pro")
+    assert Workspace.objects.get(slug="acme").plan == "pro"
+    hitl("workspace", "plan", "acme", "free")
+    assert Workspace.objects.get(slug="acme").plan == "free"
+
+
+def test_it_adds_a_member_creating_the_user(db):
+    hitl("workspace", "create", "acme", "--plan", "pro")
+    hitl("member", "add", "Dora@Acme.test", "--workspace", "acme", "--role", "reviewer")
+    membership = Membership.objects.get()
+    assert (membership.user.email, membership.role) == ("dora@acme.test", "reviewer")
+    hitl("member", "add", "dora@acme.test", "--workspace", "acme", "--role", "admin")
+    assert Membership.objects.get().role == "admin" and get_user_model().objects.count() == 1
+
+
+def test_it_prints_a_working_user_token_alone_and_stores_its_hash(live_server, acme, alice):
+    config = make_config(acme)
+    out = hitl("token", "create", "--workspace", "acme", "--user", "alice@acme.test")
+    raw = out.strip()
+    assert out == raw + "\n" and raw.startswith("hitl_") and len(raw.splitlines()) == 1
+    token = ApiToken.objects.get()
+    assert token.digest == hash_token(raw) and raw not in (token.digest, token.hint)
+    response = Api(live_server.url, raw).get("/api/v1/configs")
+    assert response.status_code == 200
+    assert [c["id"] for c in response.json()["results"]] == [config.public_id]
+
+
+def test_it_prints_an_engine_key(acme):
+    raw = hitl("token", "create", "--workspace", "acme", "--engine", "support-engine").strip()
+    token = ApiToken.objects.get()
+    assert token.is_engine and token.name == "support-engine" and token.digest == hash_token(raw)
+
+
+@pytest.mark.parametrize(
+    "args, says",
+    [
+        (["workspace", "create", "acme"], "already exists"),
+        (["workspace", "plan", "nowhere", "pro"], "No workspace with slug 'nowhere'"),
+        (["member", "add", "not-an-email", "--workspace", "acme", "--role", "admin"], "not an email address"),
+        (["token", "create", "--workspace", "acme", "--user", "ghost@acme.test"], "No user with email"),
+        (["token", "create", "--workspace", "acme"], "exactly one of --user EMAIL or --engine NAME"),
+    ],
+)
+def test_it_refuses_bad_input_with_one_line(acme, args, says):
+    with pytest.raises(CommandError, match=says) as refused:
+        hitl(*args)
+    assert "\n" not in str(refused.value)
+    assert refused.value.returncode == 2
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["workspace", "create", "x", "--plan", "gold"],
+        ["workspace", "plan", "acme", "platinum"],
+        ["member", "add", "a@b.test", "--workspace", "acme", "--role", "owner"],
+        ["token", "create", "--workspace", "acme", "--user", "nobody@acme.test"],
+    ],
+)
+def test_it_exits_2_with_one_line_from_the_command_line(args):
+    database = settings.DATABASES["default"]
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "DATABASE_URL": f"postgres://{database['USER']}@{database['HOST']}:{database['PORT']}/{database['NAME']}"
+        if database["ENGINE"].endswith("postgresql")
+        else "",
+    }
+    result = subprocess.run(
+        [sys.executable, "manage.py", "hitl", *args], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert result.returncode == 2, result
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert result.stdout == ""
