@@ -11,3 +11,13 @@ def notify_changed(public_id: str) -> None:
         with connection.cursor() as cursor:
             cursor.execute("SELECT pg_notify(%s, %s)", [CHANNEL, public_id])
     # SQLite has no NOTIFY: waiters there poll (see approvals.api_engine).
+
+
+def notify_changed_many(public_ids: list[str]) -> None:
+    """notify_changed for a batch in one round trip: the sweep expires a thousand rows at a time.
+
+    One statement per id made the sweep of 100,000 requests ~10× slower than its UPDATE (bench/).
+    """
+    if public_ids and connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_notify(%s, id) FROM unnest(%s::text[]) AS id", [CHANNEL, list(public_ids)])
