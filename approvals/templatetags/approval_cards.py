@@ -18,6 +18,20 @@ EXPIRED_LINE = "Expired — nobody answered; counted as rejected"
 
 
 @register.filter
+def thousands(value) -> str:
+    """51200 → 51,200: token counts are read at a glance."""
+    return f"{value:,}" if isinstance(value, int) else ""
+
+
+@register.filter
+def cap_percent(approval: ApprovalRequest) -> int:
+    """The share of the cap used, unclamped (the meter itself stops at 100%)."""
+    if not approval.token_cap or approval.tokens_used is None:
+        return 0
+    return round(approval.tokens_used * 100 / approval.token_cap)
+
+
+@register.filter
 def point_words(point: str) -> str:
     return selectors.POINT_WORDS.get(point, "")
 

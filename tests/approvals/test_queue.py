@@ -8,7 +8,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from approvals.models import Status
-from tests.helpers import error_of, make_config, make_member, make_workspace, travel
+from tests.helpers import make_config, make_member, make_workspace, travel
 
 from .factories import make_approval, make_many, make_token_cap
 
@@ -97,7 +97,7 @@ def test_it_shows_a_token_cap_card_with_a_meter_and_its_buttons(client, bob, sup
     make_token_cap(support, tokens_used=45_000, token_cap=50_000, scope="workspace")
     client.force_login(bob)
     html = client.get(QUEUE).content.decode()
-    assert "<strong>45000</strong> of 50000 tokens used (90% of the cap)" in html
+    assert "<strong>45,000</strong> of 50,000 tokens used (90% of the cap)" in html
     assert 'style="width: 90%"' in html
     assert "workspace-wide token limit" in html
     assert f"{reverse('rules:settings', args=[support.public_id])}#token-caps" in html
@@ -148,3 +148,12 @@ def test_it_runs_the_same_queries_with_10_and_with_1000_requests(client, bob, su
     for url in (QUEUE, PARTIAL):
         assert len(with_10[url]) == len(with_1000[url]), url
         assert len(with_1000[url]) <= 5, with_1000[url]  # session, user, memberships, queue; nothing per card
+
+
+def test_it_fills_the_meter_at_most_once_past_the_cap(client, bob, support):
+    make_token_cap(support, tokens_used=51_200, token_cap=50_000)
+    client.force_login(bob)
+    html = client.get(QUEUE).content.decode()
+    assert "<strong>51,200</strong> of 50,000 tokens used (102% of the cap)" in html
+    assert 'style="width: 100%"' in html
+    assert "the config's per-turn cap" in html
