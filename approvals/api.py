@@ -10,6 +10,7 @@ from . import api_engine, api_reviewer
 class ApprovalCollectionView(APIView):
     permission_classes = [IsEngineOrReviewer]
 
+    @api_reviewer.LIST_SCHEMA
     def get(self, request):
         return api_reviewer.list_approvals(request)
 

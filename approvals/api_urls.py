@@ -1,10 +1,11 @@
 from django.urls import path
 
-from . import api, api_engine
+from . import api, api_engine, api_reviewer
 
 urlpatterns = [
     path("approvals", api.ApprovalCollectionView.as_view(), name="api-approvals"),
     path("approvals/<str:apr>", api_engine.ApprovalDetailView.as_view(), name="api-approval"),
     path("approvals/<str:apr>/outcome", api_engine.ApprovalOutcomeView.as_view(), name="api-approval-outcome"),
     path("configs/<str:cfg>/served", api_engine.ServedConfigView.as_view(), name="api-config-served"),
+    path("approvals/<str:public_id>/decision", api_reviewer.DecisionView.as_view(), name="api-approval-decision"),
 ]

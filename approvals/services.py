@@ -5,7 +5,7 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import F
 from django.utils import timezone
 from rest_framework.exceptions import NotFound
@@ -16,7 +16,7 @@ from workspaces.models import ApiToken, Workspace
 
 from .digest import call_digest
 from .models import EXPIRED_REASON, Action, ApprovalKind, ApprovalRequest, Scope, Status
-from .notify import notify_changed
+from .notify import notify_changed, notify_changed_many
 
 # decision word → (the kind it decides, resulting status, the action the engine takes)
 DECISIONS: dict[str, tuple[str, str, str]] = {
@@ -82,8 +82,29 @@ def expire_requests(queryset) -> int:
         count = ApprovalRequest.objects.filter(
             public_id__in=public_ids, status=Status.PENDING, expires_at__lte=now
         ).update(status=Status.EXPIRED, decided_at=F("expires_at"), reason=EXPIRED_REASON, decision_action="")
-        for public_id in public_ids:
-            notify_changed(public_id)
+        notify_changed_many(public_ids)
+    return count
+
+
+def approval_sweep_overdue(*, batch_size: int = 1000) -> int:
+    """Mark one batch of overdue pending requests expired; returns how many. Safe in several workers.
+
+    `FOR UPDATE SKIP LOCKED` lets concurrent sweeps split the work instead of queueing on each
+    other, and skips a row a reviewer is deciding right now; the UPDATE re-checks `pending`, so a
+    decided row is never overwritten.
+    """
+    now = timezone.now()
+    with transaction.atomic():
+        overdue = ApprovalRequest.objects.overdue(now).order_by("expires_at")
+        if connection.features.has_select_for_update_skip_locked:
+            overdue = overdue.select_for_update(skip_locked=True)
+        claimed = list(overdue.values_list("pk", "public_id")[:batch_size])
+        if not claimed:
+            return 0
+        count = ApprovalRequest.objects.filter(pk__in=[pk for pk, _ in claimed], status=Status.PENDING).update(
+            status=Status.EXPIRED, decided_at=F("expires_at"), reason=EXPIRED_REASON, decision_action=""
+        )
+        notify_changed_many([public_id for _, public_id in claimed])
     return count
 
 

@@ -5,3 +5,46 @@ document.addEventListener("submit", (event) => {
   const message = event.target.dataset && event.target.dataset.confirm;
   if (message && !window.confirm(message)) event.preventDefault();
 });
+
+// Approvals queue: say so when a refresh fails, and hide the message once one succeeds again.
+// htmx keeps polling on its own schedule either way; a failed response is not swapped in.
+function queueRefreshFailed(event) {
+  if (event.detail.elt && event.detail.elt.id === "queue") {
+    const notice = document.getElementById("queue-unavailable");
+    if (notice) notice.hidden = false;
+  }
+}
+document.addEventListener("htmx:responseError", queueRefreshFailed);
+document.addEventListener("htmx:sendError", queueRefreshFailed);
+document.addEventListener("htmx:timeout", queueRefreshFailed);
+document.addEventListener("htmx:afterRequest", (event) => {
+  if (event.detail.elt && event.detail.elt.id === "queue" && event.detail.successful) {
+    const notice = document.getElementById("queue-unavailable");
+    if (notice) notice.hidden = true;
+  }
+});
+
+// Live countdown to each card's deadline (from data-expires, an ISO 8601 time).
+function countdownText(expires) {
+  let seconds = Math.floor((expires - Date.now()) / 1000);
+  if (seconds <= 0) return "expired — counts as rejected";
+  const days = Math.floor(seconds / 86400); seconds -= days * 86400;
+  const hours = Math.floor(seconds / 3600); seconds -= hours * 3600;
+  const minutes = Math.floor(seconds / 60); seconds -= minutes * 60;
+  const pad = (n) => String(n).padStart(2, "0");
+  if (days) return `expires in ${days}d ${hours}h`;
+  if (hours) return `expires in ${hours}h ${pad(minutes)}m`;
+  return `expires in ${minutes}m ${pad(seconds)}s`;
+}
+function tickCountdowns() {
+  document.querySelectorAll("[data-expires]").forEach((el) => {
+    const expires = Date.parse(el.dataset.expires);
+    if (!Number.isNaN(expires)) {
+      el.textContent = countdownText(expires);
+      el.classList.toggle("soon", expires - Date.now() < 15 * 60 * 1000);
+    }
+  });
+}
+document.addEventListener("DOMContentLoaded", tickCountdowns);
+document.addEventListener("htmx:afterSettle", tickCountdowns);
+setInterval(tickCountdowns, 1000);

@@ -13,6 +13,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 CLI_MODULES = [
     "workspaces.cli",
     "hitl_portal.demo",
+    "approvals.cli",
     "approvals.demo_engine",
 ]
 
