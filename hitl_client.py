@@ -327,7 +327,7 @@ class HitlClient:
                 approval,
             )
         if status == "rejected":
-            reason = decision.get("reason") or "no reason given"
+            reason = (decision.get("reason") or "no reason given").rstrip(". ")
             who = decision.get("decided_by") or "A reviewer"
             return Verdict(False, "rejected", f"{who} rejected this call: {reason}. Do not retry it.", approval)
         return Verdict(

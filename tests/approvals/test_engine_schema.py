@@ -1,0 +1,144 @@
+"""/api/schema/ describes what the engine endpoints really answer: real responses validated against it."""
+
+import copy
+from datetime import timedelta
+
+import jsonschema
+import pytest
+import requests
+
+from workspaces.services import workspace_set_plan
+
+from ..helpers import travel
+from .engine_support import decide, gate_body, make_support_config, token_cap_body
+
+
+def _openapi_30_to_json_schema(node):
+    """OpenAPI 3.0's `nullable: true` is not JSON Schema: turn it into a type that admits null."""
+    if isinstance(node, list):
+        return [_openapi_30_to_json_schema(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    node = {key: _openapi_30_to_json_schema(value) for key, value in node.items()}
+    if node.pop("nullable", False):
+        if "enum" in node:
+            node["enum"] = [*node["enum"], None]
+        if "type" in node:
+            node["type"] = [node["type"], "null"]
+        else:
+            node = {"anyOf": [node, {"type": "null"}]}
+    return node
+
+
+class Schema:
+    def __init__(self, document: dict):
+        self.document = document
+        self.components = _openapi_30_to_json_schema(document["components"])
+
+    def operation(self, method: str, path: str) -> dict:
+        assert path in self.document["paths"], f"{path} is not in /api/schema/"
+        return self.document["paths"][path][method]
+
+    def check_response(self, method: str, path: str, response: requests.Response) -> None:
+        responses = self.operation(method, path)["responses"]
+        status = str(response.status_code)
+        assert status in responses, f"{method.upper()} {path} answered {status}, which the schema does not list"
+        schema = responses[status]["content"]["application/json"]["schema"]
+        self._validate(schema, response.json())
+
+    def check_request(self, method: str, path: str, body) -> None:
+        schema = self.operation(method, path)["requestBody"]["content"]["application/json"]["schema"]
+        self._validate(schema, body)
+
+    def _validate(self, schema: dict, instance) -> None:
+        full = {**_openapi_30_to_json_schema(copy.deepcopy(schema)), "components": self.components}
+        jsonschema.Draft202012Validator(full).validate(instance)
+
+
+@pytest.fixture
+def schema(live_server) -> Schema:
+    response = requests.get(f"{live_server.url}/api/schema/", params={"format": "json"}, timeout=30)
+    assert response.status_code == 200
+    return Schema(response.json())
+
+
+@pytest.fixture
+def support(acme, alice):
+    return make_support_config(acme, alice)
+
+
+SERVED = "/api/v1/configs/{cfg}/served"
+APPROVALS = "/api/v1/approvals"
+APPROVAL = "/api/v1/approvals/{apr}"
+OUTCOME = "/api/v1/approvals/{apr}/outcome"
+
+
+def test_it_documents_the_idempotency_key_header_and_the_wait_parameter(schema):
+    register = {(p["in"], p["name"]) for p in schema.operation("post", APPROVALS).get("parameters", [])}
+    read = {p["name"]: p for p in schema.operation("get", APPROVAL)["parameters"] if p["in"] == "query"}
+
+    assert ("header", "Idempotency-Key") in register
+    assert "wait" in read and read["wait"]["schema"]["type"] == "number"
+
+
+def test_its_real_responses_match_the_schema(schema, engine_api, bob_api, acme, bob, support):
+    served = engine_api.get(f"/api/v1/configs/{support.public_id}/served")
+    schema.check_response("get", SERVED, served)
+    schema.check_response("get", SERVED, engine_api.get("/api/v1/configs/cfg_doesnotexist00/served"))
+    schema.check_response("get", SERVED, bob_api.get(f"/api/v1/configs/{support.public_id}/served"))
+
+    body = gate_body(support)
+    schema.check_request("post", APPROVALS, body)
+    schema.check_request("post", APPROVALS, token_cap_body(support))
+    created = engine_api.post(APPROVALS, json=body, headers={"Idempotency-Key": "k1"})
+    assert created.status_code == 201
+    schema.check_response("post", APPROVALS, created)
+    replay = engine_api.post(APPROVALS, json=body, headers={"Idempotency-Key": "k1"})
+    assert replay.status_code == 200
+    schema.check_response("post", APPROVALS, replay)
+    reused = engine_api.post(APPROVALS, json=gate_body(support, run_id="other"), headers={"Idempotency-Key": "k1"})
+    assert reused.status_code == 422
+    schema.check_response("post", APPROVALS, reused)
+    schema.check_response("post", APPROVALS, engine_api.post(APPROVALS, json=gate_body(support, caller="x" * 501)))
+    schema.check_response("post", APPROVALS, engine_api.post(APPROVALS, json=gate_body(support, config_version=9)))
+    schema.check_response("post", APPROVALS, bob_api.post(APPROVALS, json=body))
+    cap = engine_api.post(APPROVALS, json=token_cap_body(support))
+    assert cap.status_code == 201
+    schema.check_response("post", APPROVALS, cap)
+
+    apr = created.json()["id"]
+    schema.check_response("get", APPROVAL, engine_api.get(f"/api/v1/approvals/{apr}"))
+    schema.check_response("get", APPROVAL, engine_api.get(f"/api/v1/approvals/{apr}", params={"wait": 99}))
+    schema.check_response("get", APPROVAL, engine_api.get("/api/v1/approvals/apr_doesnotexist00"))
+    schema.check_response("post", OUTCOME, engine_api.post(f"/api/v1/approvals/{apr}/outcome", json={"status": "x"}))
+    schema.check_response(
+        "post", OUTCOME, engine_api.post(f"/api/v1/approvals/{apr}/outcome", json={"status": "executed"})
+    )  # 409: still pending
+
+    decide(apr, bob, "approve", reason="fine")
+    schema.check_response("get", APPROVAL, engine_api.get(f"/api/v1/approvals/{apr}", params={"wait": 5}))
+    schema.check_request("post", OUTCOME, {"status": "executed", "execution_id": "e1"})
+    reported = engine_api.post(f"/api/v1/approvals/{apr}/outcome", json={"status": "executed", "execution_id": "e1"})
+    assert reported.status_code == 200
+    schema.check_response("post", OUTCOME, reported)
+    schema.check_response("get", APPROVAL, bob_api.get(f"/api/v1/approvals/{apr}"))
+
+    with travel(timedelta(hours=25)):
+        schema.check_response("get", APPROVAL, engine_api.get(f"/api/v1/approvals/{cap.json()['id']}"))
+
+    workspace_set_plan(workspace=acme, plan="free")
+    inert = engine_api.post(APPROVALS, json=gate_body(support, run_id="inert"))
+    assert inert.json()["status"] == "inert"
+    schema.check_response("post", APPROVALS, inert)
+    schema.check_response("get", SERVED, engine_api.get(f"/api/v1/configs/{support.public_id}/served"))
+
+
+def test_the_schema_refuses_a_response_that_breaks_it(schema, engine_api, support):
+    """The check above can fail: a body missing a required field is caught."""
+    served = engine_api.get(f"/api/v1/configs/{support.public_id}/served")
+    broken = copy.deepcopy(served.json())
+    del broken["hitl"]
+    responses = schema.operation("get", SERVED)["responses"]
+
+    with pytest.raises(jsonschema.ValidationError):
+        schema._validate(responses["200"]["content"]["application/json"]["schema"], broken)

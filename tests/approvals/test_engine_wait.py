@@ -1,0 +1,198 @@
+"""GET /api/v1/approvals/{apr}?wait=S: read a request, long-poll for its decision, see expiry on read."""
+
+import threading
+import time
+from datetime import timedelta
+
+import pytest
+from django.db import connection
+
+from approvals.models import EXPIRED_REASON, ApprovalRequest
+from approvals.services import approval_expire_if_overdue, approval_register
+from approvals.waiting import approval_wait
+from workspaces.services import token_create
+
+from ..helpers import Api, error_of, make_token, travel
+from .engine_support import bulk_requests, count_queries, decide, gate_body, make_support_config, token_cap_body
+
+
+@pytest.fixture
+def support(acme, alice):
+    return make_support_config(acme, alice)
+
+
+@pytest.fixture
+def pending(engine_api, support) -> dict:
+    response = engine_api.post("/api/v1/approvals", json=gate_body(support))
+    assert response.status_code == 201
+    return response.json()
+
+
+def test_it_reads_a_request_for_engines_reviewers_and_admins_of_its_workspace(
+    engine_api, bob_api, alice_api, anonymous_api, pending
+):
+    for api in (engine_api, bob_api, alice_api):
+        response = api.get(f"/api/v1/approvals/{pending['id']}")
+        assert response.status_code == 200
+        assert response.json() == pending
+    assert anonymous_api.get(f"/api/v1/approvals/{pending['id']}").status_code == 401
+
+
+def test_it_answers_404_to_another_workspace_exactly_like_a_missing_request(live_server, globex, charlie_api, pending):
+    foreign_engine = Api(live_server.url, make_token(globex, engine="globex-engine"))
+
+    for api in (charlie_api, foreign_engine):
+        foreign = api.get(f"/api/v1/approvals/{pending['id']}")
+        missing = api.get("/api/v1/approvals/apr_doesnotexist00")
+        assert foreign.status_code == missing.status_code == 404
+        assert error_of(foreign)["code"] == "not_found"
+    outcome = foreign_engine.post(f"/api/v1/approvals/{pending['id']}/outcome", json={"status": "executed"})
+    assert outcome.status_code == 404
+
+
+@pytest.mark.parametrize("wait", ["31", "-1", "abc", "nan", "inf", "1e400"])
+def test_it_refuses_a_wait_outside_0_to_30_seconds(engine_api, pending, wait):
+    response = engine_api.get(f"/api/v1/approvals/{pending['id']}", params={"wait": wait})
+
+    assert response.status_code == 400
+    assert "wait must be a number of seconds from 0 to 30" in error_of(response)["fields"]["wait"]
+
+
+def test_it_answers_at_once_when_the_request_is_already_decided(engine_api, bob, pending):
+    decide(pending["id"], bob, "reject", reason="Not this customer.")
+
+    started = time.monotonic()
+    response = engine_api.get(f"/api/v1/approvals/{pending['id']}", params={"wait": 30})
+
+    assert time.monotonic() - started < 5  # not the 30 s of the wait
+    approval = response.json()
+    assert approval["status"] == "rejected"
+    assert approval["decision"]["outcome"] == "rejected"
+    assert approval["decision"]["action"] == "halt"
+    assert approval["decision"]["reason"] == "Not this customer."
+    assert approval["decision"]["decided_by"] == "bob@acme.test"
+    assert approval["decision"]["expired"] is False
+
+
+def test_it_answers_still_pending_when_the_wait_is_over(engine_api, pending):
+    response = engine_api.get(f"/api/v1/approvals/{pending['id']}", params={"wait": 1})
+
+    assert response.status_code == 200
+    assert response.json()["status"] == "pending"
+    assert response.json()["decision"] is None
+
+
+@pytest.mark.postgres
+def test_it_wakes_a_long_poll_within_a_second_of_a_decision_made_from_another_connection(engine_api, bob, pending):
+    answered: dict = {}
+
+    def long_poll() -> None:
+        response = engine_api.get(f"/api/v1/approvals/{pending['id']}", params={"wait": 20})
+        answered["at"] = time.monotonic()
+        answered["approval"] = response.json()
+
+    poller = threading.Thread(target=long_poll)
+    poller.start()
+    time.sleep(1.5)  # let the server reach its LISTEN; a poll that missed the NOTIFY would sleep ~18 s more
+    assert "at" not in answered, "the long-poll answered before anything was decided"
+
+    decided_at = time.monotonic()
+    decide(pending["id"], bob, "approve", reason="Go ahead.")  # this test's own connection, not the server's
+    poller.join(timeout=25)
+
+    assert answered["approval"]["status"] == "approved"
+    assert answered["approval"]["decision"]["action"] == "resume"
+    assert answered["at"] - decided_at < 1.0
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_it_leaves_no_listen_behind_on_a_persistent_connection(acme, alice):
+    support = make_support_config(acme, alice)
+    engine_key, _ = token_create(workspace=acme, engine_name="direct")
+    approval = approval_register(
+        workspace=acme, engine_key=engine_key, data={**gate_body(support), "arguments": None}
+    ).approval
+
+    def load() -> ApprovalRequest:
+        return ApprovalRequest.objects.select_related("config").get(pk=approval.pk)
+
+    assert not connection.in_atomic_block  # the LISTEN path, as in a request
+    still = approval_wait(load=load, approval=approval, seconds=0.3)
+
+    assert still.status == "pending"
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM pg_listening_channels()")
+        assert cursor.fetchone()[0] == 0
+
+
+def test_it_sees_expiry_on_read_with_no_worker(engine_api, bob_api, pending):
+    with travel(timedelta(hours=24, seconds=1)):
+        approval = engine_api.get(f"/api/v1/approvals/{pending['id']}").json()
+        as_reviewer = bob_api.get(f"/api/v1/approvals/{pending['id']}").json()
+
+    assert approval["status"] == as_reviewer["status"] == "expired"
+    assert approval["decision"] == {
+        "outcome": "rejected",
+        "action": "halt",
+        "decided_by": None,
+        "decided_at": pending["expires_at"],
+        "reason": EXPIRED_REASON,
+        "expired": True,
+    }
+    assert "Nobody answered" in approval["decision"]["reason"]
+    assert "reject" not in approval["decision"]["reason"].split("counts as rejected")[-1]
+    # The read made it so: the row is expired, not only displayed as expired.
+    assert ApprovalRequest.objects.get(public_id=pending["id"]).status == "expired"
+
+
+def test_it_ends_a_long_poll_when_the_request_expires(engine_api, support):
+    approval = engine_api.post("/api/v1/approvals", json=gate_body(support, ttl_seconds=1)).json()
+
+    started = time.monotonic()
+    answer = engine_api.get(f"/api/v1/approvals/{approval['id']}", params={"wait": 15}).json()
+
+    assert answer["status"] == "expired"
+    assert answer["decision"]["expired"] is True
+    assert time.monotonic() - started < 10  # woken at expires_at, not at the end of the wait
+
+
+def test_it_tells_a_token_cap_that_expired_to_stop_the_run(engine_api, support):
+    approval = engine_api.post("/api/v1/approvals", json=token_cap_body(support)).json()
+
+    with travel(timedelta(hours=25)):
+        answer = engine_api.get(f"/api/v1/approvals/{approval['id']}").json()
+
+    assert answer["status"] == "expired"
+    assert answer["decision"]["action"] == "stop_run"
+
+
+def test_it_does_not_let_a_late_decision_overwrite_an_expiry(engine_api, bob, pending):
+    with travel(timedelta(hours=25)):
+        approval_expire_if_overdue(approval=ApprovalRequest.objects.get(public_id=pending["id"]))
+        decided = decide(pending["id"], bob, "approve")
+
+    assert decided.status == "expired"
+    assert engine_api.get(f"/api/v1/approvals/{pending['id']}").json()["decision"]["expired"] is True
+
+
+def _poll_queries(api: Api, public_id: str, wait: float) -> int:
+    with count_queries() as queries:
+        response = api.get(f"/api/v1/approvals/{public_id}", params={"wait": wait})
+    assert response.status_code == 200
+    return len(queries)
+
+
+@pytest.mark.postgres
+def test_it_polls_with_the_same_few_queries_whatever_the_table_holds(engine_api, support, pending):
+    bulk_requests(support, 5)
+    _poll_queries(engine_api, pending["id"], 0)  # connection set-up aside
+
+    few_read, few_wait = _poll_queries(engine_api, pending["id"], 0), _poll_queries(engine_api, pending["id"], 0.5)
+    bulk_requests(support, 500)
+    many_read, many_wait = _poll_queries(engine_api, pending["id"], 0), _poll_queries(engine_api, pending["id"], 0.5)
+
+    assert (few_read, few_wait) == (many_read, many_wait)
+    assert many_read <= 2  # the token, the request
+    # … and LISTEN, the re-read that closes the race, the read when the wait is over, UNLISTEN
+    assert many_wait <= 6
