@@ -10,6 +10,7 @@ from rest_framework.views import APIView
 
 from hitl_portal.pagination import CursorPagination
 from rules.models import RuleKind
+from rules.serializers import ErrorSerializer
 from workspaces.permissions import IsReviewer
 
 from . import selectors
@@ -18,18 +19,6 @@ from .serializers import ApprovalRequestSerializer, approval_as_dict
 from .services import DECISIONS, WrongDecision, approval_decide
 
 KIND_FILTERS = [*ApprovalKind.values, *RuleKind.values]
-
-
-class ErrorDetailSerializer(serializers.Serializer):
-    code = serializers.CharField()
-    message = serializers.CharField()
-    fields = serializers.DictField(child=serializers.CharField())
-
-
-class ErrorSerializer(serializers.Serializer):
-    """API.md's error shape."""
-
-    error = ErrorDetailSerializer()
 
 
 def _error(description: str) -> OpenApiResponse:
@@ -116,6 +105,8 @@ class DecisionInput(serializers.Serializer):
 
 
 class DecisionOutput(ApprovalRequestSerializer):
+    """The approval request as returned everywhere, plus whether it had been decided before."""
+
     already_decided = serializers.BooleanField(
         help_text="true when the request was decided or expired before: the body is that first decision"
     )
