@@ -7,7 +7,8 @@ from rest_framework.response import Response
 
 from hitl_portal.pagination import CursorPagination
 from rules import services
-from rules.api import BAD_INPUT, ERRORS, AdminView, config_or_404
+from rules.api import BAD_INPUT, ERRORS, PAGE_PARAMS, AdminView, config_or_404
+from rules.serializers import ContactPage
 
 from .models import Contact
 from .serializers import ContactInputSerializer, ContactSerializer
@@ -27,7 +28,13 @@ def _contact(request, cfg: str, con: str) -> Contact:
 
 
 class ContactListView(AdminView):
-    @extend_schema(tags=TAG, summary="The draft's contacts", responses={200: ContactSerializer(many=True), **ERRORS})
+    @extend_schema(
+        tags=TAG,
+        summary="The draft's contacts",
+        operation_id="configs_contacts_list",
+        parameters=PAGE_PARAMS,
+        responses={200: ContactPage, **ERRORS},
+    )
     def get(self, request, cfg: str):
         paginator = ContactPagination()
         page = paginator.paginate_queryset(Contact.objects.filter(config=config_or_404(request, cfg)), request, self)

@@ -5,7 +5,7 @@ The workspace scoping is in `_config`: another workspace's config answers 404 li
 """
 
 from django.http import Http404
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -17,13 +17,16 @@ from . import selectors, services
 from .models import Config, ConfigVersion, Rule
 from .serializers import (
     ConfigCreateSerializer,
+    ConfigPage,
     ConfigSerializer,
     ConfigUpdateSerializer,
     ErrorSerializer,
     PinSerializer,
     PublishSerializer,
     RuleInputSerializer,
+    RulePage,
     RuleSerializer,
+    VersionPage,
     VersionSerializer,
 )
 
@@ -33,6 +36,10 @@ ERRORS = {
     403: OpenApiResponse(ErrorSerializer, description="Not an admin of this workspace."),
     404: OpenApiResponse(ErrorSerializer, description="No such config in this workspace."),
 }
+PAGE_PARAMS = [
+    OpenApiParameter("cursor", str, description="The opaque cursor from a previous page's `next`."),
+    OpenApiParameter("limit", int, description="Items per page (default 50, at most 200)."),
+]
 BAD_INPUT = {400: OpenApiResponse(ErrorSerializer, description="Bad JSON or a field's value; `fields` names it.")}
 
 
@@ -71,7 +78,13 @@ class AdminView(APIView):
 
 
 class ConfigListView(AdminView):
-    @extend_schema(tags=TAG, summary="List configs", responses={200: ConfigSerializer(many=True), **ERRORS})
+    @extend_schema(
+        tags=TAG,
+        summary="List configs",
+        operation_id="configs_list",
+        parameters=PAGE_PARAMS,
+        responses={200: ConfigPage, **ERRORS},
+    )
     def get(self, request):
         paginator = ConfigPagination()
         page = paginator.paginate_queryset(selectors.configs_with_versions(request.actor.workspace), request, self)
@@ -111,7 +124,11 @@ class ConfigDetailView(AdminView):
 
 class RuleListView(AdminView):
     @extend_schema(
-        tags=TAG, summary="The draft's rules, in order", responses={200: RuleSerializer(many=True), **ERRORS}
+        tags=TAG,
+        summary="The draft's rules, in order",
+        operation_id="configs_rules_list",
+        parameters=PAGE_PARAMS,
+        responses={200: RulePage, **ERRORS},
     )
     def get(self, request, cfg: str):
         paginator = RulePagination()
@@ -182,7 +199,11 @@ class PublishView(AdminView):
 
 class VersionListView(AdminView):
     @extend_schema(
-        tags=TAG, summary="Published versions, newest first", responses={200: VersionSerializer(many=True), **ERRORS}
+        tags=TAG,
+        summary="Published versions, newest first",
+        operation_id="configs_versions_list",
+        parameters=PAGE_PARAMS,
+        responses={200: VersionPage, **ERRORS},
     )
     def get(self, request, cfg: str):
         config = config_or_404(request, cfg)

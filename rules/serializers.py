@@ -125,3 +125,18 @@ class PublishSerializer(serializers.Serializer):
 
 class PinSerializer(serializers.Serializer):
     version = serializers.IntegerField(min_value=1, max_value=MAX_INT)
+
+
+def page_of(item: type[serializers.Serializer], name: str) -> type[serializers.Serializer]:
+    """The documented shape of a cursor-paginated list: {"results": [...], "next": url or null}."""
+    fields = {
+        "results": item(many=True),
+        "next": serializers.URLField(allow_null=True, help_text="The next page, or null on the last one."),
+    }
+    return type(name, (serializers.Serializer,), fields)
+
+
+ConfigPage = page_of(ConfigSerializer, "ConfigPage")
+RulePage = page_of(RuleSerializer, "RulePage")
+VersionPage = page_of(VersionSerializer, "VersionPage")
+ContactPage = page_of(ContactSerializer, "ContactPage")
