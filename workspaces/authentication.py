@@ -1,3 +1,4 @@
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import authentication, exceptions
 
 from .models import ApiToken, hash_token
@@ -26,3 +27,17 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
 
     def authenticate_header(self, request) -> str:
         return self.keyword
+
+
+class BearerTokenScheme(OpenApiAuthenticationExtension):
+    """Bearer tokens in /api/schema/: without this the schema claimed only cookie auth, which engines never use."""
+
+    target_class = "workspaces.authentication.BearerTokenAuthentication"
+    name = "bearerAuth"
+
+    def get_security_definition(self, auto_schema) -> dict:
+        return {
+            "type": "http",
+            "scheme": "bearer",
+            "description": "An engine key or a user token: `Authorization: Bearer <token>`.",
+        }
