@@ -5,8 +5,10 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 from django.urls import reverse
 
+from contacts.models import Contact
 from rules.models import Config, ConfigVersion, Rule
-from workspaces.models import ApiToken
+from rules.services import contact_create
+from workspaces.models import ApiToken, Membership, Workspace
 
 from ..helpers import make_config, make_member, make_rule, make_token, publish
 
@@ -35,10 +37,11 @@ def test_it_switches_workspace_for_a_user_in_two(acme, globex, alice):
     assert client.post(reverse("workspaces:switch"), {"workspace": "initech"}).status_code == 404
 
 
-@pytest.mark.parametrize("model", [Config, ConfigVersion, Rule, ApiToken])
+@pytest.mark.parametrize("model", [Workspace, Membership, ApiToken, Config, ConfigVersion, Rule, Contact])
 def test_it_loads_the_django_admin_pages_for_staff(acme, alice, model):
     config = make_config(acme)
     make_rule(config)
+    contact_create(config=config, name="Leads", channel="none")
     publish(config)
     make_token(acme, engine="e1")
     staff = get_user_model().objects.create_user("staff", "staff@hitl.test", "pw", is_staff=True, is_superuser=True)
