@@ -36,6 +36,12 @@ def test_it_lets_an_admin_fix_a_worker_rule_publish_and_roll_back(page, acme, al
     expect(page.locator("#served-state")).to_contain_text("Serving v2")
     expect(page.locator("tr[data-version='2']")).to_contain_text("+ worker researcher")
     expect(page.locator("tr[data-version='2'] .served-marker")).to_be_visible()
+    expect(page.locator("#served-state")).to_contain_text("draft matches v2")
+
+    # Disabling swaps the rules card and the served state in place.
+    page.locator("#rules tr", has_text="researcher").get_by_role("button", name="Disable").click()
+    expect(page.locator("#rules tr", has_text="researcher")).to_contain_text("disabled")
+    expect(page.locator("#served-state")).to_contain_text("draft has unpublished changes")
 
     page.once("dialog", lambda dialog: dialog.accept())
     page.click("text=Roll back to v1")
