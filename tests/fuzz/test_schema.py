@@ -1,0 +1,128 @@
+"""Schema fuzzing: schemathesis drives every operation of the served /api/schema/ as an engine, a reviewer and
+an admin, with generated bodies, queries and ids (and, for each, the workspace's real ids). No 5xx; every
+answer's status code, content type, headers and body must be what the schema says."""
+
+import json
+
+import pytest
+import requests
+import schemathesis
+from hypothesis import HealthCheck, Phase, settings
+from schemathesis.checks import (
+    content_type_conformance,
+    not_a_server_error,
+    response_headers_conformance,
+    response_schema_conformance,
+    status_code_conformance,
+)
+
+from tests.helpers import make_config, make_member, make_rule, make_token, make_workspace, publish
+
+CHECKS = [
+    not_a_server_error,
+    status_code_conformance,
+    content_type_conformance,
+    response_headers_conformance,
+    response_schema_conformance,
+]
+
+
+@pytest.fixture
+def world(live_server) -> dict:
+    """acme (Pro): a published config with a rule and a contact, pending and decided requests, three roles."""
+    from approvals.models import ApprovalRequest
+    from approvals.services import approval_decide
+    from rules.services import contact_create
+
+    acme = make_workspace("acme", plan="pro")
+    alice = make_member(acme, "alice@acme.test", "admin")
+    bob = make_member(acme, "bob@acme.test", "reviewer")
+    config = make_config(acme, pass_information_level="full")
+    rule = make_rule(config, message="Check before deleting")
+    contact = contact_create(config=config, name="On call", channel="email", channel_ref="${ONCALL_EMAIL}")
+    version = publish(config, user=alice, note="first")
+    engine_token = make_token(acme, engine="support-engine")
+    from workspaces.models import ApiToken
+
+    engine_key = ApiToken.objects.get(workspace=acme, kind="engine")
+    approvals = []
+    for n in range(3):
+        approval = ApprovalRequest(
+            workspace=acme,
+            engine_key=engine_key,
+            config=config,
+            config_version=version.number,
+            rule_id=rule.public_id,
+            boundary="delete",
+            point="entry",
+            run_id=f"run_{n}",
+            caller="support-agent",
+            target=f"crm/customers/{n}",
+            operation="delete_record",
+            pass_information_level="full",
+            expires_at=version.published_at + __import__("datetime").timedelta(days=1),
+        )
+        approval.save()
+        approvals.append(approval)
+    approval_decide(approval=approvals[1], user=bob, decision="approve")
+    return {
+        "tokens": {
+            "engine": engine_token,
+            "reviewer": make_token(acme, user=bob),
+            "admin": make_token(acme, user=alice),
+        },
+        # Path parameters by name → a real id in this workspace, so the fuzzer reaches past the 404.
+        "ids": {
+            "cfg": config.public_id,
+            "rul": rule.public_id,
+            "con": contact.public_id,
+            "apr": approvals[0].public_id,
+            "public_id": approvals[2].public_id,
+            "number": version.number,
+        },
+    }
+
+
+def generated_schema() -> dict:
+    """The schema exactly as /api/schema/ serves it (test_it_fuzzes_the_schema_the_server_serves checks that).
+
+    Built in-process at collection so that each operation becomes a test of its own.
+    """
+    from drf_spectacular.generators import SchemaGenerator
+
+    return json.loads(json.dumps(SchemaGenerator().get_schema(request=None, public=True), default=str))
+
+
+schema = schemathesis.openapi.from_dict(generated_schema())
+
+
+def test_it_fuzzes_the_schema_the_server_serves(live_server):
+    served = requests.get(f"{live_server.url}/api/schema/", params={"format": "json"}, timeout=30)
+    assert served.status_code == 200
+    assert served.json() == schema.raw_schema
+
+
+@schema.parametrize()
+@settings(
+    max_examples=5,
+    deadline=None,
+    # No shrinking: a failure is reported as found (with its curl line), which keeps the run to minutes.
+    phases=[Phase.explicit, Phase.generate],
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
+def test_it_answers_every_operation_as_its_schema_says(case, world, live_server):
+    generated = dict(case.path_parameters or {})
+    real = {name: world["ids"].get(name, value) for name, value in generated.items()}
+    # Real ids reach the operation itself, as each role; generated ids (mostly unknown ones) once, as the admin.
+    calls = [(real, role) for role in world["tokens"]]
+    if real != generated:
+        calls.append((generated, "admin"))
+    for path_parameters, role in calls:
+        case.path_parameters = path_parameters
+        token = world["tokens"][role]
+        response = case.call(base_url=live_server.url, headers={"Authorization": f"Bearer {token}"}, timeout=40)
+        try:
+            case.validate_response(response, checks=CHECKS)
+        except Exception as failure:
+            failure.add_note(f"as {role}, path parameters {path_parameters}")
+            raise
