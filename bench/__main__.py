@@ -423,12 +423,12 @@ def main() -> None:
     world = World()
     now = datetime.now(UTC)
 
-    log("pages on a near-empty table (one page of pending cards, one of history)")
+    log("pages on a near-empty table (150 pending, 150 decided: each page full, as with the big table)")
     world.seed(
-        count=60, status="pending", tag="smallp", created_from=now - timedelta(hours=1), step_ms=1000, ttl_s=86400
+        count=150, status="pending", tag="smallp", created_from=now - timedelta(hours=1), step_ms=1000, ttl_s=86400
     )
     world.seed(
-        count=60, status="approved", tag="smalla", created_from=now - timedelta(days=1), step_ms=1000, ttl_s=86400
+        count=150, status="approved", tag="smalla", created_from=now - timedelta(days=1), step_ms=1000, ttl_s=86400
     )
     vacuum()
     results["pages_small"] = measure_pages(world, repeats=15)
