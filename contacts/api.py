@@ -3,6 +3,7 @@
 from django.http import Http404
 from drf_spectacular.utils import extend_schema
 from rest_framework import status
+from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 
 from hitl_portal.pagination import CursorPagination
@@ -50,6 +51,8 @@ class ContactListView(AdminView):
         config = config_or_404(request, cfg)
         data = ContactInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
+        if "channel" not in data.validated_data:  # optional for PATCH, not for a new contact
+            raise ValidationError({"channel": "A new contact needs its channel: email, slack, webhook or none."})
         contact = services.contact_create(config=config, **data.validated_data)
         return Response(ContactSerializer(contact.frozen()).data, status=status.HTTP_201_CREATED)
 
