@@ -20,7 +20,7 @@ from rest_framework.views import APIView
 
 from rules.models import Config
 from rules.selectors import LOG_LINES, hitl_state, served_version
-from rules.serializers import ErrorSerializer
+from rules.serializers import ErrorSerializer, RuleSerializer
 from workspaces.permissions import IsEngine, IsEngineOrReviewer
 
 from . import services
@@ -219,7 +219,7 @@ class ServedConfigView(APIView):
                 "config_id": config.public_id,
                 "version": version.number,
                 "hitl": {"state": state, "log_line": LOG_LINES[state]},
-                "gates": gates,
+                "gates": RuleSerializer(gates, many=True).data,  # the API's field order, not jsonb's
                 "token_caps": version.token_caps,
                 "pass_information_level": version.pass_information_level,
             }

@@ -119,7 +119,8 @@ def _token_cap_turn(client, served, run_id, thread_id, number, wait, pending, ou
     if verdict.allowed:
         verdict.message = "Proceed past cap: the cap is waived for the rest of this turn."
     elif verdict.state == "rejected":
-        verdict.message = "Stop the run: a reviewer ended it at the token cap."
+        reason = (approval.get("decision") or {}).get("reason")
+        verdict.message = "Stop the run: a reviewer ended it at the token cap" + (f" ({reason})" if reason else ".")
     return verdict
 
 

@@ -196,3 +196,25 @@ def test_it_polls_with_the_same_few_queries_whatever_the_table_holds(engine_api,
     assert many_read <= 2  # the token, the request
     # … and LISTEN, the re-read that closes the race, the read when the wait is over, UNLISTEN
     assert many_wait <= 6
+
+
+def test_it_polls_when_it_cannot_listen_and_answers_once_decided(acme, alice, bob):
+    """Inside a transaction (or on SQLite) there is no LISTEN: a short poll loop sees the decision."""
+    support = make_support_config(acme, alice)
+    engine_key, _ = token_create(workspace=acme, engine_name="direct")
+    approval = approval_register(
+        workspace=acme, engine_key=engine_key, data={**gate_body(support), "arguments": None}
+    ).approval
+    reads: list[str] = []
+
+    def load() -> ApprovalRequest:
+        reads.append("read")
+        if len(reads) == 2:  # a reviewer decides between two polls
+            decide(approval.public_id, bob, "approve")
+        return ApprovalRequest.objects.select_related("config").get(pk=approval.pk)
+
+    assert connection.in_atomic_block  # this test's transaction: the polling path
+    answer = approval_wait(load=load, approval=approval, seconds=10)
+
+    assert answer.status == "approved"
+    assert len(reads) == 2
