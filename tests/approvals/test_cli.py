@@ -35,6 +35,7 @@ def test_it_lists_pending_requests_oldest_first(support, globex):
     older = make_approval(support, target="customer T-1", created_at=now)
     theirs = make_approval(make_config(globex, "Theirs"), target="customer X")
     make_approval(support, status=Status.APPROVED)
+    make_approval(support, target="customer overdue", created_at=now - timedelta(days=2))  # expired on read
     out = hitl("pending", "--workspace", "acme")
     lines = out.splitlines()
     assert [line.split("\t")[0] for line in lines] == [older.public_id, newer.public_id]
