@@ -156,7 +156,7 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PERMISSION_CLASSES": ["workspaces.permissions.IsWorkspaceActor"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["hitl_portal.parsers.JSONParser"],  # bounded nesting: never a 500
     "DEFAULT_PAGINATION_CLASS": "hitl_portal.pagination.CursorPagination",
     "PAGE_SIZE": 50,
     "EXCEPTION_HANDLER": "hitl_portal.errors.api_exception_handler",

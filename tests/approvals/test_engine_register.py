@@ -382,3 +382,24 @@ def test_it_never_answers_500_to_odd_but_valid_json(engine_api, support):
         response = _post_raw(engine_api, data)
         assert response.status_code == 400, (data, response.text)
         error_of(response)
+
+
+@pytest.mark.parametrize("depth", [65, 995, 100_000])
+def test_it_answers_400_not_500_to_json_nested_too_deep(engine_api, support, depth):
+    data = b'{"kind": "gate", "arguments": ' + b"[" * depth + b"]" * depth + b"}"
+
+    response = _post_raw(engine_api, data)
+
+    assert response.status_code == 400
+    assert error_of(response)["code"] == "bad_json"
+    assert "nested more than 64 levels deep" in error_of(response)["message"]
+
+
+def test_it_accepts_arguments_nested_within_the_limit(engine_api, support):
+    nested = 0
+    for _ in range(62):  # the body object, then `arguments` 63 levels deep in all
+        nested = [nested]
+
+    response = engine_api.post("/api/v1/approvals", json=gate_body(support, arguments=nested))
+
+    assert response.status_code == 201, response.text
