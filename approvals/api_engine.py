@@ -90,7 +90,8 @@ def _get_approval(request, public_id: str) -> ApprovalRequest:
 
 def _fingerprint(body) -> str:
     """The body's canonical JSON: key order and whitespace do not make a body "different"."""
-    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    # ensure_ascii: a lone surrogate in a field we ignore must not break the encoding.
+    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 

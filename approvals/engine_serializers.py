@@ -15,6 +15,7 @@ MAX_ARGUMENTS_BYTES = 64 * 1024
 # Token counts are stored in a bigint; beyond it the database would refuse, so we refuse first.
 MAX_TOKENS = 2**63 - 1
 MAX_INT = 2_147_483_647
+FINITE = "arguments must be JSON with finite numbers only (a number like 1e400 overflows to Infinity)."
 
 
 class StrictCharField(serializers.CharField):
@@ -66,6 +67,22 @@ def choice(name: str, choices, **kwargs) -> serializers.ChoiceField:
     )
 
 
+def _holds_nul(value) -> bool:
+    """Any NUL in a string or a key, found without recursion (the parser bounds depth, but still)."""
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, str):
+            if "\x00" in node:
+                return True
+        elif isinstance(node, dict):
+            stack.extend(node.keys())
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return False
+
+
 class KindSerializer(serializers.Serializer):
     """Read first, to pick the serializer for the rest of the body."""
 
@@ -103,11 +120,24 @@ class GateRegistrationSerializer(_RegistrationBase):
     operation = text("operation", 500)
     summary = text("summary", 2000, required=False, allow_blank=True)
     arguments = serializers.JSONField(
-        required=False, allow_null=True, help_text="Any JSON value, at most 64 KiB encoded; needs level full."
+        required=False,
+        allow_null=True,
+        help_text="Any JSON value, at most 64 KiB encoded; needs level full.",
+        error_messages={"invalid": FINITE},
     )
 
     def validate_arguments(self, value):
-        encoded = json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
+        # What PostgreSQL's jsonb and the digest cannot take is refused here, never met as a 500 later.
+        try:
+            encoded = json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
+        except UnicodeEncodeError:
+            raise serializers.ValidationError(
+                "arguments must be valid Unicode text: it holds a lone surrogate (\\ud800–\\udfff)."
+            ) from None
+        except ValueError:
+            raise serializers.ValidationError(FINITE) from None
+        if _holds_nul(value):
+            raise serializers.ValidationError("arguments must not contain the NUL character (\\u0000).")
         if len(encoded) > MAX_ARGUMENTS_BYTES:
             raise serializers.ValidationError(
                 f"arguments is {len(encoded):,} bytes encoded; the limit is 64 KiB ({MAX_ARGUMENTS_BYTES:,} bytes)."

@@ -403,3 +403,36 @@ def test_it_accepts_arguments_nested_within_the_limit(engine_api, support):
     response = engine_api.post("/api/v1/approvals", json=gate_body(support, arguments=nested))
 
     assert response.status_code == 201, response.text
+
+
+@pytest.mark.parametrize(
+    ("raw_arguments", "words"),
+    [
+        (b"1e400", "finite numbers"),
+        (b'{"n": [1, -1e999]}', "finite numbers"),
+        (b'"\\ud800"', "lone surrogate"),
+        (b'{"a\\u0000b": 1}', "NUL"),
+        (b'["ok", "nul \\u0000 inside"]', "NUL"),
+    ],
+)
+def test_it_refuses_arguments_the_database_could_not_store(engine_api, support, raw_arguments, words):
+    body = json.dumps(gate_body(support, arguments="PLACEHOLDER")).encode()
+    data = body.replace(b'"PLACEHOLDER"', raw_arguments)
+
+    response = _post_raw(engine_api, data)
+
+    assert response.status_code == 400, response.text
+    assert words in error_of(response)["fields"]["arguments"]
+    assert not ApprovalRequest.objects.exists()
+
+
+def test_it_ignores_a_lone_surrogate_in_a_field_it_does_not_know(engine_api, support):
+    body = json.dumps({**gate_body(support), "extra": "PLACEHOLDER"}).encode().replace(b'"PLACEHOLDER"', b'"\\udfff"')
+
+    response = _post_raw(engine_api, body)
+    replay = engine_api.post(
+        "/api/v1/approvals", data=body, headers={"Content-Type": "application/json", "Idempotency-Key": "k"}
+    )
+
+    assert response.status_code == 201
+    assert replay.status_code == 201
