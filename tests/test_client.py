@@ -6,7 +6,7 @@ import time
 from datetime import timedelta
 
 import pytest
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 
 import hitl_client
 from approvals.models import ApprovalRequest
@@ -305,3 +305,10 @@ def test_demo_engine_reports_a_token_cap_breach_and_proceeds_past_it(live_server
     assert "used 2,200 tokens against a cap of 1,000" in out
     assert "Proceed past cap" in out
     assert "finished" in out
+
+
+def test_demo_engine_says_in_one_line_when_the_portal_refuses_its_key(live_server, support):
+    with pytest.raises(CommandError, match="The portal refused: This token is unknown or has been revoked"):
+        call_command(
+            "hitl", "demo-engine", "--url", live_server.url, "--key", "hitl_nope", "--config", support.public_id
+        )

@@ -12,7 +12,7 @@ from approvals.digest import call_digest
 from approvals.models import ApprovalRequest
 from rules import services as rule_services
 from workspaces.models import ApiToken
-from workspaces.services import workspace_set_plan
+from workspaces.services import token_revoke, workspace_set_plan
 
 from ..helpers import Api, error_of, make_config, make_rule, make_token, publish
 from .engine_support import bulk_requests, count_queries, gate_body, make_support_config, rule_ids, token_cap_body
@@ -436,3 +436,15 @@ def test_it_ignores_a_lone_surrogate_in_a_field_it_does_not_know(engine_api, sup
 
     assert response.status_code == 201
     assert replay.status_code == 201
+
+
+def test_a_revoked_engine_key_can_no_longer_register_nor_poll(live_server, acme, support):
+    raw = make_token(acme, engine="retired")
+    api = Api(live_server.url, raw)
+    approval = api.post("/api/v1/approvals", json=gate_body(support)).json()
+
+    token_revoke(token=ApiToken.objects.get(name="retired"))
+
+    assert api.post("/api/v1/approvals", json=gate_body(support, run_id="r2")).status_code == 401
+    assert api.get(f"/api/v1/approvals/{approval['id']}").status_code == 401
+    assert ApprovalRequest.objects.count() == 1
