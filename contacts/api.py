@@ -6,9 +6,8 @@ from rest_framework import status
 from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 
-from hitl_portal.pagination import CursorPagination
 from rules import services
-from rules.api import BAD_INPUT, ERRORS, PAGE_PARAMS, AdminView, config_or_404
+from rules.api import BAD_INPUT, ERRORS, PAGE_PARAMS, AdminPagination, AdminView, config_or_404
 from rules.serializers import ContactPage
 
 from .models import Contact
@@ -17,7 +16,7 @@ from .serializers import ContactInputSerializer, ContactSerializer
 TAG = ["configs"]
 
 
-class ContactPagination(CursorPagination):
+class ContactPagination(AdminPagination):
     ordering = ("name", "id")
 
 

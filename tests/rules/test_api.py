@@ -1,10 +1,13 @@
 """The admin REST API for configs and draft rules, over real HTTP (API.md, "Configs, rules, contacts")."""
 
+import base64
+from urllib.parse import urlencode
+
 import pytest
 
 from rules.models import Config, Rule
 
-from ..helpers import error_of, make_config, make_rule
+from ..helpers import error_of, make_config, make_rule, publish
 
 MISSING_MATCH = {
     "delete": "A delete rule needs its match selector: fill in Which one, or pick Any (*)",
@@ -195,3 +198,37 @@ def test_it_answers_404_for_an_unknown_rule_or_config(alice_api, acme):
     response = alice_api.get("/api/v1/configs/cfg_nope")
     assert response.status_code == 404
     assert error_of(response)["code"] == "not_found"
+
+
+def _cursor(position: str) -> str:
+    return base64.b64encode(urlencode({"p": position}).encode()).decode()
+
+
+@pytest.mark.parametrize(
+    "path, position",
+    [
+        ("/contacts", "a\x00b"),
+        ("/rules", "not-a-number"),
+        ("/versions", "not-a-number"),
+        ("", "not-a-date"),
+        ("", "\x00"),
+    ],
+)
+def test_it_answers_404_for_a_tampered_cursor(alice_api, acme, path, position):
+    config = make_config(acme)
+    url = f"/api/v1/configs/{config.public_id}{path}" if path else "/api/v1/configs"
+    response = alice_api.get(url, params={"cursor": _cursor(position)})
+    assert response.status_code == 404
+    assert error_of(response)["message"] == "Invalid cursor"
+
+
+def test_it_pages_through_versions_newest_first(alice_api, acme):
+    config = make_config(acme)
+    for _ in range(3):
+        publish(config)
+    seen, url = [], f"{alice_api.base_url}/api/v1/configs/{config.public_id}/versions?limit=2"
+    while url:
+        page = alice_api.session.get(url, timeout=10).json()
+        seen += [v["version"] for v in page["results"]]
+        url = page["next"]
+    assert seen == [3, 2, 1]
