@@ -1,5 +1,7 @@
 """Playwright driving Debian's Chromium (`apt-get install chromium`) against the live server."""
 
+from pathlib import Path
+
 import pytest
 from playwright.sync_api import sync_playwright
 
@@ -17,8 +19,11 @@ FLAGS = [
 
 
 def pytest_collection_modifyitems(config, items):
+    # This hook sees every collected test, not only this folder's: mark ours alone.
+    here = Path(__file__).parent
     for item in items:
-        item.add_marker(pytest.mark.browser)
+        if Path(item.path).is_relative_to(here):
+            item.add_marker(pytest.mark.browser)
 
 
 @pytest.fixture(scope="session")

@@ -21,7 +21,11 @@ SERVER_APP_NAME = "hitl-faults-server"
 
 
 def pytest_collection_modifyitems(config, items):
+    # This hook sees every collected test, not only this folder's: mark ours alone.
+    here = Path(__file__).parent
     for item in items:
+        if not Path(item.path).is_relative_to(here):
+            continue
         item.add_marker(pytest.mark.faults)
         item.add_marker(pytest.mark.postgres)
         item.add_marker(pytest.mark.django_db(transaction=True))
