@@ -307,7 +307,7 @@ def long_poll_latencies(world: World, public_ids: list[str]) -> dict:
 
 RESET_SEEDED_PENDING = """
 UPDATE approvals_approvalrequest SET status = 'pending', decided_at = NULL, reason = '', decision_action = ''
-WHERE public_id LIKE 'apr_pend%%'
+WHERE public_id LIKE 'apr_pend%%' AND status = 'expired'
 """
 
 
