@@ -10,10 +10,10 @@ from approvals.models import ApprovalRequest
 from .conftest import SERVER_APP_NAME, raw_connection
 
 ENGINES = 6
-REQUESTS_PER_ENGINE = 30
-# Every quarter second the database drops all of the portal's connections: often enough to hit requests in
+REQUESTS_PER_ENGINE = 50
+# Five times a second the database drops all of the portal's connections: often enough to hit requests in
 # flight (and commits whose answer is lost), rarely enough that a retry gets through on a loaded machine.
-KILL_EVERY_S = 0.25
+KILL_EVERY_S = 0.2
 ATTEMPTS = 60
 
 
