@@ -18,9 +18,10 @@ from rest_framework.exceptions import NotFound, PermissionDenied, ValidationErro
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from hitl_portal.errors import ErrorSerializer
 from rules.models import Config
 from rules.selectors import LOG_LINES, hitl_state, served_version
-from rules.serializers import ErrorSerializer, RuleSerializer
+from rules.serializers import RuleSerializer
 from workspaces.permissions import IsEngine, IsEngineOrReviewer
 
 from . import services

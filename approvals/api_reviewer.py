@@ -8,9 +8,9 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from hitl_portal.errors import ErrorSerializer
 from hitl_portal.pagination import CursorPagination
 from rules.models import RuleKind
-from rules.serializers import ErrorSerializer
 from workspaces.permissions import IsReviewer
 
 from . import selectors
@@ -132,8 +132,8 @@ class DecisionView(APIView):
             404: _error("No such request in this workspace."),
         },
     )
-    def post(self, request, public_id: str) -> Response:
-        approval = get_object_or_404(selectors.approvals_for(request.actor.workspace), public_id=public_id)
+    def post(self, request, apr: str) -> Response:
+        approval = get_object_or_404(selectors.approvals_for(request.actor.workspace), public_id=apr)
         body = DecisionInput(data=request.data)
         body.is_valid(raise_exception=True)
         try:

@@ -7,5 +7,5 @@ urlpatterns = [
     path("approvals/<str:apr>", api_engine.ApprovalDetailView.as_view(), name="api-approval"),
     path("approvals/<str:apr>/outcome", api_engine.ApprovalOutcomeView.as_view(), name="api-approval-outcome"),
     path("configs/<str:cfg>/served", api_engine.ServedConfigView.as_view(), name="api-config-served"),
-    path("approvals/<str:public_id>/decision", api_reviewer.DecisionView.as_view(), name="api-approval-decision"),
+    path("approvals/<str:apr>/decision", api_reviewer.DecisionView.as_view(), name="api-approval-decision"),
 ]

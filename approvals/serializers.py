@@ -5,6 +5,8 @@ import datetime
 from django.utils import timezone
 from rest_framework import serializers
 
+from rules.models import PassInformationLevel
+
 from .models import Action, ApprovalKind, ApprovalRequest, ExecutionStatus, Scope, Status
 
 
@@ -41,7 +43,7 @@ class ApprovalRequestSerializer(serializers.Serializer):
     caller = serializers.CharField(allow_blank=True)
     target = serializers.CharField(allow_blank=True)
     operation = serializers.CharField(allow_blank=True)
-    pass_information_level = serializers.ChoiceField(choices=["none", "summary", "full"])
+    pass_information_level = serializers.ChoiceField(choices=PassInformationLevel.choices)
     summary = serializers.CharField(allow_null=True)
     arguments = serializers.JSONField(allow_null=True)
     call_digest = serializers.CharField(allow_null=True)

@@ -4,9 +4,21 @@ from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import RequestDataTooBig
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.http import Http404, JsonResponse
-from rest_framework import exceptions, status
+from rest_framework import exceptions, serializers, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler
+
+
+class ErrorDetailSerializer(serializers.Serializer):
+    code = serializers.CharField()
+    message = serializers.CharField()
+    fields = serializers.DictField(child=serializers.CharField())
+
+
+class ErrorSerializer(serializers.Serializer):
+    """API.md's error shape, {"error": {"code", "message", "fields"}}, for the OpenAPI schema."""
+
+    error = ErrorDetailSerializer()
 
 
 class PlanRequired(exceptions.APIException):

@@ -170,7 +170,14 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "COMPONENT_SPLIT_REQUEST": True,
-    "ENUM_NAME_OVERRIDES": {},
+    # Several fields share a name ("kind", "status") across components: name each choice set.
+    "ENUM_NAME_OVERRIDES": {
+        "RuleKindEnum": "rules.models.RuleKind",
+        "ApprovalKindEnum": "approvals.models.ApprovalKind",
+        "ApprovalStatusEnum": "approvals.models.Status",
+        "ExecutionStatusEnum": "approvals.models.ExecutionStatus",
+        "PassInformationLevelEnum": "rules.models.PassInformationLevel",
+    },
 }
 
 # Approval requests live 24 hours unless the engine asks for less.

@@ -12,6 +12,7 @@ from rest_framework.exceptions import NotFound
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from hitl_portal.errors import ErrorSerializer
 from hitl_portal.pagination import CursorPagination
 from workspaces.permissions import IsAdmin
 
@@ -22,7 +23,6 @@ from .serializers import (
     ConfigPage,
     ConfigSerializer,
     ConfigUpdateSerializer,
-    ErrorSerializer,
     PinSerializer,
     PublishSerializer,
     RuleInputSerializer,

@@ -18,18 +18,6 @@ def _choice(choices, **kwargs) -> serializers.ChoiceField:
     )
 
 
-class ErrorDetailSerializer(serializers.Serializer):
-    code = serializers.CharField()
-    message = serializers.CharField()
-    fields = serializers.DictField(child=serializers.CharField())
-
-
-class ErrorSerializer(serializers.Serializer):
-    """API.md's error shape: {"error": {"code", "message", "fields"}}."""
-
-    error = ErrorDetailSerializer()
-
-
 class TokenCapsSerializer(serializers.Serializer):
     per_turn = serializers.IntegerField(min_value=1, max_value=MAX_INT, allow_null=True, required=False)
     mode = _choice(TokenCapMode.choices, required=False)

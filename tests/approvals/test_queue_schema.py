@@ -53,7 +53,7 @@ def test_it_describes_the_list_as_it_answers(document, bob_api, alice, acme):
 def test_it_describes_the_decision_as_it_answers(document, bob_api, engine_api, acme):
     support = make_config(acme, "Support agent")
     approval = make_approval(support)
-    path = "/api/v1/approvals/{public_id}/decision"
+    path = "/api/v1/approvals/{apr}/decision"
     url = f"/api/v1/approvals/{approval.public_id}/decision"
     operation = document["paths"][path]["post"]
     assert set(operation["responses"]) >= {"200", "400", "403", "404"}
