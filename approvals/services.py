@@ -135,11 +135,6 @@ def approval_register(
     with the same key is refused. Two identical registrations racing are decided by the unique
     constraint, never by a check-then-insert: the loser's INSERT fails and it returns the winner.
     """
-    if idempotency_key:
-        first = _idempotent_replay(engine_key=engine_key, idempotency_key=idempotency_key, fingerprint=fingerprint)
-        if first is not None:
-            return Registration(approval=first, created=False)
-
     version = _frozen_version(workspace=workspace, config_id=data["config_id"], number=data["config_version"])
     label = f"{version.config.public_id}@{version.number}"
     level = version.pass_information_level
@@ -163,7 +158,7 @@ def approval_register(
     if data["kind"] == ApprovalKind.GATE:
         # HITL state as the engine was told it at serve time: inert stores nothing.
         if not workspace.hitl_available or not version.enabled_rules:
-            return Registration(approval=None, created=False)
+            return _inert_or_replay(engine_key=engine_key, idempotency_key=idempotency_key, fingerprint=fingerprint)
         rule = version.rule(data["rule_id"])
         if rule is None:
             raise ValidationError(
@@ -199,7 +194,7 @@ def approval_register(
     else:
         # A token cap is not a rule, so it parks the run on any paid plan; on Free there is no queue to park in.
         if not workspace.hitl_available:
-            return Registration(approval=None, created=False)
+            return _inert_or_replay(engine_key=engine_key, idempotency_key=idempotency_key, fingerprint=fingerprint)
         if data["scope"] == Scope.TURN and version.token_caps.get("mode") == "stop":
             raise ValidationError(
                 {"scope": f"{label}'s per-turn token cap mode is stop: end the run, there is nobody to ask."}
@@ -208,18 +203,33 @@ def approval_register(
         approval.tokens_used = data["tokens_used"]
         approval.token_cap = data["token_cap"]
 
+    # Insert first and look for the first request only when the key's unique constraint refuses
+    # the row: a replay costs one more query, a new request none, and a race has one winner.
     try:
-        with transaction.atomic():
-            approval.save(force_insert=True)
+        if connection.in_atomic_block:
+            with transaction.atomic():  # a savepoint, so a refused INSERT leaves the caller's transaction usable
+                approval.save(force_insert=True)
+        else:
+            approval.save(force_insert=True)  # autocommit: one statement, no BEGIN/COMMIT round trips
     except IntegrityError:
-        if not idempotency_key:
-            raise
-        # Another registration with this key committed first: it is the request.
-        first = _idempotent_replay(engine_key=engine_key, idempotency_key=idempotency_key, fingerprint=fingerprint)
+        first = None
+        if idempotency_key:
+            first = _idempotent_replay(engine_key=engine_key, idempotency_key=idempotency_key, fingerprint=fingerprint)
         if first is None:
-            raise
+            # Not the idempotency key: the config was deleted since its version was cached.
+            _FROZEN_VERSIONS.clear()
+            raise NotFound(f"No config {data['config_id']} in this workspace.") from None
         return Registration(approval=first, created=False)
     return Registration(approval=approval, created=True)
+
+
+def _inert_or_replay(*, engine_key: ApiToken, idempotency_key: str, fingerprint: str) -> Registration:
+    """Inert stores nothing; but a retry of a request stored before a downgrade still gets it back."""
+    if idempotency_key:
+        first = _idempotent_replay(engine_key=engine_key, idempotency_key=idempotency_key, fingerprint=fingerprint)
+        if first is not None:
+            return Registration(approval=first, created=False)
+    return Registration(approval=None, created=False)
 
 
 def _idempotent_replay(*, engine_key: ApiToken, idempotency_key: str, fingerprint: str) -> ApprovalRequest | None:
@@ -236,13 +246,27 @@ def _idempotent_replay(*, engine_key: ApiToken, idempotency_key: str, fingerprin
     return first
 
 
+# Published versions never change (a database trigger refuses it), so each process keeps the ones
+# engines register against instead of reading the same row for every request. Bounded, not LRU:
+# clearing it now and then costs one query per version.
+_FROZEN_VERSIONS: dict[tuple[int, str, int], ConfigVersion] = {}
+_FROZEN_VERSIONS_MAX = 1024
+
+
 def _frozen_version(*, workspace: Workspace, config_id: str, number: int) -> ConfigVersion:
+    key = (workspace.pk, config_id, number)
+    version = _FROZEN_VERSIONS.get(key)
+    if version is not None:
+        return version
     version = (
         ConfigVersion.objects.select_related("config")
         .filter(config__workspace=workspace, config__public_id=config_id, number=number)
         .first()
     )
     if version is not None:
+        if len(_FROZEN_VERSIONS) >= _FROZEN_VERSIONS_MAX:
+            _FROZEN_VERSIONS.clear()
+        _FROZEN_VERSIONS[key] = version
         return version
     if not Config.objects.filter(workspace=workspace, public_id=config_id).exists():
         raise NotFound(f"No config {config_id} in this workspace.")
