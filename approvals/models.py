@@ -123,6 +123,12 @@ class ApprovalRequest(models.Model):
         indexes = [
             models.Index(fields=["workspace", "status", "created_at"], name="apr_queue"),
             models.Index(fields=["workspace", "-created_at"], name="apr_history"),
+            # History reads decided rows newest first without walking the pending ones.
+            models.Index(
+                fields=["workspace", "-created_at", "-id"],
+                condition=Q(status__in=["approved", "rejected", "expired"]),
+                name="apr_history_decided",
+            ),
             models.Index(fields=["expires_at"], condition=Q(status="pending"), name="apr_overdue"),
         ]
 

@@ -16,7 +16,7 @@ from workspaces.models import ApiToken, Workspace
 
 from .digest import call_digest
 from .models import EXPIRED_REASON, Action, ApprovalKind, ApprovalRequest, Scope, Status
-from .notify import notify_changed, notify_changed_many
+from .notify import CHANNEL, notify_changed, notify_changed_many
 
 # decision word → (the kind it decides, resulting status, the action the engine takes)
 DECISIONS: dict[str, tuple[str, str, str]] = {
@@ -94,18 +94,49 @@ def approval_sweep_overdue(*, batch_size: int = 1000) -> int:
     decided row is never overwritten.
     """
     now = timezone.now()
+    if connection.vendor == "postgresql":
+        return _sweep_batch_postgres(now=now, batch_size=batch_size)
     with transaction.atomic():
-        overdue = ApprovalRequest.objects.overdue(now).order_by("expires_at")
-        if connection.features.has_select_for_update_skip_locked:
-            overdue = overdue.select_for_update(skip_locked=True)
-        claimed = list(overdue.values_list("pk", "public_id")[:batch_size])
-        if not claimed:
-            return 0
-        count = ApprovalRequest.objects.filter(pk__in=[pk for pk, _ in claimed], status=Status.PENDING).update(
+        claimed = list(
+            ApprovalRequest.objects.overdue(now).order_by("expires_at").values_list("pk", flat=True)[:batch_size]
+        )
+        return ApprovalRequest.objects.filter(pk__in=claimed, status=Status.PENDING).update(
             status=Status.EXPIRED, decided_at=F("expires_at"), reason=EXPIRED_REASON, decision_action=""
         )
-        notify_changed_many([public_id for _, public_id in claimed])
-    return count
+
+
+# One statement per batch — claim, expire and notify — so it is atomic without BEGIN/COMMIT
+# and costs one round trip: within 2x of a bare UPDATE of the same rows (bench/).
+_SWEEP_SQL = f"""
+WITH claimed AS (
+    SELECT id FROM {ApprovalRequest._meta.db_table}
+    WHERE status = %(pending)s AND expires_at <= %(now)s
+    ORDER BY expires_at
+    LIMIT %(batch)s
+    FOR UPDATE SKIP LOCKED
+), swept AS (
+    UPDATE {ApprovalRequest._meta.db_table} AS apr
+    SET status = %(expired)s, decided_at = apr.expires_at, reason = %(reason)s, decision_action = ''
+    FROM claimed
+    WHERE apr.id = claimed.id AND apr.status = %(pending)s
+    RETURNING apr.public_id
+)
+SELECT count(pg_notify(%(channel)s, public_id)) FROM swept
+"""
+
+
+def _sweep_batch_postgres(*, now, batch_size: int) -> int:
+    params = {
+        "pending": Status.PENDING,
+        "expired": Status.EXPIRED,
+        "now": now,
+        "batch": batch_size,
+        "reason": EXPIRED_REASON,
+        "channel": CHANNEL,
+    }
+    with connection.cursor() as cursor:
+        cursor.execute(_SWEEP_SQL, params)
+        return cursor.fetchone()[0]
 
 
 # --- Engines: registration and outcome (API.md, Engines) ---------------------------------------
