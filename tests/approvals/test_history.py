@@ -57,6 +57,24 @@ def test_it_reads_expired_requests_as_nobody_answered_even_before_the_sweep(clie
     assert "30m 00s" in html  # waited until its deadline
 
 
+def test_it_still_lists_every_unswept_expiry_when_the_sweep_is_far_behind(client, bob, support, monkeypatch):
+    # Past OVERDUE_SCAN_LIMIT the page stops trusting the small-index shortcut and reads them all.
+    monkeypatch.setattr("approvals.selectors.OVERDUE_SCAN_LIMIT", 2)
+    start = timezone.now()
+    overdue = [
+        make_approval(
+            support, target=f"customer {n}", created_at=start + timedelta(seconds=n), ttl=timedelta(minutes=5)
+        )
+        for n in range(4)
+    ]
+    client.force_login(bob)
+    with travel(timedelta(hours=1)):
+        html = client.get(HISTORY).content.decode()
+    assert html.count("Expired — nobody answered; counted as rejected") == 4
+    positions = [html.index(approval.public_id) for approval in reversed(overdue)]
+    assert positions == sorted(positions)  # newest first
+
+
 def test_it_lists_newest_first_and_filters_by_status_config_kind_and_date(client, alice, bob, acme, support):
     notebook = make_config(acme, "Data notebook")
     now = timezone.now()
