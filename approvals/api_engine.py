@@ -83,10 +83,10 @@ def _approvals_of(request):
 
 
 def _get_approval(request, public_id: str) -> ApprovalRequest:
-    approval = _approvals_of(request).filter(public_id=public_id).first()
-    if approval is None:
-        raise NotFound(f"No approval request {public_id} in this workspace.")
-    return approval
+    try:
+        return _approvals_of(request).get(public_id=public_id)  # no ORDER BY to compile, unlike first()
+    except ApprovalRequest.DoesNotExist:
+        raise NotFound(f"No approval request {public_id} in this workspace.") from None
 
 
 def _fingerprint(body) -> str:

@@ -19,9 +19,11 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
         raw = raw.strip()
         if not raw or " " in raw:
             raise exceptions.AuthenticationFailed("Send the token as `Authorization: Bearer <token>`.")
-        token = ApiToken.objects.active().select_related("workspace", "user").filter(digest=hash_token(raw)).first()
-        if token is None:
-            raise exceptions.AuthenticationFailed("This token is unknown or has been revoked.")
+        try:
+            # get(), not first(): on every API request, an ORDER BY costs more to compile than to run.
+            token = ApiToken.objects.active().select_related("workspace", "user").get(digest=hash_token(raw))
+        except ApiToken.DoesNotExist:
+            raise exceptions.AuthenticationFailed("This token is unknown or has been revoked.") from None
         # Engines have no Django user; DRF still wants something truthy-safe in request.user.
         return (token.user, token)
 
