@@ -24,7 +24,7 @@ from rules.selectors import LOG_LINES, hitl_state, served_version
 from rules.serializers import RuleSerializer
 from workspaces.permissions import IsEngine, IsEngineOrReviewer
 
-from . import services
+from . import selectors, services
 from .engine_serializers import (
     GateRegistrationSerializer,
     InertSerializer,
@@ -78,15 +78,11 @@ WAIT_PARAMETER = OpenApiParameter(
 )
 
 
-def _approvals_of(request):
-    return ApprovalRequest.objects.select_related("config").filter(workspace=request.actor.workspace)
-
-
 def _get_approval(request, public_id: str) -> ApprovalRequest:
-    try:
-        return _approvals_of(request).get(public_id=public_id)  # no ORDER BY to compile, unlike first()
-    except ApprovalRequest.DoesNotExist:
-        raise NotFound(f"No approval request {public_id} in this workspace.") from None
+    approval = selectors.approval_by_public_id(workspace=request.actor.workspace, public_id=public_id)
+    if approval is None:
+        raise NotFound(f"No approval request {public_id} in this workspace.")
+    return approval
 
 
 def _fingerprint(body) -> str:

@@ -72,6 +72,19 @@ def test_it_computes_call_digest_exactly_as_api_md_says(engine_api, support):
     assert without["arguments"] is None
 
 
+def test_it_reads_back_exactly_what_was_registered(engine_api, support):
+    # The poll's hand-written SELECT must give back what the registration stored, JSON and times alike.
+    arguments = {"note": "café ☕", "ids": [3, 1, 2], "nested": {"b": 1, "a": None}, "flag": False}
+    registered = engine_api.post(
+        "/api/v1/approvals", json=gate_body(support, target="customer Zoë", arguments=arguments)
+    ).json()
+
+    read = engine_api.get(f"/api/v1/approvals/{registered['id']}").json()
+
+    assert read == registered
+    assert read["arguments"] == arguments
+
+
 def test_it_checks_against_the_version_named_not_the_draft(engine_api, alice, support):
     rule = support.rules.get(kind="delete")
     rule_services.rule_update(rule=rule, message="A newer message in the draft")
