@@ -13,6 +13,29 @@ from django.core.management.base import CommandError
 from hitl_client import HitlClient, HitlError, Verdict
 
 TURNS = ("delete", "mcp", "token_cap")
+# The gated calls the scripted agent makes: what it says it does, and the call itself.
+GATED_CALLS = {
+    "delete": (
+        "the agent wants to delete customer T-4821 and their tickets",
+        {
+            "kind": "delete",
+            "target": "customer T-4821",
+            "operation": "delete",
+            "summary": "Delete the customer record T-4821 and their 3 tickets",
+            "arguments": {"customer_id": "T-4821", "cascade": ["tickets"]},
+        },
+    ),
+    "mcp": (
+        "the agent calls issue_refund on the MCP server mcp_billing",
+        {
+            "kind": "mcp_server",
+            "target": "mcp_billing",
+            "operation": "issue_refund",
+            "summary": "Refund 49.00 USD on ticket T-4821",
+            "arguments": {"ticket_id": "T-4821", "amount_cents": 4900},
+        },
+    ),
+}
 
 
 class _Printer(logging.Handler):
@@ -48,37 +71,17 @@ def demo_engine(cmd, options) -> None:
         out(f"Run {run_id} on {served['config_id']}@{served['version']} ({len(served['gates'])} gates)")
         for number, turn in enumerate(turns, start=1):
             out(f"\nTurn {number}: {turn}")
-            if turn == "delete":
-                out("  the agent wants to delete customer T-4821 and their tickets")
+            if turn in GATED_CALLS:
+                story, call = GATED_CALLS[turn]
+                out(f"  {story}")
                 verdict = client.gate_call(
                     served,
-                    kind="delete",
-                    target="customer T-4821",
-                    operation="delete",
+                    **call,
                     run_id=run_id,
                     thread_id=thread_id,
                     call_id=f"call_{number}",
                     caller="support-bot",
-                    summary="Delete the customer record T-4821 and their 3 tickets",
-                    arguments={"customer_id": "T-4821", "cascade": ["tickets"]},
                     execute=lambda: f"exec_{uuid.uuid4().hex[:8]}",
-                    wait_timeout=wait,
-                    on_pending=pending,
-                )
-            elif turn == "mcp":
-                out("  the agent calls issue_refund on the MCP server mcp_billing")
-                verdict = client.gate_call(
-                    served,
-                    kind="mcp_server",
-                    target="mcp_billing",
-                    operation="issue_refund",
-                    run_id=run_id,
-                    thread_id=thread_id,
-                    call_id=f"call_{number}",
-                    caller="support-bot",
-                    summary="Refund 49.00 USD on ticket T-4821",
-                    arguments={"ticket_id": "T-4821", "amount_cents": 4900},
-                    execute=lambda: f"refund_{uuid.uuid4().hex[:8]}",
                     wait_timeout=wait,
                     on_pending=pending,
                 )
