@@ -19,6 +19,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from hitl_portal.errors import ErrorSerializer
+from hitl_portal.fast_path import SerializerFastPath
 from rules.models import Config
 from rules.selectors import LOG_LINES, hitl_state, served_version
 from rules.serializers import RuleSerializer
@@ -43,6 +44,8 @@ REGISTRATION_SERIALIZERS = {
     ApprovalKind.GATE: GateRegistrationSerializer,
     ApprovalKind.TOKEN_CAP: TokenCapRegistrationSerializer,
 }
+# Registration is the engines' hot path: a plainly valid body skips building a serializer (fast_path.py).
+REGISTRATION_FAST_PATHS = {kind: SerializerFastPath(cls) for kind, cls in REGISTRATION_SERIALIZERS.items()}
 IDEMPOTENCY_KEY_MAX = 255
 
 
@@ -83,6 +86,20 @@ def _get_approval(request, public_id: str) -> ApprovalRequest:
     if approval is None:
         raise NotFound(f"No approval request {public_id} in this workspace.")
     return approval
+
+
+def _validated_registration(body) -> dict:
+    """The body's validated data; the serializers name whatever is wrong with it."""
+    kind = body.get("kind") if isinstance(body, dict) else None
+    if type(kind) is str and kind in REGISTRATION_FAST_PATHS:
+        data = REGISTRATION_FAST_PATHS[kind].validated(body)
+        if data is not None:
+            return data
+    kind_serializer = KindSerializer(data=body)
+    kind_serializer.is_valid(raise_exception=True)
+    serializer = REGISTRATION_SERIALIZERS[kind_serializer.validated_data["kind"]](data=body)
+    serializer.is_valid(raise_exception=True)
+    return serializer.validated_data
 
 
 def _fingerprint(body) -> str:
@@ -166,14 +183,11 @@ def register_approval(request) -> Response:
         raise PermissionDenied("Only an engine key may register approval requests.")
     idempotency_key = _idempotency_key(request)
     body = request.data
-    kind = KindSerializer(data=body)
-    kind.is_valid(raise_exception=True)
-    serializer = REGISTRATION_SERIALIZERS[kind.validated_data["kind"]](data=body)
-    serializer.is_valid(raise_exception=True)
+    data = _validated_registration(body)
     registration = services.approval_register(
         workspace=request.actor.workspace,
         engine_key=request.actor.engine_key,
-        data=serializer.validated_data,
+        data=data,
         idempotency_key=idempotency_key,
         fingerprint=_fingerprint(body) if idempotency_key else "",
     )

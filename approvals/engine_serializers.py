@@ -5,6 +5,7 @@ import json
 from django.conf import settings
 from rest_framework import serializers
 
+from hitl_portal.fields import StrictCharField, StrictIntegerField
 from rules.models import PassInformationLevel
 from rules.serializers import RuleSerializer, TokenCapsSerializer
 
@@ -16,28 +17,6 @@ MAX_ARGUMENTS_BYTES = 64 * 1024
 MAX_TOKENS = 2**63 - 1
 MAX_INT = 2_147_483_647
 FINITE = "arguments must be JSON with finite numbers only (a number like 1e400 overflows to Infinity)."
-
-
-class StrictCharField(serializers.CharField):
-    """A string and nothing else: DRF would quietly turn 42 into "42", an engine bug we'd rather name."""
-
-    default_error_messages = {"not_a_string": "{field} must be a string."}
-
-    def to_internal_value(self, data):
-        if not isinstance(data, str):
-            self.fail("not_a_string", field=self.field_name)
-        return super().to_internal_value(data)
-
-
-class StrictIntegerField(serializers.IntegerField):
-    """A JSON integer: not true, not "3", not 3.5."""
-
-    default_error_messages = {"not_an_integer": "{field} must be an integer."}
-
-    def to_internal_value(self, data):
-        if isinstance(data, bool) or not isinstance(data, int):
-            self.fail("not_an_integer", field=self.field_name)
-        return super().to_internal_value(data)
 
 
 def text(name: str, max_length: int, *, required: bool = True, allow_blank: bool = False) -> StrictCharField:

@@ -60,9 +60,11 @@ class ApprovalRequestQuerySet(models.QuerySet):
 class ApprovalRequest(models.Model):
     """A paused call (or token cap breach) waiting for a person's decision."""
 
-    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="approval_requests")
+    # Every index costs each registration a write, so none is kept that another one covers:
+    # workspace_id leads apr_queue and apr_history; public_id has its unique constraint only.
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="approval_requests", db_index=False)
     engine_key = models.ForeignKey(ApiToken, null=True, on_delete=models.SET_NULL, related_name="approval_requests")
-    public_id = models.CharField(max_length=24, unique=True, editable=False)
+    public_id = models.CharField(max_length=24, editable=False)
     kind = models.CharField(max_length=16, choices=ApprovalKind.choices, default=ApprovalKind.GATE)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
 
@@ -97,7 +99,7 @@ class ApprovalRequest(models.Model):
     # The decision, recorded once (see services.approval_decide).
     decided_at = models.DateTimeField(null=True, blank=True)
     decided_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+", db_index=False
     )
     decided_by_email = models.CharField(max_length=254, blank=True)  # kept if the user is deleted
     decision_action = models.CharField(max_length=20, choices=Action.choices, blank=True)
@@ -114,6 +116,8 @@ class ApprovalRequest(models.Model):
     class Meta:
         ordering = ["created_at", "id"]
         constraints = [
+            # A constraint, not unique=True: that would add a second, LIKE-only index nobody queries.
+            models.UniqueConstraint(fields=["public_id"], name="apr_public_id_unique"),
             models.UniqueConstraint(
                 fields=["engine_key", "idempotency_key"],
                 condition=~Q(idempotency_key=""),
@@ -130,6 +134,8 @@ class ApprovalRequest(models.Model):
                 name="apr_history_decided",
             ),
             models.Index(fields=["expires_at"], condition=Q(status="pending"), name="apr_overdue"),
+            # For SET NULL when a user is deleted; a new (pending) request is not in it.
+            models.Index(fields=["decided_by"], condition=Q(decided_by__isnull=False), name="apr_decided_by"),
         ]
 
     def __str__(self) -> str:

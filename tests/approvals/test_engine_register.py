@@ -10,6 +10,7 @@ import requests
 
 from approvals.digest import call_digest
 from approvals.models import ApprovalRequest
+from approvals.serializers import approval_as_dict
 from rules import services as rule_services
 from workspaces.models import ApiToken
 from workspaces.services import token_revoke, workspace_set_plan
@@ -83,6 +84,10 @@ def test_it_reads_back_exactly_what_was_registered(engine_api, support):
 
     assert read == registered
     assert read["arguments"] == arguments
+    # And the ORM reads the row of the hand-written INSERT as the engine was answered (JSON as JSON).
+    stored = ApprovalRequest.objects.select_related("config").get(public_id=registered["id"])
+    assert approval_as_dict(stored) == registered
+    assert stored.arguments == arguments and stored.engine_key.name == "support-engine"
 
 
 def test_it_checks_against_the_version_named_not_the_draft(engine_api, alice, support):
