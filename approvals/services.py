@@ -264,14 +264,21 @@ _INSERT_SQL = "INSERT INTO {table} ({columns}) VALUES ({values}) RETURNING id".f
     values=", ".join(["%s"] * len(_INSERT_FIELDS)),
 )
 
+# Strings, integers, ids and aware datetimes go to psycopg as they are; JSON needs its adapter.
+_NEEDS_PREPARING = [
+    (index, field) for index, field in enumerate(_INSERT_FIELDS) if field.get_internal_type() == "JSONField"
+]
+
 
 def _insert(approval: ApprovalRequest) -> None:
     if connection.vendor != "postgresql":
         approval.save(force_insert=True)
         return
     approval.public_id = approval.public_id or new_public_id("apr")
-    # Each field prepares its value exactly as for the ORM's own INSERT (JSON, time zones, …).
-    params = [field.get_db_prep_save(getattr(approval, field.attname), connection) for field in _INSERT_FIELDS]
+    values = approval.__dict__
+    params = [values[field.attname] for field in _INSERT_FIELDS]
+    for index, field in _NEEDS_PREPARING:
+        params[index] = field.get_db_prep_save(params[index], connection)
     with connection.cursor() as cursor:
         cursor.execute(_INSERT_SQL, params)
         approval.pk = cursor.fetchone()[0]
