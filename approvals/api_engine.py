@@ -260,10 +260,12 @@ class ApprovalDetailView(APIView):
         tags=["engines"],
     )
     def get(self, request, apr: str) -> Response:
-        query = WaitQuerySerializer(data=request.query_params)
-        query.is_valid(raise_exception=True)
+        wait = 0
+        if request.query_params:  # a plain poll (most of them) has nothing to validate
+            query = WaitQuerySerializer(data=request.query_params)
+            query.is_valid(raise_exception=True)
+            wait = query.validated_data.get("wait") or 0
         approval = _get_approval(request, apr)
-        wait = query.validated_data.get("wait") or 0
         if wait:
             approval = approval_wait(
                 load=lambda: _get_approval(request, apr),
