@@ -142,9 +142,13 @@ class ApprovalRequest(models.Model):
         return self.public_id
 
     def save(self, *args, **kwargs):
+        self.ensure_public_id()
+        super().save(*args, **kwargs)
+
+    def ensure_public_id(self) -> None:
+        """Also called by the hand-written INSERT of services._insert, which bypasses save()."""
         if not self.public_id:
             self.public_id = new_public_id("apr")
-        super().save(*args, **kwargs)
 
     @property
     def is_token_cap(self) -> bool:

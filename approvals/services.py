@@ -11,7 +11,6 @@ from django.utils import timezone
 from rest_framework.exceptions import NotFound
 
 from hitl_portal.errors import Conflict, Unprocessable
-from hitl_portal.ids import new_public_id
 from rules.models import Config, ConfigVersion, PassInformationLevel
 from workspaces.models import ApiToken, Workspace
 
@@ -274,7 +273,7 @@ def _insert(approval: ApprovalRequest) -> None:
     if connection.vendor != "postgresql":
         approval.save(force_insert=True)
         return
-    approval.public_id = approval.public_id or new_public_id("apr")
+    approval.ensure_public_id()
     values = approval.__dict__
     params = [values[field.attname] for field in _INSERT_FIELDS]
     for index, field in _NEEDS_PREPARING:

@@ -599,62 +599,37 @@ def main() -> None:
     )
 
 
+def _load_rows(run: dict, *, throughput: str, latency: str) -> list[dict]:
+    """A paired load's rows: throughput beside its floor (the median of the rounds' ratios), then p50 and p99."""
+    floor, real = run["floor"], run["portal"]
+    ratio = statistics.median(run["ratios"])
+    rows = [
+        row(
+            throughput,
+            real["throughput_rps"],
+            floor["throughput_rps"],
+            " req/s",
+            ratio,
+            "≥ 0.8× floor",
+            ratio >= 0.8 and _clean(real),
+            spread=(min(run["ratios"]), max(run["ratios"])),
+        )
+    ]
+    for p in ("p50", "p99"):
+        value, floor_value = real[f"{p}_ms"], floor[f"{p}_ms"]
+        ratio = value / floor_value if floor_value else None
+        rows.append(row(f"{latency}: {p}", value, floor_value, " ms", ratio, "—", None))
+    return rows
+
+
 def summarise(results: dict) -> list[dict]:
     rows = []
     for concurrency, run in results["registration"].items():
-        floor, real = run["floor"], run["portal"]
-        ratio = statistics.median(run["ratios"])
-        rows.append(
-            row(
-                f"registration, {concurrency} engine(s): throughput",
-                real["throughput_rps"],
-                floor["throughput_rps"],
-                " req/s",
-                ratio,
-                "≥ 0.8× floor",
-                ratio >= 0.8 and _clean(real),
-                spread=(min(run["ratios"]), max(run["ratios"])),
-            )
-        )
-        for p in ("p50", "p99"):
-            rows.append(
-                row(
-                    f"registration, {concurrency} engine(s): {p}",
-                    real[f"{p}_ms"],
-                    floor[f"{p}_ms"],
-                    " ms",
-                    real[f"{p}_ms"] / floor[f"{p}_ms"] if floor[f"{p}_ms"] else None,
-                    "—",
-                    None,
-                )
-            )
+        label = f"registration, {concurrency} engine(s)"
+        rows += _load_rows(run, throughput=f"{label}: throughput", latency=label)
     for concurrency, run in results["poll"].items():
-        floor, real = run["floor"], run["portal"]
-        ratio = statistics.median(run["ratios"])
-        rows.append(
-            row(
-                f"poll, {concurrency} engines, {results['rows']:,} rows: throughput",
-                real["throughput_rps"],
-                floor["throughput_rps"],
-                " req/s",
-                ratio,
-                "≥ 0.8× floor",
-                ratio >= 0.8 and _clean(real),
-                spread=(min(run["ratios"]), max(run["ratios"])),
-            )
-        )
-        for p in ("p50", "p99"):
-            rows.append(
-                row(
-                    f"poll, {concurrency} engines: {p}",
-                    real[f"{p}_ms"],
-                    floor[f"{p}_ms"],
-                    " ms",
-                    real[f"{p}_ms"] / floor[f"{p}_ms"] if floor[f"{p}_ms"] else None,
-                    "—",
-                    None,
-                )
-            )
+        label = f"poll, {concurrency} engines"
+        rows += _load_rows(run, throughput=f"{label}, {results['rows']:,} rows: throughput", latency=label)
     lp = results["long_poll"]
     floor_p95 = lp["floor"]["p95_ms"]
     for p in ("p50", "p95"):
