@@ -66,7 +66,7 @@ def approval_by_public_id(*, workspace: Workspace, public_id: str) -> ApprovalRe
 
 def can_decide(*, user, workspace: Workspace) -> bool:
     """Reviewers and admins of the workspace decide; nobody else (engines never)."""
-    if user is None or not getattr(user, "is_authenticated", False):
+    if user is None or not getattr(user, "is_authenticated", False) or not user.is_active:
         return False
     return Membership.objects.filter(user=user, workspace=workspace, role__in=[Role.ADMIN, Role.REVIEWER]).exists()
 

@@ -18,6 +18,9 @@ def get_user(email: str):
     user = get_user_model().objects.filter(email__iexact=email).first()
     if user is None:
         raise CommandError(f"No user with email {email!r}; add one with `hitl member add {email} …`.")
+    if not user.is_active:
+        # Deactivated people act nowhere: not through a page, a token or the CLI.
+        raise CommandError(f"{user.email} is deactivated; reactivate them in Django admin first.")
     return user
 
 
