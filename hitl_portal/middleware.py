@@ -62,7 +62,9 @@ class ApiBodyLimitMiddleware:
         stream = _unsized_stream(request)
         if stream is None:
             return json_error(
-                "length_required", "Send the body with a Content-Length header (this server cannot read it chunked).", 411
+                "length_required",
+                "Send the body with a Content-Length header (this server cannot read it chunked).",
+                411,
             )
         body = stream.read(settings.API_MAX_BODY_BYTES + 1)
         if len(body) > settings.API_MAX_BODY_BYTES:
