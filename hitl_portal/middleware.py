@@ -3,6 +3,7 @@ import io
 from django.conf import settings
 from django.core.handlers.asgi import ASGIRequest
 from django.core.handlers.wsgi import LimitedStream
+from django.http import Http404, HttpResponse, HttpResponseBadRequest
 
 from .errors import json_error
 
@@ -73,3 +74,39 @@ class ApiBodyLimitMiddleware:
         request.META["CONTENT_LENGTH"] = str(len(body))
         request._stream = LimitedStream(io.BytesIO(body), len(body))
         return None
+
+
+FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
+NUL_MESSAGE = "The NUL character (\\u0000, %00) is not allowed in {where}; remove it."
+
+
+class NulGuardMiddleware:
+    """No NUL byte from a path, a query or a form reaches the database (PostgreSQL refuses it in text).
+
+    One place for every page and endpoint, so no view has to remember: an id with a NUL cannot
+    exist (404), a filter or form value with one is bad input (400). JSON bodies are the
+    serializers' to check, where the error can name the field.
+    """
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        if "\x00" in request.path_info:
+            raise Http404("No such page or object.")
+        if _has_nul(request.GET):
+            return self._refuse(request, "the query string")
+        if request.method == "POST" and request.content_type in FORM_TYPES and _has_nul(request.POST):
+            return self._refuse(request, "a form field")
+        return self.get_response(request)
+
+    @staticmethod
+    def _refuse(request, where: str) -> HttpResponse:
+        message = NUL_MESSAGE.format(where=where)
+        if request.path.startswith("/api/"):
+            return json_error("bad_request", message, 400)
+        return HttpResponseBadRequest(message, content_type="text/plain; charset=utf-8")
+
+
+def _has_nul(data) -> bool:
+    return any("\x00" in key or any("\x00" in value for value in values) for key, values in data.lists())
