@@ -8,7 +8,7 @@ from django.core.management.base import CommandError
 
 from approvals.models import ApprovalRequest, Status
 from tests.approvals.factories import make_approval
-from tests.helpers import PASSWORD, Api, error_of, make_config, make_token
+from tests.helpers import Api, error_of, make_config, make_token
 from workspaces.models import Membership
 
 
@@ -53,7 +53,7 @@ def test_it_answers_403_to_an_ex_members_token(live_server, acme, bob, support):
 
 
 def test_it_logs_a_deactivated_user_out_of_the_pages(client, bob):
-    assert client.login(username="bob@acme.test", password=PASSWORD)
+    client.force_login(bob)
     assert client.get("/hitl/approvals/").status_code == 200
     deactivate(bob)
 
