@@ -3,6 +3,7 @@
 from django.core.management.base import CommandError
 from django.utils import timezone
 
+from hitl_portal.visible import visible
 from workspaces.cli import get_user, get_workspace
 
 from . import selectors
@@ -28,7 +29,7 @@ def pending(cmd, options) -> None:
                     approval.workspace.slug,
                     f"{approval.config.public_id}@{approval.config_version}",
                     selectors.card_title(approval),
-                    approval.caller or "—",
+                    visible(approval.caller) or "—",
                     f"expires in {duration(approval.expires_at - now)}",
                 ]
             )
@@ -61,7 +62,7 @@ def _decide(cmd, options, *, yes: bool, reason: str) -> None:
         action = approval.get_decision_action_display().lower()
         cmd.stdout.write(f"{line}: {approval.public_id} ({title}) — the engine will {action}.")
     if approval.reason and not approval.decision()["expired"]:
-        cmd.stdout.write(f"Reason: {approval.reason}")
+        cmd.stdout.write(f"Reason: {visible(approval.reason)}")
 
 
 def approve(cmd, options) -> None:

@@ -9,6 +9,7 @@ from django.db import connection
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
+from hitl_portal.visible import visible
 from rules.models import Config
 from workspaces.models import Membership, Role, Workspace
 
@@ -201,7 +202,11 @@ def _named(noun: str, target: str) -> str:
 
 
 def card_title(approval: ApprovalRequest) -> str:
-    """An imperative naming the act and its object (seed 000's card vocabulary)."""
+    """An imperative naming the act and its object (seed 000's card vocabulary), engine text made visible."""
+    return visible(_card_title(approval))
+
+
+def _card_title(approval: ApprovalRequest) -> str:
     if approval.kind == ApprovalKind.TOKEN_CAP:
         return "Token cap reached"
     target = approval.target or "(no target given)"

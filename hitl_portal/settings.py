@@ -250,4 +250,6 @@ LOGGING = {
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
+    # django-axes logs every login at INFO; lockouts (WARNING) are what an operator needs.
+    "loggers": {"axes": {"level": "WARNING"}},
 }

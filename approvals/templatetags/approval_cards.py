@@ -8,11 +8,21 @@ from django.utils import timezone
 
 from approvals import selectors
 from approvals.models import ApprovalRequest, Status
+from hitl_portal.visible import visible
 
 register = template.Library()
 
 register.filter("card_title", selectors.card_title)
 register.filter("meter_percent", selectors.meter_percent)
+# Every engine-supplied string on a card or in the history goes through this (hitl_portal/visible.py).
+register.filter("visible", visible)
+
+
+@register.filter
+def visible_lines(text) -> str:
+    """Multi-line text (a summary, pretty JSON): line breaks kept, every other control made visible."""
+    return visible(text, keep_newlines=True)
+
 
 EXPIRED_LINE = "Expired — nobody answered; counted as rejected"
 
@@ -43,7 +53,8 @@ def level_hint(level: str) -> str:
 
 @register.filter
 def pretty_json(value) -> str:
-    return json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False)
+    # JSON escapes control characters itself; bidi and zero-width ones it leaves raw.
+    return visible(json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False), keep_newlines=True)
 
 
 @register.filter
@@ -99,5 +110,5 @@ def outcome_line(approval: ApprovalRequest) -> str:
         return "outcome not reported"
     line = approval.get_execution_status_display().lower()
     if approval.execution_id:
-        line += f" · {approval.execution_id}"
+        line += f" · {visible(approval.execution_id)}"
     return line

@@ -67,6 +67,17 @@ document.addEventListener("htmx:afterRequest", (event) => {
   }
 });
 
+// The queue's poll skips a hidden tab, and refreshes at once when the tab shows again.
+document.addEventListener("htmx:beforeRequest", (event) => {
+  if (event.detail.elt && event.detail.elt.id === "queue" && document.visibilityState !== "visible") {
+    event.preventDefault();
+  }
+});
+document.addEventListener("visibilitychange", () => {
+  const queue = document.getElementById("queue");
+  if (queue && window.htmx && document.visibilityState === "visible") window.htmx.trigger(queue, "queue-refresh");
+});
+
 // Live countdown to each card's deadline (from data-expires, an ISO 8601 time).
 function countdownText(expires) {
   let seconds = Math.floor((expires - Date.now()) / 1000);
