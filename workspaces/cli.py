@@ -1,6 +1,7 @@
 """CLI: `hitl workspace …`, `hitl member add`, `hitl token create|revoke` (API.md, CLI)."""
 
 from django.contrib.auth import get_user_model
+from django.core.exceptions import ValidationError
 from django.core.management.base import CommandError
 
 from . import services
@@ -41,12 +42,15 @@ def member_add(cmd, options) -> None:
     email = options["email"]
     if "@" not in email:
         raise CommandError(f"{email!r} is not an email address.")
-    membership = services.member_add(
-        workspace=get_workspace(options["workspace"]),
-        email=email,
-        role=options["role"],
-        password=options.get("password"),
-    )
+    try:
+        membership = services.member_add(
+            workspace=get_workspace(options["workspace"]),
+            email=email,
+            role=options["role"],
+            password=options.get("password"),
+        )
+    except ValidationError as error:
+        raise CommandError("That password is refused: " + " ".join(error.messages)) from None
     cmd.stdout.write(f"{membership.user.email} is {membership.role} of {membership.workspace.slug}.")
 
 
