@@ -187,9 +187,9 @@ def register_approval(request) -> Response:
     registration = services.approval_register(
         workspace=request.actor.workspace,
         engine_key=request.actor.engine_key,
-        data=data,
         idempotency_key=idempotency_key,
         fingerprint=_fingerprint(body) if idempotency_key else "",
+        **data,  # the serializer's fields are the service's keyword arguments
     )
     if registration.approval is None:
         return Response({"status": "inert", "notice": services.INERT_NOTICE}, status=200)

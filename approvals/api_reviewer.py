@@ -4,7 +4,6 @@ from django.shortcuts import get_object_or_404
 from django.utils import timezone
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers
-from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -16,7 +15,7 @@ from workspaces.permissions import IsReviewer
 from . import selectors
 from .models import ApprovalKind, Status
 from .serializers import ApprovalRequestSerializer, approval_as_dict
-from .services import DECISIONS, WrongDecision, approval_decide
+from .services import DECISIONS, approval_decide
 
 KIND_FILTERS = [*ApprovalKind.values, *RuleKind.values]
 
@@ -136,13 +135,10 @@ class DecisionView(APIView):
         approval = get_object_or_404(selectors.approvals_for(request.actor.workspace), public_id=apr)
         body = DecisionInput(data=request.data)
         body.is_valid(raise_exception=True)
-        try:
-            approval, already = approval_decide(
-                approval=approval,
-                user=request.actor.user,
-                decision=body.validated_data["decision"],
-                reason=body.validated_data["reason"],
-            )
-        except WrongDecision as wrong:
-            raise ValidationError({"decision": [str(wrong)]}) from None
+        approval, already = approval_decide(
+            approval=approval,
+            user=request.actor.user,
+            decision=body.validated_data["decision"],
+            reason=body.validated_data["reason"],
+        )
         return Response({**approval_as_dict(approval), "already_decided": already})

@@ -11,9 +11,10 @@ from rules.selectors import configs_for
 from workspaces.decorators import member_required
 
 from . import selectors
+from .exceptions import WrongDecision
 from .forms import DecisionForm, HistoryFilterForm
 from .models import ApprovalRequest
-from .services import WrongDecision, approval_decide
+from .services import approval_decide
 from .templatetags.approval_cards import decision_line
 
 
