@@ -82,10 +82,7 @@ WAIT_PARAMETER = OpenApiParameter(
 
 
 def _get_approval(request, public_id: str) -> ApprovalRequest:
-    approval = selectors.approval_by_public_id(workspace=request.actor.workspace, public_id=public_id)
-    if approval is None:
-        raise NotFound(f"No approval request {public_id} in this workspace.")
-    return approval
+    return selectors.approval_get(workspace=request.actor.workspace, public_id=public_id)
 
 
 def _validated_registration(body) -> dict:

@@ -1,6 +1,5 @@
 """Reviewer endpoints (API.md, Reviewers): list requests and decide."""
 
-from django.shortcuts import get_object_or_404
 from django.utils import timezone
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers
@@ -10,10 +9,10 @@ from rest_framework.views import APIView
 from hitl_portal.errors import ErrorSerializer
 from hitl_portal.pagination import CursorPagination
 from rules.models import RuleKind
-from workspaces.permissions import IsReviewer
 
 from . import selectors
 from .models import ApprovalKind, Status
+from .permissions import MayDecide
 from .serializers import ApprovalRequestSerializer, approval_as_dict
 from .services import DECISIONS, approval_decide
 
@@ -115,7 +114,7 @@ class DecisionOutput(ApprovalRequestSerializer):
 
 
 class DecisionView(APIView):
-    permission_classes = [IsReviewer]
+    permission_classes = [MayDecide]
 
     @extend_schema(
         operation_id="approvals_decide",
@@ -132,7 +131,8 @@ class DecisionView(APIView):
         },
     )
     def post(self, request, apr: str) -> Response:
-        approval = get_object_or_404(selectors.approvals_for(request.actor.workspace), public_id=apr)
+        approval = selectors.approval_get(workspace=request.actor.workspace, public_id=apr)
+        self.check_object_permissions(request, approval)
         body = DecisionInput(data=request.data)
         body.is_valid(raise_exception=True)
         approval, already = approval_decide(

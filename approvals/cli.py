@@ -3,10 +3,13 @@
 from django.core.management.base import CommandError
 from django.utils import timezone
 
+from workspaces.access import actor_for_user
 from workspaces.cli import get_user, get_workspace
 
 from . import selectors
+from .exceptions import ApprovalNotFound
 from .models import ApprovalKind, ApprovalRequest
+from .permissions import may_decide
 from .services import approval_decide
 from .templatetags.approval_cards import EXPIRED_LINE, decision_line, duration
 
@@ -40,11 +43,12 @@ def pending(cmd, options) -> None:
 def _decide(cmd, options, *, yes: bool, reason: str) -> None:
     if len(reason) > MAX_REASON:
         raise CommandError(f"The reason is {len(reason)} characters; keep it to {MAX_REASON}.")
-    approval = ApprovalRequest.objects.select_related("workspace", "config").filter(public_id=options["id"]).first()
-    if approval is None:
-        raise CommandError(f"No approval request {options['id']!r}; list them with `hitl pending`.")
+    try:
+        approval = selectors.approval_get(workspace=None, public_id=options["id"])
+    except ApprovalNotFound:
+        raise CommandError(f"No approval request {options['id']!r}; list them with `hitl pending`.") from None
     user = get_user(options["as_email"])
-    if not selectors.can_decide(user=user, workspace=approval.workspace):
+    if not may_decide(actor_for_user(user=user, workspace=approval.workspace), approval):
         raise CommandError(f"{user.email} is not a reviewer or admin of {approval.workspace.slug}; they cannot decide.")
     if approval.kind == ApprovalKind.TOKEN_CAP:
         decision = "proceed" if yes else "stop"

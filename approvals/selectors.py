@@ -1,4 +1,4 @@
-"""Reads on approval requests: the queue, the history, who may decide, and how a card reads."""
+"""Reads on approval requests: one request, the queue, the history, and how a card reads."""
 
 import base64
 import binascii
@@ -10,8 +10,9 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from rules.models import Config
-from workspaces.models import Membership, Role, Workspace
+from workspaces.models import Workspace
 
+from .exceptions import ApprovalNotFound
 from .models import ApprovalKind, ApprovalRequest, Status
 
 # The queue shows at most this many cards; a reviewer works the oldest first anyway, and a
@@ -24,11 +25,6 @@ DECIDED = (Status.APPROVED, Status.REJECTED, Status.EXPIRED)
 def approvals_for(workspace: Workspace) -> QuerySet:
     """Every request of a workspace: the one place the workspace scope of approvals is applied."""
     return ApprovalRequest.objects.for_workspace(workspace).select_related("config")
-
-
-def approval_get(*, workspace: Workspace, public_id: str) -> ApprovalRequest:
-    """One request of this workspace; another workspace's id raises DoesNotExist like a missing one."""
-    return approvals_for(workspace).get(public_id=public_id)
 
 
 # The engines' hot path — every poll of every waiting run — reads one request by its public id.
@@ -46,10 +42,25 @@ _BY_PUBLIC_ID_SQL = (
 _CONVERTED = [(index, field) for index, field in enumerate(_FIELDS) if hasattr(field, "from_db_value")]
 
 
-def approval_by_public_id(*, workspace: Workspace, public_id: str) -> ApprovalRequest | None:
-    """One request of this workspace, its config loaded (public id only); None for a foreign or unknown id."""
-    if connection.vendor != "postgresql":  # the SQL reads PostgreSQL's types as they come; elsewhere, the ORM
-        return approvals_for(workspace).filter(public_id=public_id).order_by().first()
+def approval_get(*, workspace: Workspace | None, public_id: str) -> ApprovalRequest:
+    """The one way to load a request by its public id, its config loaded; raises ApprovalNotFound.
+
+    Scoped to `workspace`: another workspace's request reads exactly like a missing one. Only the
+    host's CLI, which acts across workspaces and then asks `may_decide`, passes workspace=None.
+    """
+    if workspace is None:
+        approval = ApprovalRequest.objects.select_related("workspace", "config").filter(public_id=public_id)
+        approval = approval.order_by().first()
+    elif connection.vendor == "postgresql":
+        approval = _by_public_id_postgres(workspace=workspace, public_id=public_id)
+    else:  # the SQL reads PostgreSQL's types as they come; elsewhere, the ORM
+        approval = approvals_for(workspace).filter(public_id=public_id).order_by().first()
+    if approval is None:
+        raise ApprovalNotFound(public_id)
+    return approval
+
+
+def _by_public_id_postgres(*, workspace: Workspace, public_id: str) -> ApprovalRequest | None:
     with connection.cursor() as cursor:
         cursor.execute(_BY_PUBLIC_ID_SQL, [public_id, workspace.pk])
         row = cursor.fetchone()
@@ -62,13 +73,6 @@ def approval_by_public_id(*, workspace: Workspace, public_id: str) -> ApprovalRe
     # Other config fields stay deferred: reading one would load it, as the ORM would.
     approval.config = Config.from_db(connection.alias, ["id", "public_id"], [approval.config_id, row[-1]])
     return approval
-
-
-def can_decide(*, user, workspace: Workspace) -> bool:
-    """Reviewers and admins of the workspace decide; nobody else (engines never)."""
-    if user is None or not getattr(user, "is_authenticated", False):
-        return False
-    return Membership.objects.filter(user=user, workspace=workspace, role__in=[Role.ADMIN, Role.REVIEWER]).exists()
 
 
 def with_status(queryset: QuerySet, status: str, now: datetime) -> QuerySet:

@@ -11,9 +11,10 @@ from rules.selectors import configs_for
 from workspaces.decorators import member_required
 
 from . import selectors
-from .exceptions import WrongDecision
+from .exceptions import ApprovalNotFound, WrongDecision
 from .forms import DecisionForm, HistoryFilterForm
 from .models import ApprovalRequest
+from .permissions import DECIDERS_ONLY, may_decide
 from .services import approval_decide
 from .templatetags.approval_cards import decision_line
 
@@ -44,12 +45,14 @@ def queue_cards(request: HttpRequest) -> HttpResponse:
 @require_POST
 @member_required
 def decide(request: HttpRequest, public_id: str) -> HttpResponse:
-    if not request.actor.can_review:
-        raise PermissionDenied("Only a reviewer or an admin of this workspace may decide.")
+    if not may_decide(request.actor):
+        raise PermissionDenied(DECIDERS_ONLY)
     try:
         approval = selectors.approval_get(workspace=request.actor.workspace, public_id=public_id)
-    except ApprovalRequest.DoesNotExist:
-        raise Http404("No such approval request in this workspace.") from None
+    except ApprovalNotFound as missing:
+        raise Http404(missing.message) from None
+    if not may_decide(request.actor, approval):
+        raise PermissionDenied(DECIDERS_ONLY)
     form = DecisionForm(request.POST)
     error = ""
     if form.is_valid():
