@@ -8,10 +8,10 @@ from workspaces.cli import get_user, get_workspace
 
 from . import selectors
 from .exceptions import ApprovalNotFound
-from .models import ApprovalKind, ApprovalRequest
+from .models import ApprovalKind, ApprovalRequest, Status
 from .permissions import may_decide
+from .presenters import EXPIRED_LINE, card_title, decision_line, duration
 from .services import approval_decide
-from .templatetags.approval_cards import EXPIRED_LINE, decision_line, duration
 
 MAX_REASON = 2000
 
@@ -30,7 +30,7 @@ def pending(cmd, options) -> None:
                     approval.public_id,
                     approval.workspace.slug,
                     f"{approval.config.public_id}@{approval.config_version}",
-                    selectors.card_title(approval),
+                    card_title(approval),
                     approval.caller or "—",
                     f"expires in {duration(approval.expires_at - now)}",
                 ]
@@ -55,7 +55,7 @@ def _decide(cmd, options, *, yes: bool, reason: str) -> None:
     else:
         decision = "approve" if yes else "reject"
     approval, already = approval_decide(approval=approval, user=user, decision=decision, reason=reason)
-    title = selectors.card_title(approval)
+    title = card_title(approval)
     line = decision_line(approval)
     if already:
         # The first decision stands; say what it was rather than failing.
@@ -64,7 +64,7 @@ def _decide(cmd, options, *, yes: bool, reason: str) -> None:
     else:
         action = approval.get_decision_action_display().lower()
         cmd.stdout.write(f"{line}: {approval.public_id} ({title}) — the engine will {action}.")
-    if approval.reason and not approval.decision()["expired"]:
+    if approval.reason and approval.effective_status() != Status.EXPIRED:
         cmd.stdout.write(f"Reason: {approval.reason}")
 
 

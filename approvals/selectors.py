@@ -1,4 +1,4 @@
-"""Reads on approval requests: one request, the queue, the history, and how a card reads."""
+"""Reads on approval requests: one request, the queue, the history (wording: presenters.py)."""
 
 import base64
 import binascii
@@ -183,53 +183,3 @@ def _overdue(rows: QuerySet, now: datetime) -> QuerySet:
 
 def _start_of(day: date) -> datetime:
     return datetime.combine(day, time.min, tzinfo=UTC)
-
-
-# How a card reads -------------------------------------------------------------------------
-
-POINT_WORDS = {"entry": "before the call", "exit": "before its result returns"}
-
-LEVEL_HINTS = {
-    "none": "This config passes only the target and operation (level none), so there is no summary or arguments.",
-    "summary": "This config passes a short summary, not the exact arguments (level summary).",
-    "full": "This config passes the exact arguments (level full): this is what will run.",
-}
-
-
-def _named(noun: str, target: str) -> str:
-    """'cell 12' stays 'cell 12'; '12' becomes 'cell 12'."""
-    if target.lower().startswith(noun + " "):
-        return target
-    return f"{noun} {target}".strip()
-
-
-def card_title(approval: ApprovalRequest) -> str:
-    """An imperative naming the act and its object (seed 000's card vocabulary)."""
-    if approval.kind == ApprovalKind.TOKEN_CAP:
-        return "Token cap reached"
-    target = approval.target or "(no target given)"
-    if approval.boundary == "delete":
-        return f"Delete {target}"
-    if approval.boundary == "mcp_server":
-        return f"Call {approval.operation} on {target}" if approval.operation else f"Call {target}"
-    if approval.boundary == "cell":
-        return f"Run {_named('cell', approval.target)}"
-    if approval.boundary == "worker":
-        return f"Start {_named('worker', approval.target)}"
-    return f"{approval.operation or 'Act on'} {target}"
-
-
-def waited(approval: ApprovalRequest, now: datetime | None = None) -> timedelta | None:
-    """How long the request waited for its answer (to the deadline, for an expired one)."""
-    status = approval.effective_status(now)
-    if status == Status.EXPIRED:
-        return approval.expires_at - approval.created_at
-    if approval.decided_at:
-        return approval.decided_at - approval.created_at
-    return None
-
-
-def meter_percent(approval: ApprovalRequest) -> int:
-    if not approval.token_cap or approval.tokens_used is None:
-        return 100
-    return max(0, min(100, round(approval.tokens_used * 100 / approval.token_cap)))

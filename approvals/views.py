@@ -13,10 +13,9 @@ from workspaces.decorators import member_required
 from . import selectors
 from .exceptions import ApprovalNotFound, WrongDecision
 from .forms import DecisionForm, HistoryFilterForm
-from .models import ApprovalRequest
 from .permissions import DECIDERS_ONLY, may_decide
+from .presenters import decided_line
 from .services import approval_decide
-from .templatetags.approval_cards import decision_line
 
 
 def _queue_context(request: HttpRequest) -> dict:
@@ -74,18 +73,10 @@ def decide(request: HttpRequest, public_id: str) -> HttpResponse:
         messages.error(request, error)
         return redirect("approvals:queue")
     if not request.htmx:
-        messages.success(request, _outcome_text(approval, already))
+        messages.success(request, decided_line(approval, already=already))
         return redirect("approvals:queue")
-    ctx = {"approval": approval, "already": already, "outcome": _outcome_text(approval, already)}
+    ctx = {"approval": approval, "already": already, "outcome": decided_line(approval, already=already)}
     return render(request, "approvals/_decided.html", ctx)
-
-
-def _outcome_text(approval: ApprovalRequest, already: bool) -> str:
-    """What the reviewer is told after pressing a button: their decision, or the first one."""
-    line = decision_line(approval)
-    if already and approval.status != "expired":
-        return f"Already {line[0].lower()}{line[1:]}"
-    return line
 
 
 @require_GET
