@@ -75,15 +75,6 @@ def _by_public_id_postgres(*, workspace: Workspace, public_id: str) -> ApprovalR
     return approval
 
 
-def with_status(queryset: QuerySet, status: str, now: datetime) -> QuerySet:
-    """Filter by the status a reader sees: an overdue pending request is expired, not pending."""
-    if status == Status.PENDING:
-        return queryset.pending(now)
-    if status == Status.EXPIRED:
-        return queryset.filter(Q(status=Status.EXPIRED) | Q(status=Status.PENDING, expires_at__lte=now))
-    return queryset.filter(status=status)
-
-
 def with_kind(queryset: QuerySet, kind: str) -> QuerySet:
     """`gate`/`token_cap` filter the request kind; a rule kind (`delete`, …) filters gates by boundary."""
     if kind in ApprovalKind.values:
@@ -105,6 +96,7 @@ class HistoryFilters:
     kind: str = ""
     date_from: date | None = None
     date_to: date | None = None
+    include_pending: bool = False  # the API's list without a status; the History page shows decided ones only
 
 
 def encode_cursor(approval: ApprovalRequest) -> str:
@@ -133,10 +125,11 @@ def history_page(
     now: datetime | None = None,
     page_size: int = HISTORY_PAGE_SIZE,
 ) -> tuple[list[ApprovalRequest], str | None]:
-    """Decided and expired requests, newest first, one keyset page; and the next page's cursor.
+    """One keyset page of requests, for the History page and the API's list alike; and the next page's cursor.
 
-    Keyset pagination on (created_at, id): each page costs the same however deep it is, and
-    nothing counts the whole table.
+    Newest first, except `pending`, which a reviewer works oldest first. Statuses are as a reader
+    sees them: an overdue pending request is expired. Keyset pagination on (created_at, id): each
+    page costs the same however deep it is, and nothing counts the whole table.
     """
     now = now or timezone.now()
     rows = approvals_for(workspace)
@@ -148,22 +141,29 @@ def history_page(
         rows = rows.filter(created_at__gte=_start_of(filters.date_from))
     if filters.date_to:
         rows = rows.filter(created_at__lt=_start_of(filters.date_to + timedelta(days=1)))
+    status = filters.status
+    oldest_first = status == Status.PENDING
     position = decode_cursor(cursor) if cursor else None
     if position:
         created_at, pk = position
-        rows = rows.filter(Q(created_at__lt=created_at) | Q(created_at=created_at, pk__lt=pk))
+        if oldest_first:
+            rows = rows.filter(Q(created_at__gt=created_at) | Q(created_at=created_at, pk__gt=pk))
+        else:
+            rows = rows.filter(Q(created_at__lt=created_at) | Q(created_at=created_at, pk__lt=pk))
     # Two index-driven reads merged, rather than one OR: the decided rows walk the partial index
     # apr_history_decided newest first without stepping over the (many, recent) pending rows, and
     # overdue requests the sweep has not reached yet (a minute's worth) come from apr_overdue.
-    status = filters.status
     if status == Status.PENDING:
         parts = [rows.pending(now)]
+    elif status:
+        parts = [rows.filter(status=status)] + ([_overdue(rows, now)] if status == Status.EXPIRED else [])
+    elif filters.include_pending:
+        parts = [rows]
     else:
-        parts = [rows.filter(status=status) if status else rows.filter(status__in=DECIDED)]
-        if status in ("", Status.EXPIRED):
-            parts.append(_overdue(rows, now))
-    candidates = [row for part in parts for row in part.order_by("-created_at", "-id")[: page_size + 1]]
-    page = sorted(candidates, key=lambda row: (row.created_at, row.pk), reverse=True)[: page_size + 1]
+        parts = [rows.filter(status__in=DECIDED), _overdue(rows, now)]
+    order = ("created_at", "id") if oldest_first else ("-created_at", "-id")
+    candidates = [row for part in parts for row in part.order_by(*order)[: page_size + 1]]
+    page = sorted(candidates, key=lambda row: (row.created_at, row.pk), reverse=not oldest_first)[: page_size + 1]
     next_cursor = encode_cursor(page[page_size - 1]) if len(page) > page_size else None
     return page[:page_size], next_cursor
 
