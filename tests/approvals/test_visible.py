@@ -5,7 +5,7 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 
-from hitl_portal.visible import visible
+from approvals.presenters import visible
 from tests.helpers import make_config
 
 from .factories import make_approval
