@@ -2,7 +2,7 @@
 
 from playwright.sync_api import expect
 
-from tests.helpers import make_config, make_member, make_rule, make_workspace, publish
+from tests.helpers import change_draft, make_config, make_member, make_rule, make_workspace, publish
 
 from .conftest import login
 
@@ -54,6 +54,7 @@ def test_it_lets_an_admin_fix_a_worker_rule_publish_and_roll_back(page, acme, al
 def test_it_keeps_the_roll_back_when_the_admin_dismisses_the_dialog(page, acme, alice):
     config = make_config(acme)
     publish(config, user=alice)
+    change_draft(config)
     publish(config, user=alice)
     login(page, "alice@acme.test")
     page.goto(f"/hitl/configs/{config.public_id}/rules/")
@@ -68,6 +69,7 @@ def test_it_shows_a_reviewer_the_tabs_read_only(page, acme, alice, bob):
     config = make_config(acme)
     make_rule(config, kind="worker", match="researcher")
     publish(config, user=alice)
+    change_draft(config)
     publish(config, user=alice)
     login(page, "bob@acme.test")
     page.goto(f"/hitl/configs/{config.public_id}/rules/")
