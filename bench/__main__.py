@@ -444,8 +444,16 @@ def main() -> None:
     parser.add_argument("--duration", type=float, default=None, help="seconds per load run (default 5, quick 2)")
     parser.add_argument("--profile", action="store_true", help="pyinstrument the pages and the sweep")
     parser.add_argument("--rounds", type=int, default=None, help="floor/portal pairs per figure (default 5, quick 1)")
+    parser.add_argument("--waiting", action="store_true", help="only the waiting-engines section (bench/waiting.py)")
+    parser.add_argument("--servers", default="gthread,uvicorn", help="--waiting: servers to compare")
+    parser.add_argument("--levels", default="100,1000,3000,10000", help="--waiting: concurrent waits per run")
     args = parser.parse_args()
     url = os.environ.get("BENCH_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/hitl_bench")
+    if args.waiting:
+        from bench.waiting import run_waiting
+
+        levels = [int(level) for level in args.levels.split(",")]
+        return run_waiting(url, servers=args.servers.split(","), levels=levels, hold_s=args.duration or 20)
     total, pending = (100_000, 10_000) if args.quick else (1_000_000, 100_000)
     duration = args.duration or (2.0 if args.quick else 5.0)
     rounds = args.rounds or (1 if args.quick else 5)
