@@ -246,15 +246,18 @@ class Bench:
             "failed": failures,
         }
 
-    def connections_held(self) -> int:
+    def connections_held(self) -> dict:
+        """The server's connections: for requests (pool or per thread) and for its waiters (waiters.py)."""
         import psycopg
 
         with psycopg.connect(self.url.replace("postgres://", "postgresql://"), autocommit=True) as conn:
-            return conn.execute(
-                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
-                " AND application_name IN (%s, 'hitl-waiting')",
+            rows = conn.execute(
+                "SELECT application_name, count(*) FROM pg_stat_activity WHERE datname = current_database()"
+                " AND pid <> pg_backend_pid() AND application_name IN (%s, 'hitl-waiting') GROUP BY 1",
                 [APP_NAME],
-            ).fetchone()[0]
+            ).fetchall()
+        by_name = dict(rows)
+        return {"requests": by_name.get(APP_NAME, 0), "waiters": by_name.get("hitl-waiting", 0)}
 
     def level(self, server: Server, waiters: int, hold_s: float) -> dict:
         load = subprocess.Popen(
@@ -287,9 +290,16 @@ class Bench:
         return figures
 
 
+def _conns(*samples: dict) -> str:
+    """The most held at any sample: requests + waiters."""
+    requests, waiters = max(s["requests"] for s in samples), max(s["waiters"] for s in samples)
+    return f"{requests + waiters} ({requests} + {waiters})"
+
+
 def summarise(results: dict) -> str:
     lines = [
-        "| server | waiters | reviewer API p50/p95 | Approvals tab p50/p95 | decision → engine p50/max | DB conns |"
+        "| server | waiters | reviewer API p50/p95 | Approvals tab p50/p95 | decision → engine p50/max |"
+        " DB conns (requests + waiters) |"
         " RSS | long-poll answers (errors) |",
         "|---|---:|---:|---:|---:|---:|---:|---|",
     ]
@@ -310,7 +320,7 @@ def summarise(results: dict) -> str:
             lines.append(
                 f"| {name} | {int(waiters):,} | {pair(f['reviewer_api'], 'p50_ms', 'p95_ms')} |"
                 f" {pair(f['approvals_tab'], 'p50_ms', 'p95_ms')} | {pair(f['decision'], 'p50_ms', 'max_ms')} |"
-                f" {max(f['connections'], f['connections_after'])} | {f['rss_mib']:,.0f} MiB | {answers} ({errors:,}) |"
+                f" {_conns(f['connections'], f['connections_after'])} | {f['rss_mib']:,.0f} MiB | {answers} ({errors:,}) |"
             )
     return "\n".join(lines)
 

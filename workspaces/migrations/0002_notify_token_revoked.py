@@ -21,18 +21,24 @@ CREATE TRIGGER hitl_token_deleted AFTER DELETE ON workspaces_apitoken FOR EACH R
 
 CREATE FUNCTION hitl_notify_user() RETURNS trigger AS $$
 BEGIN
-    PERFORM pg_notify('hitl_tokens', 'user:' || CASE WHEN TG_TABLE_NAME = 'workspaces_membership'
-                                                    THEN OLD.user_id ELSE OLD.id END);
+    PERFORM pg_notify('hitl_tokens', 'user:' || OLD.id);
     RETURN NULL;
 END $$ LANGUAGE plpgsql;
 CREATE TRIGGER hitl_user_deactivated AFTER UPDATE OF is_active ON {user_table} FOR EACH ROW
     WHEN (OLD.is_active AND NOT NEW.is_active) EXECUTE FUNCTION hitl_notify_user();
+
+CREATE FUNCTION hitl_notify_member() RETURNS trigger AS $$
+BEGIN
+    PERFORM pg_notify('hitl_tokens', 'user:' || OLD.user_id);
+    RETURN NULL;
+END $$ LANGUAGE plpgsql;
 CREATE TRIGGER hitl_membership_removed AFTER DELETE ON workspaces_membership FOR EACH ROW
-    EXECUTE FUNCTION hitl_notify_user();
+    EXECUTE FUNCTION hitl_notify_member();
 """
 
 BACKWARD = """
 DROP TRIGGER IF EXISTS hitl_membership_removed ON workspaces_membership;
+DROP FUNCTION IF EXISTS hitl_notify_member();
 DROP TRIGGER IF EXISTS hitl_user_deactivated ON {user_table};
 DROP FUNCTION IF EXISTS hitl_notify_user();
 DROP TRIGGER IF EXISTS hitl_token_deleted ON workspaces_apitoken;
