@@ -6,6 +6,7 @@ Thin: a serializer validates, a service decides, `approval_as_dict` renders.
 import hashlib
 import json
 
+from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
     OpenApiExample,
@@ -286,15 +287,18 @@ class ApprovalDetailView(APIView):
         mode = getattr(request._request, "hitl_wait_mode", None)
         if wait and mode != WAITED and is_waiting(approval):
             token = request.auth if isinstance(request.auth, ApiToken) else None
+            until_expiry = (approval.expires_at - timezone.now()).total_seconds()
             plan = WaitPlan(
                 public_id=approval.public_id,
                 token_id=token.pk if token else None,
                 user_id=token.user_id if token else getattr(request.user, "pk", None),
-                seconds=float(wait),
+                seconds=min(float(wait), until_expiry),
+                ends_at_expiry=until_expiry <= wait,
             )
             if mode == DEFER:  # the ASGI view waits in its event loop, without this thread (api_wait.py)
                 request._request.hitl_wait = plan
-                return Response(status=204)  # never sent: the ASGI view answers after the wait
+                # Sent only if the wait times out with nothing heard: the request as read a moment before it.
+                return Response(approval_as_dict(approval))
             approval = approval_wait(
                 load=lambda: _get_approval(request, apr),
                 approval=approval,

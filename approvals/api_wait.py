@@ -2,8 +2,9 @@
 
 The sync ApprovalDetailView does all the checking (auth, permissions, `wait`, the workspace-scoped
 read) on an executor thread and, instead of waiting, leaves a WaitPlan on the request; the wait
-itself happens here, in the event loop (waiters.py); then the same view runs once more to read and
-render the answer — the same code as a plain poll, authenticating again, so a revoked key gets 401.
+itself happens here, in the event loop (waiters.py). Woken (decided, expired, key revoked), the same
+view runs once more to read and render the answer — the same code as a plain poll, authenticating
+again, so a revoked key gets 401. A wait that times out unwoken answers with the first read.
 
 If the client hangs up, Django cancels this coroutine (ASGI `http.disconnect`): the `finally`
 blocks drop the waiter and its slot at once.
@@ -55,11 +56,16 @@ async def approval_detail(request: HttpRequest, apr: str) -> HttpResponse:
         refusal["Retry-After"] = str(exc.wait)
         return refusal
     try:
-        await waiters.hub().wait(
+        woken = await waiters.hub().wait(
             public_id=plan.public_id, token_id=plan.token_id, user_id=plan.user_id, seconds=plan.seconds
         )
     finally:
         slots.give_back(plan.token_id)
+    if not woken and not plan.ends_at_expiry:
+        # Nothing was decided, expired or revoked during the wait (the hub re-read it once registered
+        # and has listened since): the answer is the pending request as first read. Most long-polls end
+        # so, and this spares them a second pass through auth and the read.
+        return response
     return await run_detail_view(request, apr, WAITED)
 
 

@@ -96,8 +96,8 @@ class WaitHub:
     def count(self) -> int:
         return sum(len(waiters) for waiters in self.by_request.values())
 
-    async def wait(self, *, public_id: str, token_id: int | None, user_id: int | None, seconds: float) -> None:
-        """Return when the request may have changed (decided, expired, token revoked) or after `seconds`.
+    async def wait(self, *, public_id: str, token_id: int | None, user_id: int | None, seconds: float) -> bool:
+        """True when the request may have changed (decided, expired, token revoked); False after `seconds`.
 
         The caller holds a slot (waiting.slots) for the whole wait. Cancelled (the client hung up),
         the waiter is gone at once: nothing is left behind but the cancelled future.
@@ -107,8 +107,9 @@ class WaitHub:
         try:
             self._check([waiter])
             await asyncio.wait_for(waiter.future, timeout=seconds)
+            return True
         except TimeoutError:
-            pass
+            return False
         finally:
             self._remove(waiter)
 
@@ -238,13 +239,14 @@ class WaitHub:
 class PollingHub:
     """SQLite: no NOTIFY, so each waiter re-reads its request and its token every POLL_INTERVAL."""
 
-    async def wait(self, *, public_id: str, token_id: int | None, user_id: int | None, seconds: float) -> None:
+    async def wait(self, *, public_id: str, token_id: int | None, user_id: int | None, seconds: float) -> bool:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + seconds
         while (remaining := deadline - loop.time()) > 0:
             await asyncio.sleep(min(POLL_INTERVAL, remaining))
             if await sync_to_async(_changed, thread_sensitive=False)(public_id, token_id):
-                return
+                return True
+        return False
 
 
 def _changed(public_id: str, token_id: int | None) -> bool:

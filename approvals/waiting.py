@@ -45,7 +45,8 @@ class WaitPlan:
     public_id: str
     token_id: int | None  # the cap and revocation go by token; a browser session has none
     user_id: int | None
-    seconds: float
+    seconds: float  # the wait asked for, or less: until the request expires
+    ends_at_expiry: bool = False  # then the answer must be read again (it reads as expired)
 
 
 class TooManyWaits(APIException):

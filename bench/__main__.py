@@ -445,7 +445,7 @@ def main() -> None:
     parser.add_argument("--profile", action="store_true", help="pyinstrument the pages and the sweep")
     parser.add_argument("--rounds", type=int, default=None, help="floor/portal pairs per figure (default 5, quick 1)")
     parser.add_argument("--waiting", action="store_true", help="only the waiting-engines section (bench/waiting.py)")
-    parser.add_argument("--servers", default="gthread,uvicorn", help="--waiting: servers to compare")
+    parser.add_argument("--servers", default="gthread,gunicorn+uvicorn", help="--waiting: servers to compare")
     parser.add_argument("--levels", default="100,1000,3000,10000", help="--waiting: concurrent waits per run")
     args = parser.parse_args()
     url = os.environ.get("BENCH_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/hitl_bench")

@@ -34,19 +34,18 @@ def free_port() -> int:
 
 
 def server_command(port: int, workers: int = 1) -> list[str]:
-    """What `make serve` runs (Makefile), on our port."""
+    """What `make serve` runs (Makefile: gunicorn supervising uvicorn workers), on our port."""
     return [
-        str(Path(sys.executable).parent / "uvicorn"),
+        str(Path(sys.executable).parent / "gunicorn"),
         "hitl_portal.asgi:application",
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
+        "--bind",
+        f"127.0.0.1:{port}",
+        "--worker-class",
+        "uvicorn_worker.UvicornWorker",
         "--workers",
         str(workers),
-        "--no-access-log",
-        "--lifespan",
-        "on",
+        "--timeout",
+        "60",
     ]
 
 

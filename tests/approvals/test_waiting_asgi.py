@@ -115,9 +115,8 @@ def test_a_client_that_hangs_up_gives_its_place_back_at_once(server, engine, sup
     sockets = []
     for apr in ids[:CAP]:
         sock = socket.create_connection(("127.0.0.1", server.port))
-        sock.sendall(
-            f"GET /api/v1/approvals/{apr}?wait=25 HTTP/1.1\r\nHost: x\r\nAuthorization: {raw_key}\r\n\r\n".encode()
-        )
+        request = f"GET /api/v1/approvals/{apr}?wait=25 HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: {raw_key}\r\n\r\n"
+        sock.sendall(request.encode())
         sockets.append(sock)
     time.sleep(1)
     assert engine.get(f"/api/v1/approvals/{ids[CAP]}?wait=1").status_code == 429  # both places are taken
