@@ -107,7 +107,7 @@ class Server:
 
 class Bench:
     def __init__(self, url: str) -> None:
-        from bench.__main__ import World, recreate_database, setup_django
+        from bench.harness import World, recreate_database, setup_django
 
         log("recreating the bench database")
         recreate_database(url)
@@ -142,7 +142,7 @@ class Bench:
             step_ms=100,
             ttl_s=86400,
         )
-        from bench.__main__ import sql, vacuum
+        from bench.harness import sql, vacuum
 
         vacuum()
         ids = [row[0] for row in self._rows("SELECT public_id FROM approvals_approvalrequest WHERE status = 'pending'")]
