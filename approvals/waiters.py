@@ -30,6 +30,7 @@ from django.db.models import Q
 from django.utils import timezone
 from psycopg.conninfo import make_conninfo
 
+from workspaces.authentication import engine_keys
 from workspaces.models import ApiToken
 
 from .models import ApprovalRequest, Status
@@ -145,6 +146,7 @@ class WaitHub:
         if channel == CHANNEL:
             self._wake(self.by_request.get(payload))
             return
+        engine_keys.invalidate(live=True)  # a key, a user or a workspace changed: look keys up afresh
         kind, _, raw_id = payload.partition(":")
         if raw_id.isdigit():
             index = self.by_token if kind == "token" else self.by_user if kind == "user" else {}
@@ -164,6 +166,7 @@ class WaitHub:
                     await conn.execute(f"LISTEN {TOKENS_CHANNEL}")
                     self.connects += 1
                     self.listening.set()
+                    engine_keys.invalidate(live=True)  # from now on every change is heard: keys may be cached
                     attempt = 0
                     # Whatever was decided or revoked while nobody listened: read every waiter again.
                     self._check(self.all_waiters())
@@ -173,6 +176,8 @@ class WaitHub:
                 raise
             except Exception:
                 logger.warning("LISTEN connection lost; reconnecting", exc_info=True)
+            finally:
+                engine_keys.invalidate(live=False)  # deaf: a revocation could go unheard, so cache nothing
             self.listening.clear()
             await asyncio.sleep(RECONNECT_DELAYS[min(attempt, len(RECONNECT_DELAYS) - 1)])
             attempt += 1

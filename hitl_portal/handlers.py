@@ -89,11 +89,12 @@ class PortalASGI:
         await self.full(scope, receive, send)
 
     async def _lifespan(self, receive, send) -> None:
-        from approvals.waiters import close_hubs
+        from approvals.waiters import close_hubs, hub
 
         while True:
             message = await receive()
             if message["type"] == "lifespan.startup":
+                hub()  # LISTEN from the start: the engine key cache (workspaces/authentication.py) needs it
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
                 await close_hubs()

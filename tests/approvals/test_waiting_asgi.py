@@ -10,7 +10,7 @@ from django.contrib.auth import get_user_model
 
 from approvals.waiters import APPLICATION_NAME
 from workspaces.models import ApiToken
-from workspaces.services import token_revoke
+from workspaces.services import token_revoke, workspace_set_plan
 
 from ..asgi import AsgiServer, database_url
 from ..helpers import Api, error_of, make_token
@@ -144,3 +144,31 @@ def test_a_server_process_holds_two_connections_for_all_its_waiters(engine, supp
         decide(ids[0], bob, "approve")
         answers = [wait.result(timeout=20).json()["status"] for wait in waits]
     assert sorted(answers) == ["approved", "approved", "pending", "pending"]
+
+
+def first_refusal_after(api: Api, path: str, *, within: float) -> float:
+    """Seconds until `path` answers 401, polling as fast as the engine can."""
+    started = time.monotonic()
+    while time.monotonic() - started < within:
+        if api.get(path).status_code == 401:
+            return time.monotonic() - started
+    raise AssertionError(f"{path} still answered after {within} s")
+
+
+def test_a_key_the_server_has_cached_stops_working_as_soon_as_it_is_revoked(engine, support, acme):
+    [apr] = register(engine, support, 1)
+    for _ in range(5):  # the server now knows this key without asking the database
+        assert engine.get(f"/api/v1/approvals/{apr}").status_code == 200
+    token_revoke(token=ApiToken.objects.get(workspace=acme, name="support-engine"))
+    # The revocation's NOTIFY empties the cache: milliseconds, not the lifetime of a cache entry.
+    assert first_refusal_after(engine, f"/api/v1/approvals/{apr}", within=1) < 1
+
+
+def test_a_plan_downgrade_makes_a_cached_keys_config_inert_at_once(engine, support, acme):
+    served = f"/api/v1/configs/{support.public_id}/served"
+    for _ in range(5):
+        assert engine.get(served).json()["hitl"]["state"] == "active"
+    workspace_set_plan(workspace=acme, plan="free")
+    started = time.monotonic()
+    while engine.get(served).json()["hitl"]["state"] != "inert":
+        assert time.monotonic() - started < 1

@@ -2,7 +2,8 @@
 
 A trigger, not a call in a service: a key revoked in the admin, by the CLI, by a service or by hand in
 psql all end its waits, and the NOTIFY goes out when (and only if) the change commits.
-Payloads: `token:<id>` (revoked or deleted), `user:<id>` (deactivated, or removed from a workspace).
+Payloads: `token:<id>` (revoked or deleted), `user:<id>` (deactivated, or removed from a workspace),
+`workspace:<id>` (changed, e.g. its plan: the per-process engine key cache holds the workspace).
 """
 
 from django.conf import settings
@@ -34,9 +35,19 @@ BEGIN
 END $$ LANGUAGE plpgsql;
 CREATE TRIGGER hitl_membership_removed AFTER DELETE ON workspaces_membership FOR EACH ROW
     EXECUTE FUNCTION hitl_notify_member();
+
+CREATE FUNCTION hitl_notify_workspace() RETURNS trigger AS $$
+BEGIN
+    PERFORM pg_notify('hitl_tokens', 'workspace:' || OLD.id);
+    RETURN NULL;
+END $$ LANGUAGE plpgsql;
+CREATE TRIGGER hitl_workspace_changed AFTER UPDATE OR DELETE ON workspaces_workspace FOR EACH ROW
+    EXECUTE FUNCTION hitl_notify_workspace();
 """
 
 BACKWARD = """
+DROP TRIGGER IF EXISTS hitl_workspace_changed ON workspaces_workspace;
+DROP FUNCTION IF EXISTS hitl_notify_workspace();
 DROP TRIGGER IF EXISTS hitl_membership_removed ON workspaces_membership;
 DROP FUNCTION IF EXISTS hitl_notify_member();
 DROP TRIGGER IF EXISTS hitl_user_deactivated ON {user_table};
