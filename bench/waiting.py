@@ -369,8 +369,8 @@ def run_waiting(url: str, *, servers: list[str], levels: list[int], hold_s: floa
             finally:
                 server.stop()
             log(json.dumps(results["servers"][name][str(waiters)])[:600])
+            (RESULTS / "waiting.json").write_text(json.dumps(results, indent=2))  # kept level by level
     table = summarise(results)
-    (RESULTS / "waiting.json").write_text(json.dumps(results, indent=2))
     (RESULTS / "waiting.md").write_text(table + "\n")
     print()
     print(table)
