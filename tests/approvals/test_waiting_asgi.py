@@ -172,3 +172,10 @@ def test_a_plan_downgrade_makes_a_cached_keys_config_inert_at_once(engine, suppo
     started = time.monotonic()
     while engine.get(served).json()["hitl"]["state"] != "inert":
         assert time.monotonic() - started < 1
+
+
+def test_a_long_poll_with_a_nul_byte_is_refused_not_an_error(engine, support):
+    [apr] = register(engine, support, 1)
+    assert engine.get(f"/api/v1/approvals/{apr}%00?wait=1").status_code == 404
+    refused = engine.get(f"/api/v1/approvals/{apr}?wait=1%00")
+    assert refused.status_code == 400 and error_of(refused)["code"] == "bad_request"
