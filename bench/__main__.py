@@ -23,6 +23,8 @@ from pathlib import Path
 
 import psycopg
 
+from bench.adapters import adapter_rows, measure_adapters
+
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
 PORT = 8731
@@ -575,6 +577,8 @@ def main() -> None:
         results["long_poll"]["floor"] = load(
             world, method="GET", path="/bench/floor/approvals/{id}", concurrency=1, duration=duration, ids_file=ids_file
         )
+        log("engine adapters: overhead per gated call, and the MCP gateway's hop (bench/adapters.py)")
+        results["adapters"] = measure_adapters(base_url=f"http://127.0.0.1:{PORT}", calls=30 if args.quick else 100)
     finally:
         server.stop()
 
@@ -688,6 +692,7 @@ def summarise(results: dict) -> list[dict]:
             spread=(min(sw["ratios"]), max(sw["ratios"])),
         )
     )
+    rows += adapter_rows(results["adapters"])
     return rows
 
 

@@ -233,7 +233,7 @@ class Gateway:
             if approval["status"] == "pending" or (approval["status"] == "approved" and not approval.get("execution")):
                 break  # this call's own request (a restart finds it again)
             occurrence += 1  # an identical earlier call ran, was rejected or expired: ask anew
-        self._occurrence[base] = occurrence + 1
+        self._occurrence[base] = occurrence  # the next identical call starts here, finds it used, and moves on
         if approval["status"] == "pending":
             logger.info("HITL: %s.%s waits for a person (%s)", server_id, tool, approval["id"])
             approval = await self.client.wait(approval["id"], self.config.wait_timeout)

@@ -97,8 +97,9 @@ class HitlRunner:
         `input` may be a RunState restored after a restart: its pending interruptions are answered
         first, from the same requests.
         """
-        if isinstance(input, RunState) and input.get_interruptions():
-            state, interruptions, result = input, input.get_interruptions(), None
+        pending = input.get_interruptions() if isinstance(input, RunState) else []
+        if pending:
+            state, interruptions, result = input, pending, None
         else:
             result = await Runner.run(agent, input, **runner_options)
             state, interruptions = None, result.interruptions
