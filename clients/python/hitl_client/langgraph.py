@@ -25,7 +25,10 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from langgraph.types import Command
+try:
+    from langgraph.types import Command
+except ImportError as missing:  # the core has no dependencies; each adapter needs its extra
+    raise ImportError(f'{missing} — install the extra: pip install "hitl-client[langgraph]"') from missing
 
 from ._async import AsyncHitlClient
 from ._core import GatedCall, Verdict

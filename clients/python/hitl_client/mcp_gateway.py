@@ -42,10 +42,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import mcp_types as types
-from mcp import Client, StdioServerParameters
-from mcp.server.lowlevel import Server
-from mcp.server.stdio import stdio_server
+try:
+    import mcp_types as types
+    from mcp import Client, StdioServerParameters
+    from mcp.server.lowlevel import Server
+    from mcp.server.stdio import stdio_server
+except ImportError as missing:  # the core has no dependencies; each adapter needs its extra
+    raise ImportError(f'{missing} — install the extra: pip install "hitl-client[mcp]"') from missing
 
 from . import _core
 from ._async import AsyncHitlClient

@@ -23,8 +23,11 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from agents import Agent, Runner, RunState
-from agents.items import ToolApprovalItem, ToolCallOutputItem
+try:
+    from agents import Agent, Runner, RunState
+    from agents.items import ToolApprovalItem, ToolCallOutputItem
+except ImportError as missing:  # the core has no dependencies; each adapter needs its extra
+    raise ImportError(f'{missing} — install the extra: pip install "hitl-client[openai-agents]"') from missing
 
 from ._async import AsyncHitlClient
 from ._core import GatedCall, Verdict, would_gate
