@@ -444,6 +444,17 @@ def measure_adapters(*, base_url: str, calls: int = 100) -> dict:
     return results
 
 
+def run(bench: Any) -> list[dict]:
+    """The section `make bench` runs while its server is up."""
+    from bench.harness import log
+    from bench.server import PORT
+
+    log("engine adapters: overhead per gated call, and the MCP gateway's hop (bench/adapters.py)")
+    calls = 30 if bench.args.quick else 100
+    bench.results["adapters"] = measure_adapters(base_url=f"http://127.0.0.1:{PORT}", calls=calls)
+    return adapter_rows(bench.results["adapters"])
+
+
 def adapter_rows(results: dict) -> list[dict]:
     """Rows for bench's table: overhead beside the raw registration + poll it rides on."""
     floor = results["floor"]["raw_http_p50_ms"]
@@ -478,16 +489,9 @@ def adapter_rows(results: dict) -> list[dict]:
 
 
 def _row(figure: str, value: float, floor: float, target: str, met: bool) -> dict:
-    return {
-        "figure": figure,
-        "value": value,
-        "floor": floor,
-        "unit": " ms",
-        "ratio": value / floor if floor else None,
-        "spread": None,
-        "target": target,
-        "met": met,
-    }
+    from bench.report import row
+
+    return row(figure, value, floor, " ms", value / floor if floor else None, target, met)
 
 
 def main() -> None:
@@ -498,7 +502,9 @@ def main() -> None:
     args = parser.parse_args()
     if args.bare_proxy:
         return _bare_proxy(args.upstream)
-    from bench.__main__ import PORT, RESULTS, Server, print_table, recreate_database, setup_django
+    from bench.harness import RESULTS, recreate_database, setup_django
+    from bench.report import table
+    from bench.server import PORT, Server
 
     url = os.environ.get("BENCH_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/hitl_bench")
     RESULTS.mkdir(parents=True, exist_ok=True)
@@ -515,7 +521,7 @@ def main() -> None:
     finally:
         server.stop()
     (RESULTS / "adapters.json").write_text(json.dumps(results, indent=2))
-    print(print_table(adapter_rows(results)))
+    print(table(adapter_rows(results)))
 
 
 if __name__ == "__main__":
