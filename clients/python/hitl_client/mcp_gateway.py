@@ -175,7 +175,8 @@ class Gateway:
     async def serve_stdio(self) -> None:
         async with AsyncExitStack() as stack:
             await self.connect(stack)
-            async with stdio_server() as (read, write):
+            pipes = await _asyncio_stdio()
+            async with stdio_server(*pipes) as (read, write):
                 await self.server.run(read, write, self.server.create_initialization_options())
 
     async def serve_http(self, host: str, port: int) -> None:
@@ -259,6 +260,53 @@ class Gateway:
             summary=f"{tool} on {server_id}",
             arguments=arguments,
         )
+
+
+class _LinesIn:
+    """stdin as the async line iterator stdio_server reads, on the event loop (no worker thread per line)."""
+
+    def __init__(self, reader: asyncio.StreamReader):
+        self.reader = reader
+
+    def __aiter__(self) -> _LinesIn:
+        return self
+
+    async def __anext__(self) -> str:
+        line = await self.reader.readline()
+        if not line:
+            raise StopAsyncIteration
+        return line.decode("utf-8", errors="replace")
+
+
+class _LinesOut:
+    """stdout as the async file stdio_server writes, on the event loop."""
+
+    def __init__(self, writer: asyncio.StreamWriter):
+        self.writer = writer
+
+    async def write(self, text: str) -> None:
+        self.writer.write(text.encode("utf-8"))
+
+    async def flush(self) -> None:
+        await self.writer.drain()
+
+
+async def _asyncio_stdio() -> tuple[Any, Any] | tuple[()]:
+    """Event-loop pipes for stdin/stdout when both are pipes (as an MCP client launches us): each message
+    then skips the two thread hand-offs of the SDK's default file wrappers — the gateway's hop is that
+    much shorter. Anything else (a terminal, a file) gets the SDK's own stdio handling."""
+    import stat
+
+    if not all(stat.S_ISFIFO(os.fstat(fd).st_mode) for fd in (0, 1)):
+        return ()
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=64 * 1024 * 1024)
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(0, "rb", closefd=False))
+    transport, protocol = await loop.connect_write_pipe(
+        asyncio.streams.FlowControlMixin, os.fdopen(1, "wb", closefd=False)
+    )
+    writer = asyncio.StreamWriter(transport, protocol, None, loop)
+    return _LinesIn(reader), _LinesOut(writer)
 
 
 def _tool_error(message: str) -> types.CallToolResult:
