@@ -225,36 +225,59 @@ def test_an_identical_call_after_the_first_ran_asks_again(gateway_toml, engine_k
     assert ledger.read_text().splitlines() == ["issue_refund T-4821 4900"] * 2
 
 
-def test_it_serves_streamable_http(gateway_toml, engine_key, ledger):
+def _free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    process = subprocess.Popen(
-        [sys.executable, "-m", "hitl_client.mcp_gateway", "--config", str(gateway_toml), "--http", "--port", str(port)],
+        return probe.getsockname()[1]
+
+
+def _serving(command: list[str], port: int, env: dict | None = None) -> subprocess.Popen:
+    process = subprocess.Popen(command, env=env or dict(os.environ), stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return process
+        except OSError:
+            time.sleep(0.1)
+    process.kill()
+    raise AssertionError(f"{command[1:3]} never listened on {port}")
+
+
+def test_it_serves_streamable_http_in_front_of_an_upstream_url(
+    tmp_path, live_server, support, engine_key, ledger, bob_api
+):
+    upstream_port, gateway_port = _free_port(), _free_port()
+    toml = tmp_path / "http.toml"
+    toml.write_text(
+        f'[portal]\nurl = "{live_server.url}"\nconfig = "{support.public_id}"\n'
+        f'[servers.mcp_billing]\nurl = "http://127.0.0.1:{upstream_port}/mcp"\n',
+        encoding="utf-8",
+    )
+    upstream = _serving([sys.executable, UPSTREAM, str(ledger), "both", str(upstream_port)], upstream_port)
+    gateway = _serving(
+        [sys.executable, "-m", "hitl_client.mcp_gateway", "--config", str(toml), "--http", "--port", str(gateway_port)],
+        gateway_port,
         env={**os.environ, "HITL_ENGINE_KEY": engine_key},
-        stderr=subprocess.PIPE,
     )
     try:
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                time.sleep(0.1)
 
         async def session():
-            async with Client(f"http://127.0.0.1:{port}/mcp") as client:
+            async with Client(f"http://127.0.0.1:{gateway_port}/mcp") as client:
                 names = sorted(tool.name for tool in (await client.list_tools()).tools)
-                return names, await client.call_tool("lookup_ticket", {"ticket_id": "T-9"})
+                return names, await client.call_tool("issue_refund", REFUND)
 
+        reviewer = Reviewer(bob_api, "approve")
         names, result = asyncio.run(session())
+        [decided] = reviewer.finish()
     finally:
-        process.terminate()
-        process.wait(timeout=10)
+        for process in (gateway, upstream):
+            process.terminate()
+            process.wait(timeout=10)
 
     assert names == ["issue_refund", "lookup_ticket"]
-    assert "Ticket T-9" in text_of(result) and ledger.read_text().splitlines() == ["lookup_ticket T-9"]
+    assert decided["target"] == "mcp_billing" and not result.is_error
+    assert ledger.read_text().splitlines() == ["issue_refund T-4821 4900"]
 
 
 def test_a_config_without_the_engine_key_or_with_a_bad_server_id_says_what_to_fix(tmp_path, gateway_toml):

@@ -1,8 +1,9 @@
 """A real upstream MCP server (the mcp SDK's MCPServer over stdio): billing tools that write to a ledger file.
 
-Run as `python tests/adapters/upstream_billing.py LEDGER_PATH [billing|tickets]`; each tool call that
-reaches it appends a line to LEDGER_PATH, so a test sees exactly which calls the gateway (or the agent)
-let through. `billing` offers only issue_refund, `tickets` only lookup_ticket; neither: both.
+Run as `python tests/adapters/upstream_billing.py LEDGER_PATH [billing|tickets|both] [PORT]`; each tool
+call that reaches it appends a line to LEDGER_PATH, so a test sees exactly which calls the gateway (or
+the agent) let through. `billing` offers only issue_refund, `tickets` only lookup_ticket. With a PORT it
+serves streamable HTTP on 127.0.0.1:PORT/mcp instead of stdio.
 """
 
 import sys
@@ -39,4 +40,7 @@ if OFFERS in ("tickets", "both"):
     server.tool()(lookup_ticket)
 
 if __name__ == "__main__":
-    server.run("stdio")
+    if len(sys.argv) > 3:
+        server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[3]))
+    else:
+        server.run("stdio")
