@@ -1,7 +1,7 @@
 """A chunked body (no Content-Length) is read within the 256 KiB limit, never as empty.
 
-Real HTTP: gunicorn, as `make run` serves the portal, decodes the chunks; Django's own
-test server cannot, so there the portal refuses with 411 rather than guessing.
+Real HTTP: gunicorn — as WSGI, and with uvicorn workers as `make run` serves it — decodes the
+chunks; Django's own test server cannot, so there the portal refuses with 411 rather than guessing.
 """
 
 import json
@@ -26,11 +26,17 @@ def chunked(data: bytes, size: int = 4096) -> Iterator[bytes]:
         yield data[start : start + size]
 
 
-@pytest.fixture
-def gunicorn_url() -> Iterator[str]:
+SERVERS = {
+    "wsgi": ["hitl_portal.wsgi"],
+    "asgi": ["hitl_portal.asgi:application", "--worker-class", "uvicorn_worker.UvicornWorker"],
+}
+
+
+@pytest.fixture(params=list(SERVERS))
+def gunicorn_url(request) -> Iterator[str]:
     port = free_port()
     process = subprocess.Popen(
-        [str(Path(sys.executable).parent / "gunicorn"), "hitl_portal.wsgi", "--bind", f"127.0.0.1:{port}"],
+        [str(Path(sys.executable).parent / "gunicorn"), *SERVERS[request.param], "--bind", f"127.0.0.1:{port}"],
         cwd=ROOT,
         env=subprocess_env(),
         stdout=subprocess.DEVNULL,
