@@ -62,7 +62,7 @@ AUTH_ERRORS = {
 
 IDEMPOTENCY_KEY_PARAMETER = OpenApiParameter(
     "Idempotency-Key",
-    OpenApiTypes.STR,
+    {"type": "string", "minLength": 1, "maxLength": IDEMPOTENCY_KEY_MAX},
     OpenApiParameter.HEADER,
     required=False,
     description=(
@@ -73,7 +73,7 @@ IDEMPOTENCY_KEY_PARAMETER = OpenApiParameter(
 )
 WAIT_PARAMETER = OpenApiParameter(
     "wait",
-    OpenApiTypes.NUMBER,
+    {"type": "number", "minimum": 0, "maximum": 30},
     OpenApiParameter.QUERY,
     required=False,
     description=(

@@ -54,9 +54,11 @@ LIST_PARAMETERS = [
         description="pending (not yet overdue) lists oldest first; the others newest first. "
         "expired includes overdue requests no sweep has marked yet.",
     ),
-    OpenApiParameter("config", str, description="a config id (cfg_…)"),
+    OpenApiParameter("config", str, pattern=r"^cfg_[A-Za-z0-9]+$", description="a config id (cfg_…)"),
     OpenApiParameter("cursor", str, description="the position `next` carries; take it from there"),
-    OpenApiParameter("limit", int, description="results per page, 1–200 (default 50)"),
+    OpenApiParameter(
+        "limit", {"type": "integer", "minimum": 1, "maximum": 200}, description="results per page, 1–200 (default 50)"
+    ),
     OpenApiParameter(
         "kind",
         str,

@@ -2,7 +2,7 @@ from datetime import UTC, datetime
 
 from django.core.exceptions import ValidationError as DjangoValidationError
 from rest_framework import pagination
-from rest_framework.exceptions import NotFound
+from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.response import Response
 
 
@@ -17,6 +17,15 @@ class CursorPagination(pagination.CursorPagination):
     ordering = "-created_at"
     page_size_query_param = "limit"
     max_page_size = 200
+
+    def get_page_size(self, request) -> int:
+        """`limit` as the schema declares it (an integer, 1–200): anything else is a 400, not silently ignored."""
+        raw = request.query_params.get(self.page_size_query_param)
+        if raw is None:
+            return self.page_size
+        if not raw.isdigit() or not 1 <= int(raw) <= self.max_page_size:
+            raise ValidationError({"limit": f"limit must be a whole number from 1 to {self.max_page_size}."})
+        return int(raw)
 
     def paginate_queryset(self, queryset, request, view=None):
         self._model = queryset.model

@@ -247,6 +247,10 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Human-in-the-loop governance for AI agents: configs, rules, contacts, approvals.",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "hitl_portal.schema.tidy_operations",
+    ],
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,

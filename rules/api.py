@@ -38,7 +38,11 @@ ERRORS = {
 }
 PAGE_PARAMS = [
     OpenApiParameter("cursor", str, description="The opaque cursor from a previous page's `next`."),
-    OpenApiParameter("limit", int, description="Items per page (default 50, at most 200)."),
+    OpenApiParameter(
+        "limit",
+        {"type": "integer", "minimum": 1, "maximum": 200},
+        description="Items per page (default 50, at most 200).",
+    ),
 ]
 BAD_INPUT = {400: OpenApiResponse(ErrorSerializer, description="Bad JSON or a field's value; `fields` names it.")}
 

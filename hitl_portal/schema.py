@@ -1,0 +1,36 @@
+"""The OpenAPI schema as generated clients and schemathesis read it: one pass over every operation.
+
+drf-spectacular's defaults mix `v1_configs_create` with `configs_list` and tag function-based
+views `v1`; each endpoint should not have to restate the 413 every body can earn. Fixed here, once.
+"""
+
+BAD_QUERY = {
+    "description": "A query parameter outside what it declares (a `limit` past 200, a NUL byte); `fields` names it.",
+    "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
+}
+BODY_TOO_LARGE = {
+    "description": "The body is over 256 KiB (sent chunked: read up to the limit, then refused).",
+    "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
+}
+
+
+# POSTs whose empty body means something (a default rule; a publish without a note). Every other
+# POST needs its body, and says so: a generated client then cannot call it without one.
+OPTIONAL_BODIES = {"configs_rules_create", "configs_publish_create"}
+
+
+def tidy_operations(result: dict, generator, request, public) -> dict:
+    """Consistent operationIds and tags; bodies required where they are; 413 on every operation that takes one."""
+    for path_item in result.get("paths", {}).values():
+        for method, operation in path_item.items():
+            if not isinstance(operation, dict) or "operationId" not in operation:
+                continue
+            operation["operationId"] = operation["operationId"].removeprefix("v1_")
+            operation["tags"] = ["reviewers" if tag == "v1" else tag for tag in operation.get("tags", [])]
+            if any(parameter.get("in") == "query" for parameter in operation.get("parameters", [])):
+                operation["responses"].setdefault("400", BAD_QUERY)
+            if "requestBody" in operation:
+                operation["responses"].setdefault("413", BODY_TOO_LARGE)
+                if method == "post" and operation["operationId"] not in OPTIONAL_BODIES:
+                    operation["requestBody"]["required"] = True
+    return result
