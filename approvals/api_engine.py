@@ -1,4 +1,4 @@
-"""Engine endpoints (API.md, Engines): served config, registration, long-poll read, outcome.
+"""Engine endpoints (docs/api.md, Engines): served config, registration, long-poll read, outcome.
 
 Thin: a serializer validates, a service decides, `approval_as_dict` renders.
 """

@@ -1,4 +1,4 @@
-"""Reviewer endpoints (API.md, Reviewers): list requests and decide."""
+"""Reviewer endpoints (docs/api.md, Reviewers): list requests and decide."""
 
 from django.utils import timezone
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema

@@ -1,4 +1,4 @@
-"""CLI: `hitl pending`, `hitl approve`, `hitl deny` (API.md, CLI) — the reviewer's queue on the host."""
+"""CLI: `hitl pending`, `hitl approve`, `hitl deny` (docs/api.md, CLI) — the reviewer's queue on the host."""
 
 from django.core.management.base import CommandError
 from django.utils import timezone

@@ -3,7 +3,7 @@ import json
 
 
 def call_digest(*, target: str, operation: str, arguments) -> str:
-    """API.md's call_digest: what the engine checks before running an approved call."""
+    """docs/api.md's call_digest: what the engine checks before running an approved call."""
     canonical = json.dumps(
         {"target": target, "operation": operation, "arguments": arguments},
         sort_keys=True,

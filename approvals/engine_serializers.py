@@ -1,4 +1,4 @@
-"""Shapes of the engine API (API.md, Engines and Limits): registration, outcome, the served gate table."""
+"""Shapes of the engine API (docs/api.md, Engines and Limits): registration, outcome, the served gate table."""
 
 import json
 
@@ -20,7 +20,7 @@ FINITE = "arguments must be JSON with finite numbers only (a number like 1e400 o
 
 
 def text(name: str, max_length: int, *, required: bool = True, allow_blank: bool = False) -> StrictCharField:
-    """A string field whose limit message names the field and the limit (API.md, Limits)."""
+    """A string field whose limit message names the field and the limit (docs/api.md, Limits)."""
     return StrictCharField(
         max_length=max_length,
         required=required,

@@ -1,4 +1,4 @@
-"""The approval request as API.md returns it everywhere."""
+"""The approval request as docs/api.md returns it everywhere."""
 
 import datetime
 

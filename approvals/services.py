@@ -136,7 +136,7 @@ def _sweep_batch_postgres(*, now, batch_size: int) -> int:
         return cursor.fetchone()[0]
 
 
-# --- Engines: registration and outcome (API.md, Engines) ---------------------------------------
+# --- Engines: registration and outcome (docs/api.md, Engines) ---------------------------------------
 
 INERT_NOTICE = "HITL: inert (Free plan or no enabled rules) — the call may proceed"
 

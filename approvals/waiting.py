@@ -50,7 +50,7 @@ class WaitPlan:
 
 
 class TooManyWaits(APIException):
-    """API.md, Operations: one wait more than HITL_MAX_WAITS_PER_KEY → 429 with Retry-After."""
+    """docs/api.md, Operations: one wait more than HITL_MAX_WAITS_PER_KEY → 429 with Retry-After."""
 
     status_code = status.HTTP_429_TOO_MANY_REQUESTS
     default_code = "too_many_waits"

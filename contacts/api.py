@@ -1,4 +1,4 @@
-"""Admin REST API for a config's draft contacts (API.md). Admins only; other workspaces answer 404."""
+"""Admin REST API for a config's draft contacts (docs/api.md). Admins only; other workspaces answer 404."""
 
 from django.http import Http404
 from drf_spectacular.utils import extend_schema

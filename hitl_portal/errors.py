@@ -21,7 +21,7 @@ class ErrorDetailSerializer(serializers.Serializer):
 
 
 class ErrorSerializer(serializers.Serializer):
-    """API.md's error shape, {"error": {"code", "message", "fields"}}, for the OpenAPI schema."""
+    """docs/api.md's error shape, {"error": {"code", "message", "fields"}}, for the OpenAPI schema."""
 
     error = ErrorDetailSerializer()
 
@@ -45,7 +45,7 @@ CODES = {
 }
 
 
-# Every domain error the services raise, and the HTTP status and API.md code it answers with.
+# Every domain error the services raise, and the HTTP status and docs/api.md code it answers with.
 DOMAIN_ERRORS: dict[type[DomainError], tuple[int, str]] = {
     ApprovalNotFound: (status.HTTP_404_NOT_FOUND, "not_found"),
     ConfigNotFound: (status.HTTP_404_NOT_FOUND, "not_found"),

@@ -195,7 +195,7 @@ STORAGES = {
     },
 }
 
-# API.md: a request body over 256 KiB answers 413.
+# docs/api.md: a request body over 256 KiB answers 413.
 API_MAX_BODY_BYTES = 256 * 1024
 DATA_UPLOAD_MAX_MEMORY_SIZE = API_MAX_BODY_BYTES
 
@@ -268,7 +268,7 @@ SPECTACULAR_SETTINGS = {
 APPROVAL_TTL_SECONDS = 24 * 60 * 60
 # GET /api/v1/approvals/{apr}?wait=S long-polls at most this long.
 APPROVAL_MAX_WAIT_SECONDS = 30
-# API.md, Operations: each key may hold this many waits at once (per server process); one more → 429.
+# docs/api.md, Operations: each key may hold this many waits at once (per server process); one more → 429.
 HITL_MAX_WAITS_PER_KEY = envint("HITL_MAX_WAITS_PER_KEY", "1000")
 # The Approvals tab refreshes its queue this often (tests shorten it).
 APPROVALS_REFRESH_SECONDS = envint("APPROVALS_REFRESH_SECONDS", "10")

@@ -1,4 +1,4 @@
-"""Admin REST API for configs, draft rules, publish, versions and pin (API.md). Admins only.
+"""Admin REST API for configs, draft rules, publish, versions and pin (docs/api.md). Admins only.
 
 Each view is thin: an input serializer validates, a service writes, an output serializer renders.
 The workspace scoping is in `_config`: another workspace's config answers 404 like a missing one.

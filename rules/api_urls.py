@@ -2,7 +2,7 @@ from django.urls import path
 
 from . import api
 
-# API.md paths have no trailing slash. `configs/<cfg>/served` belongs to the engine API (approvals).
+# docs/api.md paths have no trailing slash. `configs/<cfg>/served` belongs to the engine API (approvals).
 urlpatterns = [
     path("configs", api.ConfigListView.as_view(), name="api-configs"),
     path("configs/<str:cfg>", api.ConfigDetailView.as_view(), name="api-config"),

@@ -1,4 +1,4 @@
-"""Input and output shapes of the admin API (API.md, "Configs, rules, contacts")."""
+"""Input and output shapes of the admin API (docs/api.md, "Configs, rules, contacts")."""
 
 from rest_framework import serializers
 

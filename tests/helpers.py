@@ -82,7 +82,7 @@ def travel(delta: timedelta):
 
 
 def error_of(response: requests.Response) -> dict:
-    """The API.md error object of a 4xx response."""
+    """The docs/api.md error object of a 4xx response."""
     body = response.json()
     assert set(body) == {"error"}, body
     assert {"code", "message", "fields"} <= set(body["error"]), body

@@ -1,4 +1,4 @@
-"""CLI: `hitl workspace …`, `hitl member add`, `hitl token create|revoke` (API.md, CLI)."""
+"""CLI: `hitl workspace …`, `hitl member add`, `hitl token create|revoke` (docs/api.md, CLI)."""
 
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError

@@ -1,4 +1,4 @@
-"""The admin REST API for configs and draft rules, over real HTTP (API.md, "Configs, rules, contacts")."""
+"""The admin REST API for configs and draft rules, over real HTTP (docs/api.md, "Configs, rules, contacts")."""
 
 import base64
 from urllib.parse import urlencode

@@ -1,4 +1,4 @@
-"""`python manage.py hitl workspace|member|token …` (API.md, CLI): exit 0 on success, 2 and one line on bad input."""
+"""`python manage.py hitl workspace|member|token …` (docs/api.md, CLI): exit 0, or 2 and one line on bad input."""
 
 import subprocess
 import sys

@@ -14,7 +14,7 @@
 
 `AsyncHitlClient` is the same API for asyncio. The core is standard library only; the adapters
 (`hitl_client.openai_agents`, `hitl_client.langgraph`, `hitl_client.mcp_gateway`) need their extra.
-Contract: the portal's API.md, "Engines".
+Contract: the portal's docs/api.md, "Engines".
 """
 
 from ._async import AsyncHitlClient

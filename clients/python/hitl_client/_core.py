@@ -1,4 +1,4 @@
-"""What the sync and asyncio clients share: the contract's pure parts (API.md, "Engines"), no I/O.
+"""What the sync and asyncio clients share: the contract's pure parts (docs/api.md, "Engines"), no I/O.
 
 Both clients are thin drivers over these functions, so a gated call means the same thing whichever
 one an engine uses: the same idempotency key, the same trimmed body, the same verdict wording.
@@ -20,7 +20,7 @@ RETRYABLE_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
 
 
 class HitlError(Exception):
-    """The portal refused a call (4xx) or could not be reached; `code` is API.md's error code."""
+    """The portal refused a call (4xx) or could not be reached; `code` is docs/api.md's error code."""
 
     def __init__(
         self,
@@ -93,7 +93,7 @@ def idempotency_key(*, run_id: str, thread_id: str, call_id: str) -> str:
 
 
 def call_digest(*, target: str, operation: str, arguments: Any) -> str:
-    """API.md's call_digest, computed on the engine's side of the wire."""
+    """docs/api.md's call_digest, computed on the engine's side of the wire."""
     canonical = json.dumps(
         {"target": target, "operation": operation, "arguments": arguments},
         sort_keys=True,
@@ -246,7 +246,7 @@ class Backoff:
 
 
 def error_from_response(status: int, raw: bytes, headers: dict[str, str]) -> HitlError:
-    """A 4xx/5xx answer as a HitlError carrying API.md's error code and the fields to fix."""
+    """A 4xx/5xx answer as a HitlError carrying docs/api.md's error code and the fields to fix."""
     try:
         detail = json.loads(raw or b"{}").get("error", {})
     except (ValueError, AttributeError):

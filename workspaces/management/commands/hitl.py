@@ -1,4 +1,4 @@
-"""`python manage.py hitl <command>`: the host's CLI (API.md, CLI).
+"""`python manage.py hitl <command>`: the host's CLI (docs/api.md, CLI).
 
 Each app contributes its commands through a `register(subparsers)` function in its `cli`
 module; every command is a function taking the parsed options and returning nothing. Bad
