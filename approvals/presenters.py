@@ -166,15 +166,31 @@ def when(moment: datetime | None) -> str:
     return timezone.localtime(moment, timezone.get_fixed_timezone(0)).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
+def outcome_word(approval: ApprovalRequest) -> str:
+    """What was decided, in the words of the buttons: a token cap is proceeded past or stopped, not approved."""
+    status = approval.effective_status()
+    if approval.kind == ApprovalKind.TOKEN_CAP and status in (Status.APPROVED, Status.REJECTED):
+        return "Proceeded past cap" if status == Status.APPROVED else "Stopped"
+    return Status(status).label
+
+
+def decided_by(approval: ApprovalRequest) -> str:
+    """'by X at T' (after the outcome's badge in the history), or why nobody did."""
+    if approval.effective_status() == Status.EXPIRED:
+        return "nobody answered; counted as rejected"
+    if approval.effective_status() == Status.PENDING:
+        return ""
+    return f"by {approval.decided_by_email or 'a deleted user'} at {when(approval.decided_at)}"
+
+
 def decision_line(approval: ApprovalRequest) -> str:
-    """'Approved by X at T', 'Rejected by X at T', or the expired line."""
+    """'Approved by X at T', 'Stopped by X at T' (a token cap), or the expired line."""
     status = approval.effective_status()
     if status == Status.EXPIRED:
         return EXPIRED_LINE
     if status == Status.PENDING:
         return "Waiting for a decision"
-    who = approval.decided_by_email or "a deleted user"
-    return f"{status.capitalize()} by {who} at {when(approval.decided_at)}"
+    return f"{outcome_word(approval)} {decided_by(approval)}"
 
 
 def decided_line(approval: ApprovalRequest, *, already: bool) -> str:

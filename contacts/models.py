@@ -15,18 +15,21 @@ class Channel(models.TextChoices):
 
 
 PLACEHOLDER = re.compile(r"^\$\{[A-Z][A-Z0-9_]*\}$")
+# Worded for the form and the API alike: the form shows it beside the field, the API's `fields` names it.
 PLACEHOLDER_ERROR = (
-    "channel_ref must be a ${ENV_VAR} placeholder with an upper-case name, such as ${APPROVERS_SLACK_WEBHOOK}, "
+    "Use a ${ENV_VAR} placeholder with an upper-case name, such as ${APPROVERS_SLACK_WEBHOOK}, "
     "never a literal address or URL: put the real value in that environment variable"
 )
+ARTICLED = {Channel.EMAIL: "An email", Channel.SLACK: "A Slack", Channel.WEBHOOK: "A webhook"}
 
 
 def channel_ref_error(channel: str, channel_ref: str) -> str | None:
     if not channel_ref:
         if channel == Channel.NONE:
             return None
-        label = Channel(channel).label if channel in Channel.values else channel
-        return f"A {label} contact needs a channel reference such as ${{APPROVERS_{channel.upper()}}}"
+        return (
+            f"{ARTICLED.get(channel, 'A')} contact needs a channel reference such as ${{APPROVERS_{channel.upper()}}}"
+        )
     if not PLACEHOLDER.match(channel_ref):
         return PLACEHOLDER_ERROR
     return None

@@ -48,7 +48,7 @@ KIND_NOUN = {
     RuleKind.CELL: "A cell rule",
     RuleKind.WORKER: "A worker rule",
 }
-NEVER_A_TOOL = "match must be an mcp_ server public id or *, never a tool"
+NEVER_A_TOOL = "Name an MCP server by its mcp_… id, or pick Any (*): a rule gates a whole server, never one tool"
 
 
 def match_error(kind: str, match: str) -> str | None:

@@ -17,6 +17,8 @@ for _name in (
     "duration",
     "waited",
     "decision_line",
+    "decided_by",
+    "outcome_word",
     "when",
     "outcome_line",
     "visible",  # every engine-supplied string on a card or in the history

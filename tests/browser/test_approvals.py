@@ -209,7 +209,7 @@ def test_it_shows_a_token_cap_card_with_its_meter_and_buttons(page, bob, support
     )
 
     proceed.click()
-    expect(page.locator(f"#decided-{cap.public_id}")).to_contain_text("Approved by bob@acme.test")
+    expect(page.locator(f"#decided-{cap.public_id}")).to_contain_text("Proceeded past cap by bob@acme.test")
     assert ApprovalRequest.objects.get(pk=cap.pk).decision_action == "proceed_past_cap"
 
 

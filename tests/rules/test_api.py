@@ -15,7 +15,7 @@ MISSING_MATCH = {
     "cell": "A cell rule needs its match selector: fill in Which one, or pick Any (*)",
     "worker": "A worker rule needs its match selector: fill in Which one, or pick Any (*)",
 }
-NEVER_A_TOOL = "match must be an mcp_ server public id or *, never a tool"
+NEVER_A_TOOL = "Name an MCP server by its mcp_… id, or pick Any (*): a rule gates a whole server, never one tool"
 TOOL_SPELLINGS = ["mcp_fs/delete_file", "delete_file", "mcp_fs.delete_file"]
 
 
