@@ -68,6 +68,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "hitl_portal.errors.DomainErrorPages",
 ]
 
 ROOT_URLCONF = "hitl_portal.urls"

@@ -18,13 +18,6 @@ from .forms import WHICH_ONE, ConfigForm, PinForm, PublishForm, RuleForm, Settin
 from .models import Config, ConfigVersion, Rule
 
 
-def config_or_404(request, cfg: str) -> Config:
-    config = selectors.configs_with_versions(request.actor.workspace).filter(public_id=cfg).first()
-    if config is None:
-        raise Http404("No such config in this workspace.")
-    return config
-
-
 def config_page_context(request, config: Config, tab: str, configs=None) -> dict:
     """What every per-config page shows at the top: the picker and the served state."""
     configs = list(selectors.configs_with_versions(request.actor.workspace)) if configs is None else configs
@@ -71,7 +64,7 @@ def configs(request):
 @admin_required
 @require_POST
 def config_rename(request, cfg: str):
-    config = config_or_404(request, cfg)
+    config = selectors.config_for(workspace=request.actor.workspace, public_id=cfg)
     form = ConfigForm(request.POST, instance=config)
     if form.is_valid():
         services.config_update(config=config, name=form.cleaned_data["name"])
@@ -105,7 +98,7 @@ def rules(request, cfg: str):
 @admin_required
 @require_POST
 def rule_add(request, cfg: str):
-    config = config_or_404(request, cfg)
+    config = selectors.config_for(workspace=request.actor.workspace, public_id=cfg)
     rule = services.rule_create(config=config)
     messages.success(request, "Added “approve every delete”. Change it below, or keep it as it is.")
     return redirect("rules:rule_edit", config.public_id, rule.public_id)
@@ -121,7 +114,7 @@ def _rule_or_404(config: Config, rul: str) -> Rule:
 @admin_required
 @require_http_methods(["GET", "POST"])
 def rule_edit(request, cfg: str, rul: str):
-    config = config_or_404(request, cfg)
+    config = selectors.config_for(workspace=request.actor.workspace, public_id=cfg)
     rule = _rule_or_404(config, rul)
     form = RuleForm(instance=rule)
     if request.method == "POST":
@@ -139,7 +132,7 @@ def rule_edit(request, cfg: str, rul: str):
 @admin_required
 @require_POST
 def rule_toggle(request, cfg: str, rul: str):
-    config = config_or_404(request, cfg)
+    config = selectors.config_for(workspace=request.actor.workspace, public_id=cfg)
     rule = _rule_or_404(config, rul)
     services.rule_update(rule=rule, enabled=not rule.enabled)
     messages.success(request, f"{'Enabled' if rule.enabled else 'Disabled'} the rule in the draft.")
@@ -149,7 +142,7 @@ def rule_toggle(request, cfg: str, rul: str):
 @admin_required
 @require_POST
 def rule_delete(request, cfg: str, rul: str):
-    config = config_or_404(request, cfg)
+    config = selectors.config_for(workspace=request.actor.workspace, public_id=cfg)
     services.rule_delete(rule=_rule_or_404(config, rul))
     messages.success(request, "Deleted the rule from the draft. Published versions keep it.")
     return redirect("rules:rules", config.public_id)
@@ -158,7 +151,7 @@ def rule_delete(request, cfg: str, rul: str):
 @member_required
 @require_http_methods(["GET", "POST"])
 def settings(request, cfg: str):
-    config = config_or_404(request, cfg)
+    config = selectors.config_for(workspace=request.actor.workspace, public_id=cfg)
     form = SettingsForm(instance=config)
     if request.method == "POST":
         if not request.actor.is_admin:
@@ -177,7 +170,7 @@ def settings(request, cfg: str):
 @admin_required
 @require_POST
 def publish(request, cfg: str):
-    config = config_or_404(request, cfg)
+    config = selectors.config_for(workspace=request.actor.workspace, public_id=cfg)
     form = PublishForm(request.POST)
     if not form.is_valid():
         messages.error(request, "The note is at most 2,000 characters.")
@@ -194,7 +187,7 @@ def publish(request, cfg: str):
 @admin_required
 @require_POST
 def pin(request, cfg: str):
-    config = config_or_404(request, cfg)
+    config = selectors.config_for(workspace=request.actor.workspace, public_id=cfg)
     form = PinForm(request.POST)
     if not form.is_valid():
         raise Http404("No such version.")
@@ -208,7 +201,7 @@ def pin(request, cfg: str):
 
 @member_required
 def version(request, cfg: str, number: int):
-    config = config_or_404(request, cfg)
+    config = selectors.config_for(workspace=request.actor.workspace, public_id=cfg)
     frozen = config.versions.select_related("published_by").filter(number=number).first()
     if frozen is None:
         raise Http404("No such version of this config.")
