@@ -8,13 +8,13 @@ from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.http import Http404
 from django.shortcuts import redirect, render
-from django.views.decorators.http import require_http_methods, require_POST
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from workspaces.decorators import admin_required, member_required
 
 from . import selectors, services
 from .exceptions import PlanRequired
-from .forms import WHICH_ONE, ConfigForm, PinForm, PublishForm, RuleForm, SettingsForm
+from .forms import ConfigForm, PinForm, PublishForm, RuleForm, SettingsForm, which_one_for
 from .models import Config, ConfigVersion, Rule
 
 
@@ -104,6 +104,13 @@ def rule_add(request, cfg: str):
     return redirect("rules:rule_edit", config.public_id, rule.public_id)
 
 
+@admin_required
+@require_GET
+def which_one(request):
+    """The "Which one" label and hint for the kind the rule form's select now shows (htmx)."""
+    return render(request, "rules/_which_one.html", {"which_one": which_one_for(request.GET.get("kind", ""))})
+
+
 def _rule_or_404(config: Config, rul: str) -> Rule:
     rule = config.rules.filter(public_id=rul).first()
     if rule is None:
@@ -125,7 +132,7 @@ def rule_edit(request, cfg: str, rul: str):
             messages.success(request, "Saved the rule in the draft. Publish to serve it.")
             return redirect("rules:rules", config.public_id)
     context = config_page_context(request, config, "rules")
-    context.update(form=form, rule=rule, which_one={str(k): v for k, v in WHICH_ONE.items()})
+    context.update(form=form, rule=rule)
     return render(request, "rules/rule_edit.html", context, status=400 if form.errors else 200)
 
 

@@ -6,6 +6,21 @@ document.addEventListener("submit", (event) => {
   if (message && !window.confirm(message)) event.preventDefault();
 });
 
+// A <select data-navigate> goes to the URL of the option chosen (the config picker).
+// A <select data-submit-on-change> submits its form (the workspace switch).
+document.addEventListener("change", (event) => {
+  const target = event.target;
+  if (target.matches("select[data-navigate]")) window.location.href = target.value;
+  else if (target.matches("select[data-submit-on-change]")) target.form.submit();
+});
+
+// An input with data-checks="<radio id>" checks that radio once something is typed in it
+// (a rule's selector picks "This one").
+document.addEventListener("input", (event) => {
+  const radio = event.target.dataset && event.target.dataset.checks && document.getElementById(event.target.dataset.checks);
+  if (radio && event.target.value) radio.checked = true;
+});
+
 // Approvals queue: say so when a refresh fails, and hide the message once one succeeds again.
 // htmx keeps polling on its own schedule either way; a failed response is not swapped in.
 function queueRefreshFailed(event) {

@@ -189,3 +189,14 @@ def test_it_runs_a_constant_number_of_queries_on_the_rules_tab_and_configs_list(
         publish(config, user=alice)
     many = (_queries(admin, rules_url), _queries(admin, reverse("rules:configs")))
     assert many == few
+
+
+def test_it_swaps_the_which_one_hint_from_the_servers_table_without_inline_script(admin, acme):
+    config = make_config(acme)
+    rule = make_rule(config)
+    page = admin.get(reverse("rules:rule_edit", args=[config.public_id, rule.public_id])).content.decode()
+    assert page.count("<script") == page.count("<script src=") and "onchange" not in page
+    assert f'hx-get="{reverse("rules:which_one")}"' in page
+    hint = admin.get(reverse("rules:which_one"), {"kind": "cell"}, headers={"HX-Request": "true"}).content.decode()
+    assert '<legend id="which-label">Which cell</legend>' in hint
+    assert 'id="which-hint" hx-swap-oob="true">A notebook or cell id, such as nb_warehouse, or Any.</p>' in hint
