@@ -46,6 +46,7 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "whitenoise.runserver_nostatic",
     "django.contrib.staticfiles",
+    "django.forms",  # the widget templates, for FORM_RENDERER
     "rest_framework",
     "django_filters",
     "drf_spectacular",
@@ -72,6 +73,7 @@ MIDDLEWARE = [
 ]
 
 ROOT_URLCONF = "hitl_portal.urls"
+FORM_RENDERER = "hitl_portal.forms.FormRenderer"
 WSGI_APPLICATION = "hitl_portal.wsgi.application"
 
 TEMPLATES = [

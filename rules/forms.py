@@ -39,7 +39,15 @@ class RuleForm(forms.ModelForm):
         model = Rule
         fields = ["kind", "which", "match", "point", "enabled", "message", "order"]
         widgets = {"message": forms.Textarea(attrs={"rows": 2})}
-        labels = {"match": "Selector"}
+        labels = {
+            "kind": "Boundary",
+            "match": "Selector",
+            "point": "Point",
+            "enabled": "Enabled",
+            "message": "Message for the reviewer",
+            "order": "Order",
+        }
+        help_texts = {"order": "Lower numbers gate first."}
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)

@@ -30,7 +30,7 @@ def test_it_shows_the_placeholder_message_next_to_the_channel_reference(admin, a
     url = reverse("contacts:contacts", args=[config.public_id])
     response = admin.post(url, {"name": "Leads", "channel": channel, "channel_ref": literal})
     assert response.status_code == 400
-    assert f'id="channel-ref-error" role="alert">{PLACEHOLDER_ERROR}</p>' in response.content.decode()
+    assert f'id="id_channel_ref_error" role="alert">{PLACEHOLDER_ERROR}</p>' in response.content.decode()
     assert not Contact.objects.exists()
     assert admin.post(url, {"name": "Leads", "channel": channel, "channel_ref": "${LEADS}"}).status_code == 302
     assert "${LEADS}" in admin.get(url).content.decode()
