@@ -8,6 +8,8 @@ import pytest
 from ..helpers import error_of
 from .engine_support import gate_body, make_support_config
 
+pytestmark = pytest.mark.live_http  # a long-poll holds a server thread: real HTTP
+
 
 @pytest.fixture
 def support(acme, alice):
