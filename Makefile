@@ -8,7 +8,7 @@ PORT ?= 8000
 WORKERS ?= 2
 # The production server (README: Deploying): gunicorn supervising uvicorn workers (ASGI), one per core.
 # A waiting engine costs a socket: give each process the hard limit of open files.
-SERVE = ulimit -n "$$(ulimit -Hn)"; $(VENV)/bin/gunicorn hitl_portal.asgi:application --bind $(HOST):$(PORT) \
+SERVE = ulimit -n "$$(ulimit -Hn)"; exec $(VENV)/bin/gunicorn hitl_portal.asgi:application --bind $(HOST):$(PORT) \
 	--worker-class uvicorn_worker.UvicornWorker --workers $(WORKERS) --timeout 60 --keep-alive 30 --access-logfile -
 
 .PHONY: run serve test lint format bench faults clean

@@ -8,6 +8,7 @@ from django.utils import timezone
 
 from approvals.digest import call_digest
 from approvals.models import ApprovalKind, ApprovalRequest
+from contacts.services import contact_create
 from rules import services as rule_services
 from rules.models import Config
 from workspaces import services as ws_services
@@ -30,17 +31,13 @@ def _seed() -> Workspace:
     support = rule_services.config_create(workspace=acme, name="Support agent")
     rule_services.config_update(config=support, pass_information_level="full", token_cap_per_turn=50_000)
     rule_services.rule_create(config=support, message="Deletes of customer data need a second pair of eyes.")
-    rule_services.contact_create(
-        config=support, name="Support leads", channel="slack", channel_ref="${SUPPORT_LEADS_SLACK}"
-    )
+    contact_create(config=support, name="Support leads", channel="slack", channel_ref="${SUPPORT_LEADS_SLACK}")
     rule_services.config_publish(config=support, user=admin, note="Gate every delete")
     rule_services.rule_create(
         config=support, kind="mcp_server", match="mcp_billing", message="Refunds move real money.", order=20
     )
     rule_services.rule_create(config=support, kind="worker", match="*", enabled=False, order=30)
-    rule_services.contact_create(
-        config=support, name="Finance on call", channel="email", channel_ref="${FINANCE_ONCALL_EMAIL}"
-    )
+    contact_create(config=support, name="Finance on call", channel="email", channel_ref="${FINANCE_ONCALL_EMAIL}")
     v2 = rule_services.config_publish(config=support, user=admin, note="Also gate the billing MCP server")
 
     notebook = rule_services.config_create(workspace=acme, name="Data notebook")

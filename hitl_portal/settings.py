@@ -48,6 +48,7 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "whitenoise.runserver_nostatic",
     "django.contrib.staticfiles",
+    "django.forms",  # the widget templates, for FORM_RENDERER
     "rest_framework",
     "django_filters",
     "drf_spectacular",
@@ -74,6 +75,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "hitl_portal.errors.DomainErrorPages",
     # Last, as django-axes asks: it turns a lockout raised during login into its page.
     "axes.middleware.AxesMiddleware",
 ]
@@ -94,6 +96,7 @@ LONG_POLL_MIDDLEWARE = [
 ]
 
 ROOT_URLCONF = "hitl_portal.urls"
+FORM_RENDERER = "hitl_portal.forms.FormRenderer"
 WSGI_APPLICATION = "hitl_portal.wsgi.application"
 
 TEMPLATES = [

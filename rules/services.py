@@ -4,7 +4,6 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
-from contacts.models import Contact
 from workspaces.models import Workspace
 
 from . import selectors
@@ -52,26 +51,6 @@ def rule_update(*, rule: Rule, **changes) -> Rule:
 
 def rule_delete(*, rule: Rule) -> None:
     rule.delete()
-
-
-def contact_create(*, config: Config, name: str, channel: str, channel_ref: str = "") -> Contact:
-    contact = Contact(config=config, name=name, channel=channel, channel_ref=channel_ref)
-    contact.full_clean(exclude=["config", "public_id"])
-    contact.save()
-    return contact
-
-
-def contact_update(*, contact: Contact, **changes) -> Contact:
-    for field in ("name", "channel", "channel_ref"):
-        if field in changes:
-            setattr(contact, field, changes[field])
-    contact.full_clean(exclude=["config", "public_id"])
-    contact.save()
-    return contact
-
-
-def contact_delete(*, contact: Contact) -> None:
-    contact.delete()
 
 
 def plan_refusal(*, workspace: Workspace, enabled_rules: int) -> str | None:

@@ -8,21 +8,14 @@ from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.http import Http404
 from django.shortcuts import redirect, render
-from django.views.decorators.http import require_http_methods, require_POST
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from workspaces.decorators import admin_required, member_required
 
 from . import selectors, services
 from .exceptions import NothingToPublish, PlanRequired
-from .forms import WHICH_ONE, ConfigForm, PinForm, PublishForm, RuleForm, SettingsForm
+from .forms import ConfigForm, PinForm, PublishForm, RuleForm, SettingsForm, which_one_for
 from .models import Config, ConfigVersion, Rule
-
-
-def config_or_404(request, cfg: str) -> Config:
-    config = selectors.configs_with_versions(request.actor.workspace).filter(public_id=cfg).first()
-    if config is None:
-        raise Http404("No such config in this workspace.")
-    return config
 
 
 def config_page_context(request, config: Config, tab: str, configs=None) -> dict:
@@ -71,7 +64,7 @@ def configs(request):
 @admin_required
 @require_POST
 def config_rename(request, cfg: str):
-    config = config_or_404(request, cfg)
+    config = selectors.config_for(workspace=request.actor.workspace, public_id=cfg)
     form = ConfigForm(request.POST, instance=config)
     if form.is_valid():
         services.config_update(config=config, name=form.cleaned_data["name"])
@@ -111,7 +104,7 @@ def _rules_page(request, cfg: str, *, publish_form: PublishForm | None = None, s
 @require_http_methods(["GET", "POST"])
 def rule_add(request, cfg: str):
     """A new rule's form, prefilled with "approve every delete"; nothing is in the draft until it is saved."""
-    config = config_or_404(request, cfg)
+    config = selectors.config_for(workspace=request.actor.workspace, public_id=cfg)
     rule = Rule(config=config)
     form = RuleForm(instance=rule)
     if request.method == "POST":
@@ -122,8 +115,15 @@ def rule_add(request, cfg: str):
             messages.success(request, "Added the rule to the draft. Publish to serve it.")
             return redirect("rules:rules", config.public_id)
     context = config_page_context(request, config, "rules")
-    context.update(form=form, rule=None, which_one={str(k): v for k, v in WHICH_ONE.items()})
+    context.update(form=form, rule=None)
     return render(request, "rules/rule_edit.html", context, status=400 if form.errors else 200)
+
+
+@admin_required
+@require_GET
+def which_one(request):
+    """The "Which one" label and hint for the kind the rule form's select now shows (htmx)."""
+    return render(request, "rules/_which_one.html", {"which_one": which_one_for(request.GET.get("kind", ""))})
 
 
 def _rule_or_404(config: Config, rul: str) -> Rule:
@@ -136,7 +136,7 @@ def _rule_or_404(config: Config, rul: str) -> Rule:
 @admin_required
 @require_http_methods(["GET", "POST"])
 def rule_edit(request, cfg: str, rul: str):
-    config = config_or_404(request, cfg)
+    config = selectors.config_for(workspace=request.actor.workspace, public_id=cfg)
     rule = _rule_or_404(config, rul)
     form = RuleForm(instance=rule)
     if request.method == "POST":
@@ -147,14 +147,14 @@ def rule_edit(request, cfg: str, rul: str):
             messages.success(request, "Saved the rule in the draft. Publish to serve it.")
             return redirect("rules:rules", config.public_id)
     context = config_page_context(request, config, "rules")
-    context.update(form=form, rule=rule, which_one={str(k): v for k, v in WHICH_ONE.items()})
+    context.update(form=form, rule=rule)
     return render(request, "rules/rule_edit.html", context, status=400 if form.errors else 200)
 
 
 @admin_required
 @require_POST
 def rule_toggle(request, cfg: str, rul: str):
-    config = config_or_404(request, cfg)
+    config = selectors.config_for(workspace=request.actor.workspace, public_id=cfg)
     rule = _rule_or_404(config, rul)
     services.rule_update(rule=rule, enabled=not rule.enabled)
     messages.success(request, f"{'Enabled' if rule.enabled else 'Disabled'} the rule in the draft.")
@@ -164,7 +164,7 @@ def rule_toggle(request, cfg: str, rul: str):
 @admin_required
 @require_POST
 def rule_delete(request, cfg: str, rul: str):
-    config = config_or_404(request, cfg)
+    config = selectors.config_for(workspace=request.actor.workspace, public_id=cfg)
     services.rule_delete(rule=_rule_or_404(config, rul))
     messages.success(request, "Deleted the rule from the draft. Published versions keep it.")
     return redirect("rules:rules", config.public_id)
@@ -173,7 +173,7 @@ def rule_delete(request, cfg: str, rul: str):
 @member_required
 @require_http_methods(["GET", "POST"])
 def settings(request, cfg: str):
-    config = config_or_404(request, cfg)
+    config = selectors.config_for(workspace=request.actor.workspace, public_id=cfg)
     form = SettingsForm(instance=config)
     if request.method == "POST":
         if not request.actor.is_admin:
@@ -192,7 +192,7 @@ def settings(request, cfg: str):
 @admin_required
 @require_POST
 def publish(request, cfg: str):
-    config = config_or_404(request, cfg)
+    config = selectors.config_for(workspace=request.actor.workspace, public_id=cfg)
     form = PublishForm(request.POST)
     if not form.is_valid():
         messages.error(request, "The note is at most 2,000 characters.")
@@ -210,7 +210,7 @@ def publish(request, cfg: str):
 @admin_required
 @require_POST
 def pin(request, cfg: str):
-    config = config_or_404(request, cfg)
+    config = selectors.config_for(workspace=request.actor.workspace, public_id=cfg)
     form = PinForm(request.POST)
     if not form.is_valid():
         raise Http404("No such version.")
@@ -224,7 +224,7 @@ def pin(request, cfg: str):
 
 @member_required
 def version(request, cfg: str, number: int):
-    config = config_or_404(request, cfg)
+    config = selectors.config_for(workspace=request.actor.workspace, public_id=cfg)
     frozen = config.versions.select_related("published_by").filter(number=number).first()
     if frozen is None:
         raise Http404("No such version of this config.")

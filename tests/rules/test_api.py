@@ -229,7 +229,7 @@ def test_it_pages_through_versions_newest_first(alice_api, acme):
         publish(config)
     seen, url = [], f"{alice_api.base_url}/api/v1/configs/{config.public_id}/versions?limit=2"
     while url:
-        page = alice_api.session.get(url, timeout=10).json()
+        page = alice_api.get(url).json()
         seen += [v["version"] for v in page["results"]]
         url = page["next"]
     assert seen == [3, 2, 1]

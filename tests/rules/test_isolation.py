@@ -5,6 +5,7 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
+from contacts.services import contact_create
 from rules.models import Config, ConfigVersion, Rule
 
 from ..helpers import change_draft, make_config, make_rule, publish
@@ -13,11 +14,10 @@ from ..helpers import change_draft, make_config, make_rule, publish
 @pytest.fixture
 def setup(acme, alice):
     from contacts.models import Contact
-    from rules import services
 
     config = make_config(acme)
     rule = make_rule(config, kind="worker", match="researcher")
-    contact = services.contact_create(config=config, name="Leads", channel="none")
+    contact = contact_create(config=config, name="Leads", channel="none")
     publish(config, user=alice)
     change_draft(config)
     publish(config, user=alice)

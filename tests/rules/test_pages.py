@@ -6,7 +6,6 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from contacts.models import PLACEHOLDER_ERROR, Contact
 from rules.models import ConfigVersion, Rule
 from rules.selectors import served_number
 
@@ -107,38 +106,6 @@ def test_it_enables_disables_and_deletes_a_rule(admin, acme):
     assert "Enable</button>" in admin.get(reverse("rules:rules", args=[config.public_id])).content.decode()
     admin.post(reverse("rules:rule_delete", args=[config.public_id, rule.public_id]))
     assert not Rule.objects.exists()
-
-
-@pytest.mark.parametrize(
-    "channel, literal",
-    [
-        ("email", "oncall@acme.test"),
-        ("slack", "https://hooks.slack.com/services/T0/B0/X"),
-        ("webhook", "https://x.test"),
-    ],
-)
-def test_it_shows_the_placeholder_message_next_to_the_channel_reference(admin, acme, channel, literal):
-    config = make_config(acme)
-    url = reverse("contacts:contacts", args=[config.public_id])
-    response = admin.post(url, {"name": "Leads", "channel": channel, "channel_ref": literal})
-    assert response.status_code == 400
-    assert f'id="channel-ref-error" role="alert">{PLACEHOLDER_ERROR}</p>' in response.content.decode()
-    assert not Contact.objects.exists()
-    assert admin.post(url, {"name": "Leads", "channel": channel, "channel_ref": "${LEADS}"}).status_code == 302
-    assert "${LEADS}" in admin.get(url).content.decode()
-
-
-def test_it_edits_a_contact_with_the_message_next_to_the_field(admin, acme):
-    from rules.services import contact_create
-
-    config = make_config(acme)
-    contact = contact_create(config=config, name="Leads", channel="email", channel_ref="${LEADS}")
-    url = reverse("contacts:contact_edit", args=[config.public_id, contact.public_id])
-    refused = admin.post(url, {"name": "Leads", "channel": "email", "channel_ref": "leads@acme.test"})
-    assert PLACEHOLDER_ERROR in refused.content.decode()
-    assert admin.post(url, {"name": "Leads", "channel": "slack", "channel_ref": "${LEADS_SLACK}"}).status_code == 302
-    contact.refresh_from_db()
-    assert contact.channel_ref == "${LEADS_SLACK}"
 
 
 def test_it_shows_draft_and_served_state_and_publishes_with_a_note(admin, acme):
@@ -255,3 +222,14 @@ def test_it_runs_a_constant_number_of_queries_on_the_rules_tab_and_configs_list(
         publish(config, user=alice)
     many = (_queries(admin, rules_url), _queries(admin, reverse("rules:configs")))
     assert many == few
+
+
+def test_it_swaps_the_which_one_hint_from_the_servers_table_without_inline_script(admin, acme):
+    config = make_config(acme)
+    rule = make_rule(config)
+    page = admin.get(reverse("rules:rule_edit", args=[config.public_id, rule.public_id])).content.decode()
+    assert page.count("<script") == page.count("<script src=") and "onchange" not in page
+    assert f'hx-get="{reverse("rules:which_one")}"' in page
+    hint = admin.get(reverse("rules:which_one"), {"kind": "cell"}, headers={"HX-Request": "true"}).content.decode()
+    assert '<legend id="which-label">Which cell</legend>' in hint
+    assert 'id="which-hint" hx-swap-oob="true">A notebook or cell id, such as nb_warehouse, or Any.</p>' in hint
