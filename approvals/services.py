@@ -301,7 +301,6 @@ _INSERT_SQL = "INSERT INTO {table} ({columns}) VALUES ({values}) RETURNING id".f
 )
 
 
-
 def _check_insert_fields() -> None:
     """At import: the INSERT writes every concrete column, each from the instance as it stands.
 
