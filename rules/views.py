@@ -157,7 +157,7 @@ def rule_delete(request, cfg: str, rul: str):
 
 @member_required
 @require_http_methods(["GET", "POST"])
-def settings(request, cfg: str):
+def config_settings(request, cfg: str):
     config = selectors.config_for(workspace=request.actor.workspace, public_id=cfg)
     form = SettingsForm(instance=config)
     if request.method == "POST":
