@@ -1,5 +1,7 @@
 """`hitl demo`: a small demo workspace so the portal is worth looking at in its first minute."""
 
+import os
+import sys
 from datetime import timedelta
 
 from django.utils import timezone
@@ -20,6 +22,9 @@ def _seed() -> Workspace:
     acme = ws_services.workspace_create(slug="acme", plan=Plan.PRO, name="Acme Support")
     hobby = ws_services.workspace_create(slug="hobby", plan=Plan.FREE, name="Hobby (Free plan)")
     admin = ws_services.member_add(workspace=acme, email=ADMIN[0], role="admin", password=ADMIN[1]).user
+    # The README sends staff to Django admin (plans, tokens, history): the demo admin can go there.
+    admin.is_staff = admin.is_superuser = True
+    admin.save(update_fields=["is_staff", "is_superuser"])
     ws_services.member_add(workspace=acme, email=REVIEWER[0], role="reviewer", password=REVIEWER[1])
     ws_services.member_add(workspace=hobby, email=ADMIN[0], role="admin")
 
@@ -94,6 +99,12 @@ def _seed() -> Workspace:
     return acme, engine_key
 
 
+def python() -> str:
+    """This interpreter as the reader should type it: `.venv/bin/python` works without activating the venv."""
+    path = os.path.relpath(sys.executable)
+    return path if not path.startswith("..") else sys.executable
+
+
 def demo(cmd, options) -> None:
     url = options["url"]
     if Workspace.objects.filter(slug="acme").exists():
@@ -111,10 +122,18 @@ def demo(cmd, options) -> None:
     ]
     if engine_key:
         lines.append(f"  Engine key (shown once): {engine_key}")
-        if support:
-            lines.append(
-                f"  Try: python manage.py hitl demo-engine --url {url} --key {engine_key} --config {support.public_id}"
-            )
+    else:
+        # Only a hash of the first key is stored: say how to make another rather than print nothing.
+        engine_key = "KEY"
+        lines.append(
+            f"  Engine key: shown once, on the first run. A new one: "
+            f"{python()} manage.py hitl token create --workspace acme --engine demo-engine"
+        )
+    if support:
+        lines.append(
+            f"  Try: {python()} manage.py hitl demo-engine --url {url} --key {engine_key} --config {support.public_id}"
+        )
+    lines.append(f"  Django admin: {url.rstrip('/')}/admin/ (as {ADMIN[0]})")
     cmd.stdout.write("\n".join(lines) + "\n")
 
 

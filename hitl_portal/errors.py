@@ -10,7 +10,7 @@ from rest_framework.views import exception_handler, set_rollback
 
 from approvals.exceptions import ApprovalNotFound, IdempotencyKeyReused, NotApproved, WrongDecision
 from contacts.exceptions import ContactNotFound
-from rules.exceptions import ConfigNotFound, PlanRequired
+from rules.exceptions import ConfigNotFound, NothingToPublish, PlanRequired
 
 from .exceptions import DomainError
 
@@ -54,6 +54,7 @@ DOMAIN_ERRORS: dict[type[DomainError], tuple[int, str]] = {
     WrongDecision: (status.HTTP_400_BAD_REQUEST, "invalid"),
     PlanRequired: (status.HTTP_403_FORBIDDEN, "plan_required"),
     NotApproved: (status.HTTP_409_CONFLICT, "conflict"),
+    NothingToPublish: (status.HTTP_409_CONFLICT, "conflict"),
     IdempotencyKeyReused: (status.HTTP_422_UNPROCESSABLE_ENTITY, "idempotency_key_reused"),
     DomainError: (status.HTTP_400_BAD_REQUEST, "invalid"),  # any other refusal: the client must change something
 }

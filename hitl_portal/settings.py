@@ -152,8 +152,9 @@ def pooled_under_asgi(database: dict) -> dict:
 pooled_under_asgi(DATABASES["default"])
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
-AUTH_PASSWORD_VALIDATORS = [  # Django's four, for the admin's forms and `hitl member add --password` alike
-    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+# For the admin's forms and `hitl member add --password` alike. Not UserAttributeSimilarityValidator:
+# it refuses the demo's printed logins ("acme-admin-demo" for admin@acme.test) for little gain.
+AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},

@@ -194,6 +194,9 @@ class PublishView(AdminView):
                 ErrorSerializer,
                 description="Not an admin, or `plan_required`: an enabled rule in the draft on the Free plan.",
             ),
+            409: OpenApiResponse(
+                ErrorSerializer, description="`conflict`: the draft matches the newest version; nothing to publish."
+            ),
         },
     )
     def post(self, request, cfg: str):

@@ -13,7 +13,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from workspaces.decorators import admin_required, member_required
 
 from . import selectors, services
-from .exceptions import PlanRequired
+from .exceptions import NothingToPublish, PlanRequired
 from .forms import ConfigForm, PinForm, PublishForm, RuleForm, SettingsForm, which_one_for
 from .models import Config, ConfigVersion, Rule
 
@@ -76,6 +76,11 @@ def config_rename(request, cfg: str):
 
 @member_required
 def rules(request, cfg: str):
+    return _rules_page(request, cfg)
+
+
+def _rules_page(request, cfg: str, *, publish_form: PublishForm | None = None, status: int = 200):
+    """The Rules tab; after a refused publish, with the typed note still in its box."""
     configs = list(selectors.configs_with_versions(request.actor.workspace))
     config = next((c for c in configs if c.public_id == cfg), None)
     if config is None:
@@ -90,18 +95,28 @@ def rules(request, cfg: str):
         }
         for i, version in enumerate(versions)
     ]
-    context["publish_form"] = PublishForm()
+    context["publish_form"] = publish_form or PublishForm()
     context["next_number"] = (config.latest_version or 0) + 1
-    return render(request, "rules/rules.html", context)
+    return render(request, "rules/rules.html", context, status=status)
 
 
 @admin_required
-@require_POST
+@require_http_methods(["GET", "POST"])
 def rule_add(request, cfg: str):
+    """A new rule's form, prefilled with "approve every delete"; nothing is in the draft until it is saved."""
     config = selectors.config_for(workspace=request.actor.workspace, public_id=cfg)
-    rule = services.rule_create(config=config)
-    messages.success(request, "Added “approve every delete”. Change it below, or keep it as it is.")
-    return redirect("rules:rule_edit", config.public_id, rule.public_id)
+    rule = Rule(config=config)
+    form = RuleForm(instance=rule)
+    if request.method == "POST":
+        form = RuleForm(request.POST, instance=rule)
+        if form.is_valid():
+            changes = {k: v for k, v in form.cleaned_data.items() if k != "which"}
+            services.rule_create(config=config, **changes)
+            messages.success(request, "Added the rule to the draft. Publish to serve it.")
+            return redirect("rules:rules", config.public_id)
+    context = config_page_context(request, config, "rules")
+    context.update(form=form, rule=None)
+    return render(request, "rules/rule_edit.html", context, status=400 if form.errors else 200)
 
 
 @admin_required
@@ -181,13 +196,14 @@ def publish(request, cfg: str):
     form = PublishForm(request.POST)
     if not form.is_valid():
         messages.error(request, "The note is at most 2,000 characters.")
-        return redirect("rules:rules", config.public_id)
+        return _rules_page(request, cfg, publish_form=form, status=400)
     try:
         version = services.config_publish(config=config, user=request.user, note=form.cleaned_data["note"])
-    except PlanRequired as refusal:
+    except (PlanRequired, NothingToPublish) as refusal:
+        # The page again, not a redirect: the note the admin typed stays in its box.
         messages.error(request, refusal.message)
-    else:
-        messages.success(request, f"Published v{version.number}; it is served now.")
+        return _rules_page(request, cfg, publish_form=form, status=403 if isinstance(refusal, PlanRequired) else 409)
+    messages.success(request, f"Published v{version.number}; it is served now.")
     return redirect("rules:rules", config.public_id)
 
 

@@ -44,6 +44,12 @@ def publish(config, user=None, note: str = ""):
     return rule_services.config_publish(config=config, user=user, note=note)
 
 
+def change_draft(config) -> None:
+    """Some change to the draft (its per-turn token cap), so the next publish has something new to freeze."""
+    config.refresh_from_db()
+    rule_services.config_update(config=config, token_cap_per_turn=(config.token_cap_per_turn or 0) + 1000)
+
+
 class Api:
     """Real HTTP against the live server, as an engine or a script would call it."""
 

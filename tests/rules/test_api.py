@@ -7,7 +7,7 @@ import pytest
 
 from rules.models import Config, Rule
 
-from ..helpers import error_of, make_config, make_rule, publish
+from ..helpers import change_draft, error_of, make_config, make_rule, publish
 
 MISSING_MATCH = {
     "delete": "A delete rule needs its match selector: fill in Which one, or pick Any (*)",
@@ -225,6 +225,7 @@ def test_it_answers_404_for_a_tampered_cursor(alice_api, acme, path, position):
 def test_it_pages_through_versions_newest_first(alice_api, acme):
     config = make_config(acme)
     for _ in range(3):
+        change_draft(config)
         publish(config)
     seen, url = [], f"{alice_api.base_url}/api/v1/configs/{config.public_id}/versions?limit=2"
     while url:

@@ -26,15 +26,45 @@ def _edit(admin, rule, **fields):
     return admin.post(reverse("rules:rule_edit", args=[rule.config.public_id, rule.public_id]), data)
 
 
-def test_it_adds_approve_every_delete_and_opens_it_for_editing(admin, acme):
+def test_add_rule_opens_approve_every_delete_and_adds_it_only_when_saved(admin, acme):
     config = make_config(acme)
-    response = admin.post(reverse("rules:rule_add", args=[config.public_id]))
+    url = reverse("rules:rule_add", args=[config.public_id])
+
+    page = admin.get(url).content.decode()
+    assert "New rule" in page and "Which delete operation" in page
+    assert 'value="any" checked' in page.replace('id="id_which_0" ', "").replace("required ", "")
+    assert not Rule.objects.exists()  # Cancel (a link back) leaves the draft as it was
+
+    response = admin.post(url, {"kind": "delete", "which": "any", "point": "entry", "enabled": "on", "order": 10})
     rule = Rule.objects.get()
     assert (rule.kind, rule.match, rule.point, rule.enabled, rule.order) == ("delete", "*", "entry", True, 10)
-    assert response["Location"] == reverse("rules:rule_edit", args=[config.public_id, rule.public_id])
-    page = admin.get(response["Location"]).content.decode()
-    assert "Which delete operation" in page
-    assert 'value="any" checked' in page.replace('id="id_which_0" ', "").replace("required ", "")
+    assert response["Location"] == reverse("rules:rules", args=[config.public_id])
+
+
+def test_an_invalid_new_rule_is_not_added(admin, acme):
+    config = make_config(acme)
+
+    response = admin.post(
+        reverse("rules:rule_add", args=[config.public_id]), {"kind": "worker", "which": "one", "match": "", "order": 1}
+    )
+
+    assert response.status_code == 400
+    assert "A worker rule needs its match selector" in response.content.decode()
+    assert not Rule.objects.exists()
+
+
+def test_publishing_an_unchanged_draft_is_refused_and_keeps_the_note(admin, acme, alice):
+    config = make_config(acme)
+    make_rule(config)
+    publish(config, alice)
+
+    response = admin.post(reverse("rules:publish", args=[config.public_id]), {"note": "Same again, typed with care"})
+
+    html = response.content.decode()
+    assert response.status_code == 409
+    assert "The draft matches v1: there is nothing new to publish." in html
+    assert 'value="Same again, typed with care"' in html
+    assert ConfigVersion.objects.filter(config=config).count() == 1
 
 
 @pytest.mark.parametrize("kind", list(MISSING_MATCH))
@@ -120,10 +150,13 @@ def test_it_explains_hitl_and_refuses_an_enabled_rule_on_the_free_plan(acme):
     rule = make_rule(config)
     url = reverse("rules:rules", args=[config.public_id])
     html = client.get(url).content.decode()
-    assert 'id="free-plan"' in html and 'class="tabs"' not in html
+    assert 'id="free-plan"' in html and 'class="tabs"' in html
+    assert reverse("contacts:contacts", args=[config.public_id]) in html  # the Contacts tab is reachable on Free
 
-    response = client.post(reverse("rules:publish", args=[config.public_id]), follow=True)
+    response = client.post(reverse("rules:publish", args=[config.public_id]), {"note": "My first gate"})
+    assert response.status_code == 403
     assert "Human-in-the-Loop needs a Pro or Enterprise plan" in response.content.decode()
+    assert 'value="My first gate"' in response.content.decode()  # the typed note is kept
     assert not ConfigVersion.objects.exists()
 
     client.post(reverse("rules:rule_toggle", args=[config.public_id, rule.public_id]))
