@@ -36,10 +36,12 @@ serve: $(VENV)/.installed
 
 ## make test: the whole suite on PostgreSQL — DATABASE_URL's (CI), or else a throwaway one from the
 ## pip-installed pgserver wheel, started for this run and deleted after it (tests/throwaway_postgres.py)
+# pytest-xdist workers, each with its own test database (TEST_WORKERS=0 runs in one process)
+TEST_WORKERS ?= 2
 ON_POSTGRES = $(if $(DATABASE_URL),,$(PY) -m tests.throwaway_postgres)
 test: $(VENV)/.installed
 	$(VENV)/bin/ruff check .
-	$(ON_POSTGRES) $(VENV)/bin/pytest $(PYTEST_ARGS)
+	$(ON_POSTGRES) $(VENV)/bin/pytest -n $(TEST_WORKERS) $(PYTEST_ARGS)
 
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check .

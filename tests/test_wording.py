@@ -4,7 +4,7 @@ import pytest
 
 from approvals.models import ApprovalRequest
 from contacts import services as contact_services
-from tests.approvals.factories import make_approval, make_token_cap
+from tests.factories import make_approval, make_token_cap
 from tests.helpers import make_config, make_rule, publish
 
 
