@@ -123,7 +123,7 @@ def test_it_refuses_an_over_long_note(alice_api, acme):
 
 
 @pytest.fixture
-def free_admin_api(make_api):
+def free_admin_api(db, make_api):
     from ..helpers import make_member, make_token
 
     hobby = make_workspace("hobby", plan="free")
