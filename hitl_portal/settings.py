@@ -55,6 +55,7 @@ INSTALLED_APPS = [
     "rules",
     "contacts",
     "approvals",
+    "integrations",
 ]
 
 MIDDLEWARE = [
@@ -186,6 +187,12 @@ APPROVAL_TTL_SECONDS = 24 * 60 * 60
 APPROVAL_MAX_WAIT_SECONDS = 30
 # The Approvals tab refreshes its queue this often (tests shorten it).
 APPROVALS_REFRESH_SECONDS = envint("APPROVALS_REFRESH_SECONDS", "10")
+
+# Slack app (README, "Slack"): the bot token and signing secret come from the environment only,
+# never the database. The API base URL is configurable so tests can point at a fake on loopback.
+HITL_SLACK_BOT_TOKEN = os.environ.get("HITL_SLACK_BOT_TOKEN", "")
+HITL_SLACK_SIGNING_SECRET = os.environ.get("HITL_SLACK_SIGNING_SECRET", "")
+HITL_SLACK_API_URL = os.environ.get("HITL_SLACK_API_URL", "https://slack.com/api/")
 
 Q_CLUSTER = {
     "name": "hitl",
