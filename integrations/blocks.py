@@ -53,6 +53,19 @@ def fallback_text(approval: ApprovalRequest) -> str:
     return _clip(f"{title} — {decision_line(approval)}", SECTION_MAX)
 
 
+def test_text() -> str:
+    return "Test message from the HITL Portal: approval requests for this contact will arrive in this channel."
+
+
+def nudge_text(approval: ApprovalRequest, event: str) -> str:
+    """A reminder or an escalation, as a reply under the request's message."""
+    title = escape(selectors.card_title(approval))
+    if approval.effective_status() != Status.PENDING:
+        return f"{title}: {escape(decision_line(approval))}"
+    lead = "Escalated — still waiting for a decision" if event == "escalated" else "Reminder — still waiting"
+    return f"{lead}: {title}, expires {when(approval.expires_at)}. <{portal_url(approval)}|Open in portal>"
+
+
 def _field(label: str, value: str) -> dict:
     return {"type": "mrkdwn", "text": _clip(f"*{label}*\n{escape(value) or '—'}", FIELD_MAX), "verbatim": True}
 

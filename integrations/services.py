@@ -62,21 +62,24 @@ def slack_message_post(*, approval: ApprovalRequest, channel: str, contact_id: s
 
 
 def slack_thread_reply(*, message: SlackMessage, text: str) -> None:
-    """A line under the request's message (reminder, escalation): no new buttons to keep in step."""
+    """A line under the request's message (reminder, escalation): no second set of buttons to keep in step."""
     slack.call("chat.postMessage", channel=message.channel, thread_ts=message.ts, text=text)
 
 
-def slack_messages_refresh(*, approval: ApprovalRequest) -> int:
-    """Bring every Slack message of the request up to date (chat.update); returns how many changed.
+def slack_messages_refresh(*, approval: ApprovalRequest, channel: str | None = None) -> int:
+    """Bring the request's Slack messages (in one channel, or all) up to date; returns how many changed.
 
     Called for every resolution, wherever it happened. Idempotent: a message already showing the
-    request's status is left alone, and the recorded status moves only forward from what was read,
-    so two refreshes racing update Slack with the same content at worst.
+    request's status is left alone, and the recorded status moves only from what was read, so two
+    refreshes racing send Slack the same content at worst.
     """
     approval.refresh_from_db()
     status = approval.effective_status()
+    messages = SlackMessage.objects.filter(approval=approval).exclude(shown_status=status)
+    if channel is not None:
+        messages = messages.filter(channel=channel)
     changed = 0
-    for message in SlackMessage.objects.filter(approval=approval).exclude(shown_status=status):
+    for message in messages:
         slack.call(
             "chat.update",
             channel=message.channel,
@@ -88,6 +91,27 @@ def slack_messages_refresh(*, approval: ApprovalRequest) -> int:
             shown_status=status, updated_at=timezone.now()
         )
     return changed
+
+
+def slack_deliver(*, approval: ApprovalRequest | None, event: str, channel_ref: str, contact_id: str = "") -> None:
+    """What one notification event means for a Slack contact (the outbox's Slack transport calls this).
+
+    requested / escalated: the message with its buttons (an escalation to a channel that already has
+    it is a reply in its thread); reminder: a reply in the thread; decided / expired: the message
+    updated in place, buttons removed; test: a line saying the contact reaches this channel.
+    Raises slack.SlackError: `permanent`, or with Slack's `retry_after` for a 429.
+    """
+    channel = slack.channel_for(channel_ref)
+    if approval is None:  # a `test` event belongs to no request
+        slack.call("chat.postMessage", channel=channel, text=blocks.test_text())
+        return
+    existing = SlackMessage.objects.filter(approval=approval, channel=channel).first()
+    if existing is None:
+        slack_message_post(approval=approval, channel=channel, contact_id=contact_id)
+    elif event in ("decided", "expired", "requested"):
+        slack_messages_refresh(approval=approval, channel=channel)
+    else:  # reminder, escalated
+        slack_thread_reply(message=existing, text=blocks.nudge_text(approval, event))
 
 
 def _refresh_on_commit(approval: ApprovalRequest) -> None:
