@@ -22,7 +22,7 @@ from .models import SlackRequestSeen
 # Slack's window for a request timestamp; the same window bounds how long a signature is remembered.
 SIGNATURE_WINDOW = timedelta(minutes=5)
 # Inside an interaction Slack waits 3 s for the answer: each call there gets at most this long.
-INTERACTIVE_TIMEOUT_SECONDS = 1.5
+INTERACTIVE_TIMEOUT_SECONDS = 1.2
 BACKGROUND_TIMEOUT_SECONDS = 10
 
 # Slack answers these for a channel or message that will never accept the call: retrying is useless.
@@ -43,13 +43,15 @@ PERMANENT_ERRORS = {
 
 
 class SlackError(Exception):
-    """A Slack call that failed. `permanent`: retrying will not help; `retry_after`: Slack's 429 wait, seconds."""
+    """A Slack call that failed. `permanent`: retrying will not help; `retry_after`: Slack's 429 wait, seconds;
+    `code`: Slack's error code (`user_not_found`), when it gave one."""
 
-    def __init__(self, message: str, *, permanent: bool = False, retry_after: int | None = None):
+    def __init__(self, message: str, *, permanent: bool = False, retry_after: int | None = None, code: str = ""):
         super().__init__(message)
         self.message = message
         self.permanent = permanent
         self.retry_after = retry_after
+        self.code = code
 
 
 def client(*, timeout: float = BACKGROUND_TIMEOUT_SECONDS) -> WebClient:
@@ -79,18 +81,18 @@ def call(method: str, *, timeout: float = BACKGROUND_TIMEOUT_SECONDS, **params) 
         if status == 429:
             headers = {key.lower(): value for key, value in (error.response.headers or {}).items()}
             wait = _seconds(headers.get("retry-after"))
-            return _raise(f"Slack rate-limited {method} (HTTP 429, retry after {wait} s)", retry_after=wait)
+            raise SlackError(
+                f"Slack rate-limited {method} (HTTP 429, retry after {wait} s)", retry_after=wait
+            ) from None
         if status >= 500:
-            return _raise(f"HTTP {status} from Slack on {method}")
-        return _raise(f"Slack refused {method}: {code or f'HTTP {status}'}", permanent=code in PERMANENT_ERRORS)
+            raise SlackError(f"HTTP {status} from Slack on {method}") from None
+        raise SlackError(
+            f"Slack refused {method}: {code or f'HTTP {status}'}", permanent=code in PERMANENT_ERRORS, code=code
+        ) from None
     except SlackClientError as error:
-        return _raise(f"Slack {method} failed: {type(error).__name__}")
+        raise SlackError(f"Slack {method} failed: {type(error).__name__}") from None
     except OSError as error:  # connection refused, reset, timeout: worth another try
-        return _raise(f"Slack {method} failed: {type(error).__name__}")
-
-
-def _raise(message: str, *, permanent: bool = False, retry_after: int | None = None):
-    raise SlackError(message, permanent=permanent, retry_after=retry_after)
+        raise SlackError(f"Slack {method} failed: {type(error).__name__}") from None
 
 
 def _seconds(value) -> int:
@@ -190,7 +192,7 @@ def identity_of(slack_user_id: str) -> SlackIdentity:
     try:
         data = call("users.info", timeout=INTERACTIVE_TIMEOUT_SECONDS, user=slack_user_id)
     except SlackError as error:
-        if "user_not_found" in error.message or "users_not_found" in error.message:
+        if error.code in ("user_not_found", "users_not_found"):
             return SlackIdentity(email="")
         raise
     user = data.get("user") or {}
