@@ -155,16 +155,14 @@ def resolution_line(approval: ApprovalRequest) -> str:
     return line
 
 
-def reason_modal(*, approval: ApprovalRequest, decision: str, channel: str, ts: str) -> dict:
+def reason_modal(*, approval: ApprovalRequest, decision: str) -> dict:
     """The modal a Reject (or Stop the run) opens: the reason, passed back to the agent."""
     label = "Stop the run" if decision == "stop" else "Reject"
     return {
         "type": "modal",
         "callback_id": REASON_MODAL,
         # Signed by Slack on the way back; still re-checked: the request and the person are looked up again.
-        "private_metadata": json.dumps(
-            {"approval": approval.public_id, "decision": decision, "channel": channel, "ts": ts}
-        ),
+        "private_metadata": json.dumps({"approval": approval.public_id, "decision": decision}),
         "title": {"type": "plain_text", "text": label},
         "submit": {"type": "plain_text", "text": label},
         "close": {"type": "plain_text", "text": "Cancel"},

@@ -183,13 +183,12 @@ def slack_block_action(*, payload: dict) -> Answer:
         _refresh_on_commit(approval)  # the click came from a stale message: bring it up to date
         return Answer(ephemeral=_already(approval))
     if decision in blocks.ASKS_REASON:
-        channel, ts = _where(payload)
         try:
             slack.call(
                 "views.open",
                 timeout=slack.INTERACTIVE_TIMEOUT_SECONDS,
                 trigger_id=str(payload.get("trigger_id") or ""),
-                view=blocks.reason_modal(approval=approval, decision=decision, channel=channel, ts=ts),
+                view=blocks.reason_modal(approval=approval, decision=decision),
             )
         except slack.SlackError as error:
             logger.warning("Could not open the reason modal for %s: %s", approval.public_id, error.message)
@@ -241,10 +240,10 @@ def _user_id(payload: dict) -> str:
     return str(user.get("id") or "") if isinstance(user, dict) else ""
 
 
-def _where(payload: dict) -> tuple[str, str]:
+def _channel(payload: dict) -> str:
     channel = payload.get("channel") if isinstance(payload.get("channel"), dict) else {}
     container = payload.get("container") if isinstance(payload.get("container"), dict) else {}
-    return str(channel.get("id") or container.get("channel_id") or ""), str(container.get("message_ts") or "")
+    return str(channel.get("id") or container.get("channel_id") or "")
 
 
 def _reason(view: dict) -> str:
@@ -256,7 +255,7 @@ def _reason(view: dict) -> str:
 
 def slack_tell(*, payload: dict, text: str) -> None:
     """An ephemeral message to the person who clicked, in the channel of the click; best effort."""
-    channel, _ = _where(payload)
+    channel = _channel(payload)
     if not channel or not _user_id(payload):
         return
     try:

@@ -300,3 +300,14 @@ def test_two_people_clicking_at_once_make_one_decision_and_both_messages_agree(
     assert first == second  # both channels show the same, winning decision
     assert not any(block["type"] == "actions" for block in first)
     assert set(SlackMessage.objects.values_list("shown_status", flat=True)) == {approval.status}
+
+
+def test_a_click_costs_a_handful_of_queries(fake_slack, request_for_deletion, django_assert_max_num_queries):
+    from integrations.services import slack_block_action
+
+    # who (user, membership), which request, the conditional UPDATE with its NOTIFY, the re-read
+    with django_assert_max_num_queries(8):
+        answer = slack_block_action(payload=click(request_for_deletion, "approve", slack_user=BOB_SLACK))
+
+    assert answer.ephemeral == ""
+    assert status_of(request_for_deletion) == "approved"
