@@ -10,6 +10,7 @@ from approvals.models import ApprovalRequest
 from integrations.models import SlackMessage
 from integrations.tasks import refresh_slack_messages
 from tests.approvals.factories import make_token_cap
+from tests.helpers import error_of
 
 from .conftest import (
     ALICE_SLACK,
@@ -311,3 +312,15 @@ def test_a_click_costs_a_handful_of_queries(fake_slack, request_for_deletion, dj
 
     assert answer.ephemeral == ""
     assert status_of(request_for_deletion) == "approved"
+
+
+def test_the_openapi_schema_describes_the_endpoint_as_it_answers(live_server, fake_slack, request_for_deletion):
+    schema = requests.get(f"{live_server.url}/api/schema/", params={"format": "json"}, timeout=30).json()
+    operation = schema["paths"]["/integrations/slack/interactions"]["post"]
+    refused = post_signed(live_server.url, click(request_for_deletion, "approve", slack_user=BOB_SLACK), secret="x")
+    handled = post_signed(live_server.url, click(request_for_deletion, "approve", slack_user=BOB_SLACK))
+
+    assert "application/x-www-form-urlencoded" in operation["requestBody"]["content"]
+    assert {"200", "400", "401", "413"} <= set(operation["responses"])
+    assert str(refused.status_code) in operation["responses"] and error_of(refused)["code"] == "signature_invalid"
+    assert str(handled.status_code) in operation["responses"]
