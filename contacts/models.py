@@ -14,11 +14,29 @@ class Channel(models.TextChoices):
     NONE = "none", "None"
 
 
-PLACEHOLDER = re.compile(r"^\$\{[A-Z][A-Z0-9_]*\}$")
-PLACEHOLDER_ERROR = (
-    "channel_ref must be a ${ENV_VAR} placeholder with an upper-case name, such as ${APPROVERS_SLACK_WEBHOOK}, "
-    "never a literal address or URL: put the real value in that environment variable"
+# Only HITL_* variables: nobody can point a contact at SECRET_KEY or DATABASE_URL.
+PLACEHOLDER = re.compile(r"^\$\{(HITL_[A-Z0-9_]+)\}$")
+# What contacts saved before the HITL_ rule may hold; they are listed with a message until edited.
+LEGACY_PLACEHOLDER = re.compile(r"^\$\{([A-Z][A-Z0-9_]*)\}$")
+_PLACEHOLDER_ERROR = (
+    "{field} must be a ${{HITL_…}} placeholder with an upper-case name starting with HITL_, such as "
+    "${{HITL_ONCALL_WEBHOOK}}, never a literal address, URL or secret: put the real value in that environment variable"
 )
+
+
+PLACEHOLDER_ERROR = _PLACEHOLDER_ERROR.format(field="channel_ref")
+SECRET_PLACEHOLDER_ERROR = _PLACEHOLDER_ERROR.format(field="secret_ref")
+
+
+def reference_name(ref: str) -> str | None:
+    """The HITL_ variable a `${HITL_…}` reference names, or None."""
+    found = PLACEHOLDER.match(ref or "")
+    return found.group(1) if found else None
+
+
+def is_legacy_reference(ref: str) -> bool:
+    """A `${NAME}` saved before references had to start with HITL_: it resolves to nothing until edited."""
+    return bool(ref) and not PLACEHOLDER.match(ref) and bool(LEGACY_PLACEHOLDER.match(ref))
 
 
 def channel_ref_error(channel: str, channel_ref: str) -> str | None:
@@ -26,9 +44,22 @@ def channel_ref_error(channel: str, channel_ref: str) -> str | None:
         if channel == Channel.NONE:
             return None
         label = Channel(channel).label if channel in Channel.values else channel
-        return f"A {label} contact needs a channel reference such as ${{APPROVERS_{channel.upper()}}}"
+        return f"A {label} contact needs a channel reference such as ${{HITL_APPROVERS_{channel.upper()}}}"
     if not PLACEHOLDER.match(channel_ref):
         return PLACEHOLDER_ERROR
+    return None
+
+
+def secret_ref_error(channel: str, secret_ref: str) -> str | None:
+    if not secret_ref:
+        if channel == Channel.WEBHOOK:
+            return (
+                "A webhook contact needs secret_ref, the ${HITL_…} variable holding its whsec_… signing secret, "
+                "such as ${HITL_ONCALL_WEBHOOK_SECRET}"
+            )
+        return None
+    if not PLACEHOLDER.match(secret_ref):
+        return SECRET_PLACEHOLDER_ERROR
     return None
 
 
@@ -40,6 +71,8 @@ class Contact(models.Model):
     name = models.CharField(max_length=200)
     channel = models.CharField(max_length=16, choices=Channel.choices, default=Channel.EMAIL)
     channel_ref = models.CharField("Channel reference", max_length=200, blank=True)
+    # Webhook: the variable holding the whsec_… signing secret. A reference, never the secret.
+    secret_ref = models.CharField("Secret reference", max_length=200, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -55,9 +88,24 @@ class Contact(models.Model):
 
     def clean(self) -> None:
         self.channel_ref = (self.channel_ref or "").strip()
-        error = channel_ref_error(self.channel, self.channel_ref)
-        if error:
-            raise ValidationError({"channel_ref": error})
+        self.secret_ref = (self.secret_ref or "").strip()
+        errors = {}
+        if error := channel_ref_error(self.channel, self.channel_ref):
+            errors["channel_ref"] = error
+        if error := secret_ref_error(self.channel, self.secret_ref):
+            errors["secret_ref"] = error
+        if errors:
+            raise ValidationError(errors)
+
+    @property
+    def is_legacy(self) -> bool:
+        return is_legacy_reference(self.channel_ref) or is_legacy_reference(self.secret_ref)
 
     def frozen(self) -> dict:
-        return {"id": self.public_id, "name": self.name, "channel": self.channel, "channel_ref": self.channel_ref}
+        return {
+            "id": self.public_id,
+            "name": self.name,
+            "channel": self.channel,
+            "channel_ref": self.channel_ref,
+            "secret_ref": self.secret_ref,
+        }

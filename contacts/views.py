@@ -6,6 +6,7 @@ from django.http import Http404
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
+from hitl_portal.errors import Conflict
 from rules import services
 from rules.views import config_or_404, config_page_context
 from workspaces.decorators import admin_required, member_required
@@ -60,6 +61,10 @@ def contact_edit(request, cfg: str, con: str):
 @require_POST
 def contact_delete(request, cfg: str, con: str):
     config = config_or_404(request, cfg)
-    services.contact_delete(contact=_contact_or_404(config, con))
+    try:
+        services.contact_delete(contact=_contact_or_404(config, con))
+    except Conflict as refusal:
+        messages.error(request, str(refusal.detail))
+        return redirect("contacts:contacts", config.public_id)
     messages.success(request, "Deleted the contact from the draft. Published versions keep it.")
     return redirect("contacts:contacts", config.public_id)

@@ -26,7 +26,7 @@ def _seed() -> Workspace:
     rule_services.config_update(config=support, pass_information_level="full", token_cap_per_turn=50_000)
     rule_services.rule_create(config=support, message="Deletes of customer data need a second pair of eyes.")
     rule_services.contact_create(
-        config=support, name="Support leads", channel="slack", channel_ref="${SUPPORT_LEADS_SLACK}"
+        config=support, name="Support leads", channel="slack", channel_ref="${HITL_SUPPORT_LEADS_SLACK}"
     )
     rule_services.config_publish(config=support, user=admin, note="Gate every delete")
     rule_services.rule_create(
@@ -34,7 +34,7 @@ def _seed() -> Workspace:
     )
     rule_services.rule_create(config=support, kind="worker", match="*", enabled=False, order=30)
     rule_services.contact_create(
-        config=support, name="Finance on call", channel="email", channel_ref="${FINANCE_ONCALL_EMAIL}"
+        config=support, name="Finance on call", channel="email", channel_ref="${HITL_FINANCE_ONCALL_EMAIL}"
     )
     v2 = rule_services.config_publish(config=support, user=admin, note="Also gate the billing MCP server")
 

@@ -30,6 +30,26 @@ class RuleForm(forms.ModelForm):
         initial="any",
     )
 
+    notify = forms.MultipleChoiceField(
+        label="Notify",
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+        help_text="Contacts told of every request this rule makes, and of its outcome.",
+    )
+    escalate_to = forms.MultipleChoiceField(
+        label="Escalate to",
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+        help_text="Contacts told once if a request is still pending after the delay below.",
+    )
+    escalate_after_seconds = forms.IntegerField(
+        label="Escalate after (seconds)",
+        required=False,
+        min_value=60,
+        max_value=86_400,
+        help_text="60 to 86,400. Leave empty for no escalation.",
+    )
+
     class Meta:
         model = Rule
         fields = ["kind", "which", "match", "point", "enabled", "message", "order"]
@@ -39,7 +59,13 @@ class RuleForm(forms.ModelForm):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["match"].required = False
+        contacts = [(c.public_id, f"{c.name} ({c.get_channel_display()})") for c in self.instance.config.contacts.all()]
+        self.fields["notify"].choices = contacts
+        self.fields["escalate_to"].choices = contacts
         if not self.is_bound:
+            self.initial["notify"] = self.instance.notify
+            self.initial["escalate_to"] = self.instance.escalate_to
+            self.initial["escalate_after_seconds"] = self.instance.escalate_after_seconds
             self.initial["which"] = "any" if self.instance.match == ANY else "one"
             if self.instance.match == ANY:
                 self.initial["match"] = ""
@@ -48,6 +74,10 @@ class RuleForm(forms.ModelForm):
         data = super().clean()
         if data.get("which") == "any":
             data["match"] = ANY
+        # Rule.clean() judges these (same messages as the API); the instance must hold them first.
+        for field in ("notify", "escalate_to", "escalate_after_seconds"):
+            if field in data:
+                setattr(self.instance, field, data[field])
         return data
 
     @property

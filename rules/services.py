@@ -6,12 +6,22 @@ from django.db.models import Max
 from django.utils import timezone
 
 from contacts.models import Contact
-from hitl_portal.errors import PlanRequired
+from hitl_portal.errors import Conflict, PlanRequired
 from workspaces.models import Workspace
 
 from .models import Config, ConfigVersion, Rule
 
-RULE_FIELDS = ("kind", "match", "point", "enabled", "message", "order")
+RULE_FIELDS = (
+    "kind",
+    "match",
+    "point",
+    "enabled",
+    "message",
+    "order",
+    "notify",
+    "escalate_to",
+    "escalate_after_seconds",
+)
 CONFIG_FIELDS = ("name", "pass_information_level", "token_cap_per_turn", "token_cap_mode")
 
 
@@ -54,15 +64,15 @@ def rule_delete(*, rule: Rule) -> None:
     rule.delete()
 
 
-def contact_create(*, config: Config, name: str, channel: str, channel_ref: str = "") -> Contact:
-    contact = Contact(config=config, name=name, channel=channel, channel_ref=channel_ref)
+def contact_create(*, config: Config, name: str, channel: str, channel_ref: str = "", secret_ref: str = "") -> Contact:
+    contact = Contact(config=config, name=name, channel=channel, channel_ref=channel_ref, secret_ref=secret_ref)
     contact.full_clean(exclude=["config", "public_id"])
     contact.save()
     return contact
 
 
 def contact_update(*, contact: Contact, **changes) -> Contact:
-    for field in ("name", "channel", "channel_ref"):
+    for field in ("name", "channel", "channel_ref", "secret_ref"):
         if field in changes:
             setattr(contact, field, changes[field])
     contact.full_clean(exclude=["config", "public_id"])
@@ -71,6 +81,13 @@ def contact_update(*, contact: Contact, **changes) -> Contact:
 
 
 def contact_delete(*, contact: Contact) -> None:
+    """Delete a draft contact, unless a draft rule names it (published versions keep their own copy)."""
+    users = [rule.public_id for rule in contact.config.rules.all() if rule.names_contact(contact.public_id)]
+    if users:
+        raise Conflict(
+            f"{contact.name} ({contact.public_id}) is named by draft rule{'s' if len(users) > 1 else ''} "
+            f"{', '.join(users)} in notify or escalate_to: remove it there first."
+        )
     contact.delete()
 
 
