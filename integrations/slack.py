@@ -17,6 +17,8 @@ from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.signature import SignatureVerifier
 
+from contacts.models import reference_name
+
 from .models import SlackRequestSeen
 
 # Slack's window for a request timestamp; the same window bounds how long a signature is remembered.
@@ -104,16 +106,14 @@ def _seconds(value) -> int:
 
 # --- Channel references ---------------------------------------------------------------------
 
-REFERENCE = re.compile(r"^\$\{(HITL_[A-Z0-9_]+)\}$")
 CHANNEL_ID = re.compile(r"^[CGD][A-Z0-9]{2,}$")
 
 
 def channel_for(channel_ref: str) -> str:
     """The Slack channel id a contact's `${HITL_…}` reference names, resolved now, never stored."""
-    found = REFERENCE.match(channel_ref or "")
-    if not found:
-        raise SlackError(f"{channel_ref or 'The channel reference'} is not a ${{HITL_…}} variable", permanent=True)
-    name = found.group(1)
+    name = reference_name(channel_ref)
+    if name is None:
+        raise SlackError(f"channel_ref {channel_ref or '(empty)'} is not a ${{HITL_…}} reference", permanent=True)
     value = os.environ.get(name, "").strip()
     if not value:
         raise SlackError(f"{name} is not set", permanent=True)
