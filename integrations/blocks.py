@@ -57,6 +57,20 @@ def test_text() -> str:
     return "Test message from the HITL Portal: approval requests for this contact will arrive in this channel."
 
 
+def digest_blocks(subject: str, items: list[dict]) -> list[dict]:
+    """The fatigue rule's digest: one line per request, linking to its page (decided there, not here)."""
+    lines = [f"• <{item['review_url']}|{escape(item['subject'])}>" for item in items]
+    blocks, chunk = [_section(f"*{escape(subject)}*")], []
+    for line in lines:  # a section holds 3,000 characters: as many sections as the list needs
+        if sum(len(item) + 1 for item in chunk) + len(line) > SECTION_MAX - 10:
+            blocks.append(_section("\n".join(chunk)))
+            chunk = []
+        chunk.append(line)
+    if chunk:
+        blocks.append(_section("\n".join(chunk)))
+    return blocks[:50]  # Slack's limit per message; a digest is a minute's worth, far fewer
+
+
 def nudge_text(approval: ApprovalRequest, event: str) -> str:
     """A reminder or an escalation, as a reply under the request's message."""
     title = escape(selectors.card_title(approval))

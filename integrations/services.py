@@ -114,6 +114,12 @@ def slack_deliver(*, approval: ApprovalRequest | None, event: str, channel_ref: 
         slack_thread_reply(message=existing, text=blocks.nudge_text(approval, event))
 
 
+def slack_digest(*, channel_ref: str, subject: str, items: list[dict]) -> None:
+    """Many requests in one minute for one contact: one message listing them, each a link to its page."""
+    channel = slack.channel_for(channel_ref)
+    slack.call("chat.postMessage", channel=channel, text=subject, blocks=blocks.digest_blocks(subject, items))
+
+
 def _refresh_on_commit(approval: ApprovalRequest) -> None:
     """Update the messages from the cluster once the decision is committed: the click is answered at once."""
     from django_q.tasks import async_task

@@ -95,3 +95,20 @@ def test_a_test_event_says_the_contact_reaches_the_channel(fake_slack):
     [sent] = fake_slack.calls_to("chat.postMessage")
     assert sent["channel"] == CHANNEL
     assert sent["text"].startswith("Test message from the HITL Portal")
+
+
+def test_a_digest_lists_each_request_as_a_link_to_its_page(fake_slack):
+    from integrations.services import slack_digest
+
+    items = [
+        {"subject": f"Approve: Delete customer T-{n}?", "review_url": f"https://portal.example/hitl/approvals/apr_{n}/"}
+        for n in range(7)
+    ]
+
+    slack_digest(channel_ref=CHANNEL_REF, subject="7 more requests wait for approval", items=items)
+
+    [sent] = fake_slack.calls_to("chat.postMessage")
+    assert sent["text"] == "7 more requests wait for approval"
+    shown = "\n".join(block["text"]["text"] for block in sent["blocks"])
+    assert "• <https://portal.example/hitl/approvals/apr_6/|Approve: Delete customer T-6?>" in shown
+    assert not has_buttons(sent)
