@@ -10,6 +10,8 @@ from django.db.models import F
 from django.utils import timezone
 from rest_framework.exceptions import NotFound
 
+from contacts.models import DeliveryEvent
+from contacts.outbox import deliveries_for_registration, deliveries_for_resolution, kick_sender
 from hitl_portal.errors import Conflict, Unprocessable
 from rules.models import Config, ConfigVersion, PassInformationLevel
 from workspaces.models import ApiToken, Workspace
@@ -57,6 +59,8 @@ def approval_decide(
         )
         if won:
             notify_changed(approval.public_id)
+            # Every way a request resolves tells its contacts, in the deciding transaction.
+            deliveries_for_resolution(approvals=[approval], event=DeliveryEvent.DECIDED)
     if not won:
         approval_expire_if_overdue(approval=approval)
     approval.refresh_from_db()
@@ -83,7 +87,13 @@ def expire_requests(queryset) -> int:
             public_id__in=public_ids, status=Status.PENDING, expires_at__lte=now
         ).update(status=Status.EXPIRED, decided_at=F("expires_at"), reason=EXPIRED_REASON, decision_action="")
         notify_changed_many(public_ids)
+        expired = ApprovalRequest.objects.filter(public_id__in=public_ids, status=Status.EXPIRED).only(*_RESOLVED)
+        deliveries_for_resolution(approvals=list(expired), event=DeliveryEvent.EXPIRED)
     return count
+
+
+# What deliveries_for_resolution reads of a resolved request.
+_RESOLVED = ("id", "workspace_id", "rule_id", "config_id", "config_version")
 
 
 def approval_sweep_overdue(*, batch_size: int = 1000) -> int:
@@ -100,13 +110,17 @@ def approval_sweep_overdue(*, batch_size: int = 1000) -> int:
         claimed = list(
             ApprovalRequest.objects.overdue(now).order_by("expires_at").values_list("pk", flat=True)[:batch_size]
         )
-        return ApprovalRequest.objects.filter(pk__in=claimed, status=Status.PENDING).update(
+        count = ApprovalRequest.objects.filter(pk__in=claimed, status=Status.PENDING).update(
             status=Status.EXPIRED, decided_at=F("expires_at"), reason=EXPIRED_REASON, decision_action=""
         )
+        expired = ApprovalRequest.objects.filter(pk__in=claimed, status=Status.EXPIRED).only(*_RESOLVED)
+        deliveries_for_resolution(approvals=list(expired), event=DeliveryEvent.EXPIRED)
+        return count
 
 
-# One statement per batch — claim, expire and notify — so it is atomic without BEGIN/COMMIT
-# and costs one round trip: within 2x of a bare UPDATE of the same rows (bench/).
+# One statement per batch — claim, expire and notify — costing one round trip: within 2x of a
+# bare UPDATE of the same rows (bench/). It returns what the outbox needs, so the `expired`
+# deliveries are written in the same transaction.
 _SWEEP_SQL = f"""
 WITH claimed AS (
     SELECT id FROM {ApprovalRequest._meta.db_table}
@@ -119,9 +133,9 @@ WITH claimed AS (
     SET status = %(expired)s, decided_at = apr.expires_at, reason = %(reason)s, decision_action = ''
     FROM claimed
     WHERE apr.id = claimed.id AND apr.status = %(pending)s
-    RETURNING apr.public_id
+    RETURNING apr.id, apr.public_id, apr.workspace_id, apr.rule_id, apr.config_id, apr.config_version
 )
-SELECT count(pg_notify(%(channel)s, public_id)) FROM swept
+SELECT id, workspace_id, rule_id, config_id, config_version, pg_notify(%(channel)s, public_id) FROM swept
 """
 
 
@@ -134,9 +148,12 @@ def _sweep_batch_postgres(*, now, batch_size: int) -> int:
         "reason": EXPIRED_REASON,
         "channel": CHANNEL,
     }
-    with connection.cursor() as cursor:
+    with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(_SWEEP_SQL, params)
-        return cursor.fetchone()[0]
+        rows = cursor.fetchall()
+        swept = [ApprovalRequest(**dict(zip(_RESOLVED, row[:5], strict=True))) for row in rows]
+        deliveries_for_resolution(approvals=swept, event=DeliveryEvent.EXPIRED)
+    return len(rows)
 
 
 # --- Engines: registration and outcome (API.md, Engines) ---------------------------------------
@@ -236,8 +253,15 @@ def approval_register(
 
     # Insert first and look for the first request only when the key's unique constraint refuses
     # the row: a replay costs one more query, a new request none, and a race has one winner.
+    notifies = data["kind"] == ApprovalKind.GATE and (rule["notify"] or rule["escalate_to"])
     try:
-        if connection.in_atomic_block:
+        if notifies:
+            # The outbox rows commit with the request, or neither does.
+            with transaction.atomic():
+                _insert(approval)
+                if deliveries_for_registration(approval=approval, rule=rule, version=version):
+                    kick_sender()
+        elif connection.in_atomic_block:
             with transaction.atomic():  # a savepoint, so a refused INSERT leaves the caller's transaction usable
                 _insert(approval)
         else:

@@ -2,6 +2,7 @@ import re
 
 from django.core.exceptions import ValidationError
 from django.db import models
+from django.db.models import Q
 
 from hitl_portal.ids import new_public_id
 from rules.models import Config
@@ -109,3 +110,77 @@ class Contact(models.Model):
             "channel_ref": self.channel_ref,
             "secret_ref": self.secret_ref,
         }
+
+
+class DeliveryEvent(models.TextChoices):
+    REQUESTED = "requested", "Requested"
+    REMINDER = "reminder", "Reminder"
+    ESCALATED = "escalated", "Escalated"
+    DECIDED = "decided", "Decided"
+    EXPIRED = "expired", "Expired"
+    TEST = "test", "Test"
+
+
+class DeliveryStatus(models.TextChoices):
+    PENDING = "pending", "Pending"
+    SENT = "sent", "Sent"
+    FAILED = "failed", "Failed"
+
+
+# Sent only while the request still waits: a request decided meanwhile sends neither.
+WHILE_PENDING = (DeliveryEvent.REMINDER, DeliveryEvent.ESCALATED)
+
+
+class Delivery(models.Model):
+    """One message to one contact about one event: the transactional outbox (contacts.outbox).
+
+    Written in the same transaction as the event; sent by the django-q2 cluster. The contact is
+    copied as the request's frozen version names it, so a later draft edit never redirects it.
+    """
+
+    public_id = models.CharField(max_length=24, editable=False)
+    workspace = models.ForeignKey("workspaces.Workspace", on_delete=models.CASCADE, related_name="+", db_index=False)
+    # Null for a `test` event, which belongs to no request.
+    approval = models.ForeignKey(
+        "approvals.ApprovalRequest", null=True, blank=True, on_delete=models.CASCADE, related_name="deliveries"
+    )
+    contact_public_id = models.CharField(max_length=24)
+    recipient = models.JSONField(default=dict)  # the frozen contact: name, channel, channel_ref, secret_ref
+    event = models.CharField(max_length=16, choices=DeliveryEvent.choices)
+    channel = models.CharField(max_length=16, choices=Channel.choices)
+    status = models.CharField(max_length=8, choices=DeliveryStatus.choices, default=DeliveryStatus.PENDING)
+    attempts = models.PositiveIntegerField(default=0)
+    last_error = models.CharField(max_length=500, blank=True)
+    # When a pending row is next due. Claiming moves it a lease ahead, so a row whose worker died
+    # mid-send comes due again by itself.
+    next_attempt_at = models.DateTimeField()
+    digest = models.BooleanField(default=False)  # held back by the fatigue rule, sent in one digest
+    # A one-click link rides on this delivery: set when it is used, so it works once.
+    link_used_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField()
+    sent_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(fields=["public_id"], name="dlv_public_id_unique"),
+            # At most one delivery per (request, contact, event); tests (no request) may repeat.
+            models.UniqueConstraint(
+                fields=["approval", "contact_public_id", "event"],
+                condition=Q(approval__isnull=False),
+                name="one_delivery_per_event",
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["next_attempt_at"], condition=Q(status="pending"), name="dlv_due"),
+            models.Index(fields=["workspace", "-created_at", "-id"], name="dlv_log"),
+            models.Index(fields=["contact_public_id", "-created_at"], name="dlv_contact"),
+        ]
+
+    def __str__(self) -> str:
+        return self.public_id
+
+    def save(self, *args, **kwargs):
+        if not self.public_id:
+            self.public_id = new_public_id("dlv")
+        super().save(*args, **kwargs)

@@ -4,3 +4,8 @@ from django.core.wsgi import get_wsgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "hitl_portal.settings")
 application = get_wsgi_application()
+
+# Fail at startup, with a message, when links could not be built (contacts exist, no HITL_BASE_URL).
+from contacts.checks import require_base_url  # noqa: E402
+
+require_base_url()
