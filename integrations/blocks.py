@@ -12,6 +12,7 @@ from django.urls import reverse
 from approvals import selectors
 from approvals.models import ApprovalRequest, Status
 from approvals.templatetags.approval_cards import decision_line, thousands, when
+from contacts.outbox import review_url
 
 # Block Kit limits (api.slack.com/reference/block-kit): longer text is refused with invalid_blocks.
 HEADER_MAX = 150
@@ -36,13 +37,12 @@ def _clip(text: str, limit: int) -> str:
 
 
 def portal_url(approval: ApprovalRequest) -> str:
-    """The request's page in the portal."""
-    return settings.SITE_URL.rstrip("/") + f"/hitl/approvals/{approval.public_id}/"
+    """The request's page in the portal (behind the normal login), as every notification links it."""
+    return review_url(approval)
 
 
 def version_url(approval: ApprovalRequest) -> str:
-    path = reverse("rules:version", args=[approval.config.public_id, approval.config_version])
-    return settings.SITE_URL.rstrip("/") + path
+    return settings.HITL_BASE_URL + reverse("rules:version", args=[approval.config.public_id, approval.config_version])
 
 
 def fallback_text(approval: ApprovalRequest) -> str:

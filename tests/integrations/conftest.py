@@ -29,7 +29,7 @@ def fake_slack(settings, monkeypatch, alice, bob, charlie):
     settings.HITL_SLACK_API_URL = fake.url
     settings.HITL_SLACK_BOT_TOKEN = BOT_TOKEN
     settings.HITL_SLACK_SIGNING_SECRET = SIGNING_SECRET
-    settings.SITE_URL = "https://portal.example"
+    settings.HITL_BASE_URL = "https://portal.example"
     monkeypatch.setenv("HITL_SLACK_APPROVERS", CHANNEL)
     fake.add_user(ALICE_SLACK, "Alice@Acme.test")  # Slack's case, not the portal's: emails match regardless
     fake.add_user(BOB_SLACK, "bob@acme.test")
