@@ -120,13 +120,6 @@ def slack_digest(*, channel_ref: str, subject: str, items: list[dict]) -> None:
     slack.call("chat.postMessage", channel=channel, text=subject, blocks=blocks.digest_blocks(subject, items))
 
 
-def _refresh_on_commit(approval: ApprovalRequest) -> None:
-    """Update the messages from the cluster once the decision is committed: the click is answered at once."""
-    from django_q.tasks import async_task
-
-    transaction.on_commit(lambda: async_task("integrations.tasks.refresh_slack_messages", approval.pk))
-
-
 # --- Interactions -----------------------------------------------------------------------------
 
 
@@ -186,7 +179,6 @@ def slack_block_action(*, payload: dict) -> Answer:
     if user is None:
         return Answer(ephemeral=why_not)
     if approval.effective_status() != Status.PENDING:
-        _refresh_on_commit(approval)  # the click came from a stale message: bring it up to date
         return Answer(ephemeral=_already(approval))
     if decision in blocks.ASKS_REASON:
         try:
@@ -233,7 +225,8 @@ def _decide(*, approval: ApprovalRequest, user, decision: str, reason: str) -> A
         approval, already = approval_decide(approval=approval, user=user, decision=decision, reason=reason)
     except WrongDecision as wrong:
         return Answer(ephemeral=f"{wrong}. {NOTHING_DECIDED}")
-    _refresh_on_commit(approval)
+    # The message itself is updated by the outbox: approval_decide wrote a `decided` delivery for
+    # every contact of the rule, as it does for a decision made anywhere else.
     return Answer(ephemeral=_already(approval) if already else "")
 
 

@@ -31,6 +31,7 @@ def fake_slack(settings, monkeypatch, alice, bob, charlie):
     settings.HITL_SLACK_SIGNING_SECRET = SIGNING_SECRET
     settings.HITL_BASE_URL = "https://portal.example"
     monkeypatch.setenv("HITL_SLACK_APPROVERS", CHANNEL)
+    monkeypatch.setenv("HITL_SLACK_LEADS", "C0LEADS")
     fake.add_user(ALICE_SLACK, "Alice@Acme.test")  # Slack's case, not the portal's: emails match regardless
     fake.add_user(BOB_SLACK, "bob@acme.test")
     fake.add_user(CHARLIE_SLACK, "charlie@globex.test")
@@ -53,6 +54,51 @@ def request_for_deletion(config):
         summary="Customer asked to close the account",
         level="summary",
     )
+
+
+@pytest.fixture
+def slack_world(acme, bob):
+    """acme's config whose delete rule tells the #approvers Slack contact of every event."""
+    from rules.services import contact_create
+    from tests.helpers import make_rule, make_token, publish
+
+    config = make_config(acme, pass_information_level="summary")
+    approvers = contact_create(config=config, name="#approvers", channel="slack", channel_ref=CHANNEL_REF)
+    leads = contact_create(config=config, name="#leads", channel="slack", channel_ref="${HITL_SLACK_LEADS}")
+    rule = make_rule(config, message="Deleting a customer is final.", notify=[approvers.public_id])
+    both = make_rule(config, kind="mcp_server", match="mcp_billing", notify=[approvers.public_id, leads.public_id])
+    version = publish(config)
+    make_token(acme, engine="support-engine")
+    return {
+        "workspace": acme,
+        "config": config,
+        "contact": approvers,
+        "rule": rule,
+        "rule_to_both": both,
+        "version": version,
+    }
+
+
+def register(world, **fields):
+    """A gate request through the registration service, as the engine API makes it."""
+    from approvals.services import approval_register
+    from workspaces.models import ApiToken
+
+    data = {
+        "kind": "gate",
+        "config_id": world["config"].public_id,
+        "config_version": world["version"].number,
+        "rule_id": world["rule"].public_id,
+        "run_id": "run_1",
+        "thread_id": "thr_1",
+        "caller": "support-bot",
+        "target": "customer T-4821",
+        "operation": "delete",
+        "summary": "Customer asked to close the account",
+        **fields,
+    }
+    engine_key = ApiToken.objects.get(workspace=world["workspace"], kind="engine")
+    return approval_register(workspace=world["workspace"], engine_key=engine_key, data=data).approval
 
 
 def sign(body: str, *, timestamp: int | None = None, secret: str = SIGNING_SECRET) -> dict:

@@ -7,8 +7,8 @@ import pytest
 import requests
 
 from approvals.models import ApprovalRequest
+from contacts.outbox import deliveries_send_due
 from integrations.models import SlackMessage
-from integrations.tasks import refresh_slack_messages
 from tests.approvals.factories import make_token_cap
 from tests.helpers import error_of
 
@@ -20,6 +20,7 @@ from .conftest import (
     click,
     form,
     post_signed,
+    register,
     sign,
     submit_reason,
 )
@@ -254,19 +255,22 @@ def test_clicking_a_request_decided_elsewhere_tells_the_first_decision(
 
 
 @pytest.mark.postgres
-def test_two_people_clicking_at_once_make_one_decision_and_both_messages_agree(
-    live_server, fake_slack, request_for_deletion
-):
-    # The request went to two channels; bob approves in one while alice rejects (with a reason) in the other.
-    SlackMessage.objects.create(approval=request_for_deletion, channel="C0ONCALL", ts="1764480000.000001")
-    SlackMessage.objects.create(approval=request_for_deletion, channel="C0LEADS", ts="1764480000.000002")
-    post_signed(live_server.url, click(request_for_deletion, "reject", slack_user=ALICE_SLACK, channel="C0LEADS"))
+def test_two_people_clicking_at_once_make_one_decision_and_both_messages_agree(live_server, fake_slack, slack_world):
+    # The rule tells two channels; bob approves in #approvers while alice rejects (with a reason) in #leads.
+    approval = register(slack_world, rule_id=slack_world["rule_to_both"].public_id, target="mcp_billing")
+    deliveries_send_due()
+    messages = {message.channel: message for message in SlackMessage.objects.filter(approval=approval)}
+    assert set(messages) == {CHANNEL, "C0LEADS"}
+    post_signed(
+        live_server.url,
+        click(approval, "reject", slack_user=ALICE_SLACK, channel="C0LEADS", ts=messages["C0LEADS"].ts),
+    )
     [modal] = fake_slack.calls_to("views.open")
     answers = {}
     start = threading.Barrier(2)
 
     def bob_approves():
-        payload = click(request_for_deletion, "approve", slack_user=BOB_SLACK, channel="C0ONCALL")
+        payload = click(approval, "approve", slack_user=BOB_SLACK, channel=CHANNEL, ts=messages[CHANNEL].ts)
         start.wait()
         answers["bob"] = post_signed(live_server.url, payload)
 
@@ -281,22 +285,25 @@ def test_two_people_clicking_at_once_make_one_decision_and_both_messages_agree(
     for thread in threads:
         thread.join()
 
-    approval = ApprovalRequest.objects.get(pk=request_for_deletion.pk)
+    approval.refresh_from_db()
     assert approval.status in ("approved", "rejected")
     assert approval.decided_by_email == ("bob@acme.test" if approval.status == "approved" else "alice@acme.test")
     # The one who lost is told the first decision; the one who won is told nothing.
     if approval.status == "approved":
         assert answers["alice"].json()["response_action"] == "update"
         assert "Already approved by bob@acme.test" in str(answers["alice"].json()["view"])
+        assert fake_slack.calls_to("chat.postEphemeral") == []
     else:
         assert answers["alice"].json() == {"response_action": "clear"}
         [ephemeral] = fake_slack.calls_to("chat.postEphemeral")
         assert ephemeral["user"] == BOB_SLACK and ephemeral["text"].startswith("Already rejected by alice@acme.test")
 
-    refresh_slack_messages(approval.pk)  # what the cluster runs after the decision commits
+    deliveries_send_due()  # what the cluster runs once the decision commits
 
     updates = fake_slack.calls_to("chat.update")
-    assert sorted(update["channel"] for update in updates) == ["C0LEADS", "C0ONCALL"]
+    assert sorted((update["channel"], update["ts"]) for update in updates) == sorted(
+        (channel, message.ts) for channel, message in messages.items()
+    )
     first, second = (update["blocks"] for update in updates)
     assert first == second  # both channels show the same, winning decision
     assert not any(block["type"] == "actions" for block in first)

@@ -5,46 +5,15 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from approvals.services import approval_decide, approval_register, approval_sweep_overdue
+from approvals.services import approval_decide, approval_sweep_overdue
 from contacts.models import Delivery
 from contacts.outbox import deliveries_send_due, delivery_test_create
 from integrations.models import SlackMessage
-from rules.services import contact_create
-from tests.helpers import make_config, make_rule, make_token, publish, travel
-from workspaces.models import ApiToken
+from tests.helpers import travel
 
-from .conftest import CHANNEL, CHANNEL_REF
+from .conftest import CHANNEL, register
 
 pytestmark = pytest.mark.usefixtures("fake_slack")
-
-
-@pytest.fixture
-def slack_world(acme, bob):
-    """acme's config whose delete rule tells the #approvers Slack contact of every event."""
-    config = make_config(acme, pass_information_level="summary")
-    approvers = contact_create(config=config, name="#approvers", channel="slack", channel_ref=CHANNEL_REF)
-    rule = make_rule(config, message="Deleting a customer is final.", notify=[approvers.public_id])
-    version = publish(config)
-    make_token(acme, engine="support-engine")
-    return {"workspace": acme, "config": config, "contact": approvers, "rule": rule, "version": version}
-
-
-def register(world, **fields):
-    data = {
-        "kind": "gate",
-        "config_id": world["config"].public_id,
-        "config_version": world["version"].number,
-        "rule_id": world["rule"].public_id,
-        "run_id": "run_1",
-        "thread_id": "thr_1",
-        "caller": "support-bot",
-        "target": "customer T-4821",
-        "operation": "delete",
-        "summary": "Customer asked to close the account",
-        **fields,
-    }
-    engine_key = ApiToken.objects.get(workspace=world["workspace"], kind="engine")
-    return approval_register(workspace=world["workspace"], engine_key=engine_key, data=data).approval
 
 
 def delivery(approval, event: str) -> Delivery:
