@@ -10,8 +10,10 @@ import logging
 from dataclasses import dataclass, field
 
 from django.contrib.auth import get_user_model
+from django.core.exceptions import PermissionDenied
 from django.db import IntegrityError, transaction
 from django.utils import timezone
+from rest_framework.exceptions import APIException
 
 from approvals import selectors
 from approvals.models import ApprovalRequest, Status
@@ -225,6 +227,11 @@ def _decide(*, approval: ApprovalRequest, user, decision: str, reason: str) -> A
         approval, already = approval_decide(approval=approval, user=user, decision=decision, reason=reason)
     except WrongDecision as wrong:
         return Answer(ephemeral=f"{wrong}. {NOTHING_DECIDED}")
+    except (APIException, PermissionDenied) as refused:
+        # Whatever else the one decide service refuses (e.g. approving one's own request where the
+        # rule asks for four eyes), the person is told its reason, as the API would tell them.
+        detail = getattr(refused, "detail", "") or str(refused)
+        return Answer(ephemeral=f"{detail} {NOTHING_DECIDED}")
     # The message itself is updated by the outbox: approval_decide wrote a `decided` delivery for
     # every contact of the rule, as it does for a decision made anywhere else.
     return Answer(ephemeral=_already(approval) if already else "")
