@@ -339,3 +339,21 @@ def test_the_openapi_schema_describes_the_endpoint_as_it_answers(live_server, fa
     assert {"200", "400", "401", "413"} <= set(operation["responses"])
     assert str(refused.status_code) in operation["responses"] and error_of(refused)["code"] == "signature_invalid"
     assert str(handled.status_code) in operation["responses"]
+
+
+def test_an_oversized_body_is_refused_with_413_before_it_is_read(live_server, fake_slack):
+    body = "payload=" + "x" * (300 * 1024)
+
+    response = requests.post(
+        f"{live_server.url}/integrations/slack/interactions", data=body, headers=sign(body), timeout=10
+    )
+
+    assert response.status_code == 413
+    assert error_of(response)["code"] == "payload_too_large"
+
+
+def test_a_get_is_not_an_interaction(live_server, fake_slack):
+    response = requests.get(f"{live_server.url}/integrations/slack/interactions", timeout=10)
+
+    assert response.status_code == 405
+    assert error_of(response)["code"] == "method_not_allowed"
