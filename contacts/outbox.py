@@ -306,7 +306,7 @@ def review_url(approval) -> str:
 
 def act_subject(approval, event: str) -> str:
     """The subject names the act: "Approve: Delete customer T-4821?"."""
-    from approvals.selectors import card_title
+    from approvals.presenters import card_title
 
     title = card_title(approval)
     ask = f"{'Decide' if approval.is_token_cap else 'Approve'}: {title}?"

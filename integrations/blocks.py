@@ -9,9 +9,8 @@ import json
 from django.conf import settings
 from django.urls import reverse
 
-from approvals import selectors
 from approvals.models import ApprovalRequest, Status
-from approvals.templatetags.approval_cards import decision_line, thousands, when
+from approvals.presenters import LEVEL_HINTS, card_title, decision_line, point_words, thousands, when
 from contacts.outbox import review_url
 
 # Block Kit limits (api.slack.com/reference/block-kit): longer text is refused with invalid_blocks.
@@ -47,7 +46,7 @@ def version_url(approval: ApprovalRequest) -> str:
 
 def fallback_text(approval: ApprovalRequest) -> str:
     """The notification's plain text (and what screen readers get): the act, as an email subject names it."""
-    title = selectors.card_title(approval)
+    title = card_title(approval)
     if approval.effective_status() == Status.PENDING:
         return _clip(f"Approve: {title}?", SECTION_MAX)
     return _clip(f"{title} — {decision_line(approval)}", SECTION_MAX)
@@ -73,7 +72,7 @@ def digest_blocks(subject: str, items: list[dict]) -> list[dict]:
 
 def nudge_text(approval: ApprovalRequest, event: str) -> str:
     """A reminder or an escalation, as a reply under the request's message."""
-    title = escape(selectors.card_title(approval))
+    title = escape(card_title(approval))
     if approval.effective_status() != Status.PENDING:
         return f"{title}: {escape(decision_line(approval))}"
     lead = "Escalated — still waiting for a decision" if event == "escalated" else "Reminder — still waiting"
@@ -96,7 +95,7 @@ def _facts(approval: ApprovalRequest) -> list[dict]:
         boundary = approval.get_boundary_display() if approval.boundary else ""
         fields += [
             _field("Target", approval.target),
-            _field("Boundary", f"{boundary} · {selectors.POINT_WORDS.get(approval.point, approval.point)}"),
+            _field("Boundary", f"{boundary} · {point_words(approval.point)}"),
         ]
     fields += [
         {"type": "mrkdwn", "text": f"*Config*\n<{version_url(approval)}|{escape(cfg)}>"},
@@ -104,7 +103,7 @@ def _facts(approval: ApprovalRequest) -> list[dict]:
         _field("Expires", when(approval.expires_at)),
     ]
     blocks: list[dict] = [
-        {"type": "header", "text": {"type": "plain_text", "text": _clip(selectors.card_title(approval), HEADER_MAX)}},
+        {"type": "header", "text": {"type": "plain_text", "text": _clip(card_title(approval), HEADER_MAX)}},
         {"type": "section", "fields": fields[:10]},
     ]
     if approval.message:
@@ -116,7 +115,7 @@ def _facts(approval: ApprovalRequest) -> list[dict]:
         arguments = json.dumps(approval.arguments, indent=2, sort_keys=True, ensure_ascii=False)
         blocks.append(_section(f"*Arguments*\n```{escape(_clip(arguments, SECTION_MAX - 40))}```"))
     if not approval.is_token_cap and approval.summary == "" and approval.arguments is None:
-        blocks.append(_context(selectors.LEVEL_HINTS.get(approval.pass_information_level, "")))
+        blocks.append(_context(LEVEL_HINTS.get(approval.pass_information_level, "")))
     return blocks
 
 
@@ -183,7 +182,7 @@ def reason_modal(*, approval: ApprovalRequest, decision: str) -> dict:
         "blocks": [
             {
                 "type": "section",
-                "text": {"type": "plain_text", "text": _clip(selectors.card_title(approval), SECTION_MAX)},
+                "text": {"type": "plain_text", "text": _clip(card_title(approval), SECTION_MAX)},
             },
             {
                 "type": "input",

@@ -10,15 +10,16 @@ import logging
 from dataclasses import dataclass, field
 
 from django.contrib.auth import get_user_model
-from django.core.exceptions import PermissionDenied
 from django.db import IntegrityError, transaction
 from django.utils import timezone
-from rest_framework.exceptions import APIException
 
-from approvals import selectors
 from approvals.models import ApprovalRequest, Status
-from approvals.services import WrongDecision, approval_decide
-from approvals.templatetags.approval_cards import decision_line
+from approvals.permissions import may_decide
+from approvals.presenters import decided_line
+from approvals.services import approval_decide
+from hitl_portal.exceptions import DomainError
+from workspaces.access import actor_for_membership
+from workspaces.models import Membership
 
 from . import blocks, slack
 from .models import SlackMessage
@@ -148,7 +149,13 @@ def reviewer_for(*, slack_user_id: str, approval: ApprovalRequest):
             f"{NOTHING_DECIDED}"
         )
     user = get_user_model().objects.filter(email__iexact=identity.email, is_active=True).first()
-    if user is None or not selectors.can_decide(user=user, workspace=approval.workspace):
+    membership = (
+        Membership.objects.select_related("workspace", "user").filter(user=user, workspace=approval.workspace).first()
+        if user is not None
+        else None
+    )
+    # The one "may this person decide it" check, as for the page, the API and the CLI.
+    if membership is None or not may_decide(actor_for_membership(membership), approval):
         return None, (
             f"{identity.email} is not a reviewer of {approval.workspace.name} in the HITL portal, so you cannot "
             f"decide this request. {NOTHING_DECIDED} Ask an admin of {approval.workspace.name} to add you."
@@ -161,10 +168,10 @@ def _approval(public_id: str) -> ApprovalRequest | None:
 
 
 def _already(approval: ApprovalRequest) -> str:
-    line = decision_line(approval)
+    line = decided_line(approval, already=True)
     if approval.effective_status() == Status.EXPIRED:
         return f"{line}. {NOTHING_DECIDED}"
-    return f"Already {line[0].lower()}{line[1:]}; the first decision stands. {NOTHING_DECIDED}"
+    return f"{line}; the first decision stands. {NOTHING_DECIDED}"
 
 
 def slack_block_action(*, payload: dict) -> Answer:
@@ -225,13 +232,10 @@ def slack_view_submission(*, payload: dict) -> Answer:
 def _decide(*, approval: ApprovalRequest, user, decision: str, reason: str) -> Answer:
     try:
         approval, already = approval_decide(approval=approval, user=user, decision=decision, reason=reason)
-    except WrongDecision as wrong:
-        return Answer(ephemeral=f"{wrong}. {NOTHING_DECIDED}")
-    except (APIException, PermissionDenied) as refused:
-        # Whatever else the one decide service refuses (e.g. approving one's own request where the
-        # rule asks for four eyes), the person is told its reason, as the API would tell them.
-        detail = getattr(refused, "detail", "") or str(refused)
-        return Answer(ephemeral=f"{detail} {NOTHING_DECIDED}")
+    except DomainError as refused:
+        # Whatever the one decide service refuses (the wrong pair of words; approving one's own
+        # request where the rule asks for four eyes), the person is told its reason, as the API would.
+        return Answer(ephemeral=f"{refused.message.rstrip('.')}. {NOTHING_DECIDED}")
     # The message itself is updated by the outbox: approval_decide wrote a `decided` delivery for
     # every contact of the rule, as it does for a decision made anywhere else.
     return Answer(ephemeral=_already(approval) if already else "")

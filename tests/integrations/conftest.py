@@ -98,7 +98,7 @@ def register(world, **fields):
         **fields,
     }
     engine_key = ApiToken.objects.get(workspace=world["workspace"], kind="engine")
-    return approval_register(workspace=world["workspace"], engine_key=engine_key, data=data).approval
+    return approval_register(workspace=world["workspace"], engine_key=engine_key, **data).approval
 
 
 def sign(body: str, *, timestamp: int | None = None, secret: str = SIGNING_SECRET) -> dict:
