@@ -444,8 +444,13 @@ def main() -> None:
     parser.add_argument("--duration", type=float, default=None, help="seconds per load run (default 5, quick 2)")
     parser.add_argument("--profile", action="store_true", help="pyinstrument the pages and the sweep")
     parser.add_argument("--rounds", type=int, default=None, help="floor/portal pairs per figure (default 5, quick 1)")
+    parser.add_argument("--section", choices=["all", "notify"], default="all", help="notify: bench/notify.py alone")
     args = parser.parse_args()
     url = os.environ.get("BENCH_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/hitl_bench")
+    if args.section == "notify":
+        from bench.notify import main as notify_main
+
+        return notify_main(url, rounds=args.rounds or 3, duration=args.duration or 3.0)
     total, pending = (100_000, 10_000) if args.quick else (1_000_000, 100_000)
     duration = args.duration or (2.0 if args.quick else 5.0)
     rounds = args.rounds or (1 if args.quick else 5)
