@@ -36,6 +36,10 @@ AFTER_SERVER: list[Section] = [sweep.run]
 def main() -> None:
     args = parse_args()
     url = os.environ.get("BENCH_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/hitl_bench")
+    if args.section == "notify":
+        from bench.notify import main as notify_main
+
+        return notify_main(url, rounds=args.rounds or 3, duration=args.duration or 3.0)
     started = time.monotonic()
     RESULTS.mkdir(parents=True, exist_ok=True)
     log(f"recreating {urllib.parse.urlparse(url).path.lstrip('/')} and migrating")
@@ -66,6 +70,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--duration", type=float, default=None, help="seconds per load run (default 5, quick 2)")
     parser.add_argument("--profile", action="store_true", help="pyinstrument the pages and the sweep")
     parser.add_argument("--rounds", type=int, default=None, help="floor/portal pairs per figure (default 5, quick 1)")
+    parser.add_argument("--section", choices=["all", "notify"], default="all", help="notify: bench/notify.py alone")
     return parser.parse_args()
 
 

@@ -11,8 +11,11 @@ from rules.exceptions import ContactInUse
 from rules.views import config_or_404, config_page_context
 from workspaces.decorators import admin_required, member_required
 
+from . import selectors
 from .forms import ContactForm
 from .models import Contact
+from .outbox import delivery_test_create
+from .presenters import delivery_rows
 
 
 def _contact_or_404(config, con: str) -> Contact:
@@ -37,6 +40,8 @@ def contacts(request, cfg: str):
             return redirect("contacts:contacts", config.public_id)
     context = config_page_context(request, config, "contacts")
     context["form"] = form
+    recent = selectors.recent_by_contact(config.workspace, [c.public_id for c in context["contacts"]])
+    context["rows"] = [{"contact": c, "deliveries": delivery_rows(recent[c.public_id])} for c in context["contacts"]]
     return render(request, "contacts/contacts.html", context, status=400 if form.errors else 200)
 
 
@@ -67,4 +72,15 @@ def contact_delete(request, cfg: str, con: str):
         messages.error(request, refusal.message)
         return redirect("contacts:contacts", config.public_id)
     messages.success(request, "Deleted the contact from the draft. Published versions keep it.")
+    return redirect("contacts:contacts", config.public_id)
+
+
+@admin_required
+@require_POST
+def contact_test(request, cfg: str, con: str):
+    """Send test: a `test` event queued for the cluster, shown in the contact's recent deliveries."""
+    config = config_or_404(request, cfg)
+    contact = _contact_or_404(config, con)
+    delivery = delivery_test_create(contact=contact)
+    messages.success(request, f"Queued a test to {contact.name} ({delivery.public_id}). Its status shows below.")
     return redirect("contacts:contacts", config.public_id)

@@ -24,7 +24,23 @@ def _seed() -> Workspace:
 
     support = rule_services.config_create(workspace=acme, name="Support agent")
     rule_services.config_update(config=support, pass_information_level="full", token_cap_per_turn=50_000)
-    rule_services.rule_create(config=support, message="Deletes of customer data need a second pair of eyes.")
+    # make run sets these variables: a receiver it starts on loopback, and the reviewer's address
+    # (email goes to the console backend there), so a newcomer sees a notification happen.
+    hook = rule_services.contact_create(
+        config=support,
+        name="Demo webhook",
+        channel="webhook",
+        channel_ref="${HITL_DEMO_WEBHOOK}",
+        secret_ref="${HITL_DEMO_WEBHOOK_SECRET}",
+    )
+    mail = rule_services.contact_create(
+        config=support, name="Reviewer by email", channel="email", channel_ref="${HITL_DEMO_REVIEWER_EMAIL}"
+    )
+    rule_services.rule_create(
+        config=support,
+        message="Deletes of customer data need a second pair of eyes.",
+        notify=[hook.public_id, mail.public_id],
+    )
     rule_services.contact_create(
         config=support, name="Support leads", channel="slack", channel_ref="${HITL_SUPPORT_LEADS_SLACK}"
     )

@@ -112,3 +112,48 @@ def cluster(hook_env) -> Iterator[Cluster]:
         yield running
     finally:
         running.stop()
+
+
+class Mailbox:
+    """An SMTP server on loopback (aiosmtpd) keeping every message it is given."""
+
+    def __init__(self) -> None:
+        from aiosmtpd.controller import Controller
+
+        from tests.faults.conftest import free_port
+
+        self.messages: list = []
+        mailbox = self
+
+        class Handler:
+            async def handle_DATA(self, server, session, envelope):
+                import email
+
+                mailbox.messages.append((envelope.rcpt_tos, email.message_from_bytes(envelope.content)))
+                return "250 OK"
+
+        self.port = free_port()
+        self.controller = Controller(Handler(), hostname="127.0.0.1", port=self.port)
+
+
+@pytest.fixture
+def mailbox(settings) -> Iterator[Mailbox]:
+    """Django's SMTP backend pointed at the loopback server (the settings an operator would set)."""
+    box = Mailbox()
+    box.controller.start()
+    settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
+    settings.EMAIL_HOST = "127.0.0.1"
+    settings.EMAIL_PORT = box.port
+    try:
+        yield box
+    finally:
+        box.controller.stop()
+
+
+def parts(message) -> dict[str, str]:
+    """The text and HTML parts of a received message, by content type."""
+    return {
+        part.get_content_type(): part.get_payload(decode=True).decode()
+        for part in message.walk()
+        if part.get_content_type() in ("text/plain", "text/html")
+    }
