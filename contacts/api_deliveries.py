@@ -5,9 +5,9 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from approvals.permissions import MayDecide
 from hitl_portal.errors import ErrorSerializer
 from rules.api import ERRORS, PAGE_PARAMS, AdminPagination, AdminView
-from workspaces.permissions import IsReviewer
 
 from . import selectors
 from .api import _contact
@@ -53,7 +53,7 @@ DeliveryPage = type(
 
 
 class DeliveryListView(APIView):
-    permission_classes = [IsReviewer]
+    permission_classes = [MayDecide]  # reviewers and admins: the people who decide read what they were sent
 
     @extend_schema(
         tags=["notifications"],
