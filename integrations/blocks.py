@@ -10,7 +10,16 @@ from django.conf import settings
 from django.urls import reverse
 
 from approvals.models import ApprovalRequest, Status
-from approvals.presenters import LEVEL_HINTS, card_title, decision_line, point_words, thousands, when
+from approvals.presenters import (
+    LEVEL_HINTS,
+    card_title,
+    decision_line,
+    point_words,
+    pretty_json,
+    thousands,
+    visible,
+    when,
+)
 from contacts.outbox import review_url
 
 # Block Kit limits (api.slack.com/reference/block-kit): longer text is refused with invalid_blocks.
@@ -27,8 +36,9 @@ REASON_MODAL = "hitl_reason"
 
 
 def escape(text: str) -> str:
-    """Slack mrkdwn: &, < and > are markup (links, mentions such as <!channel>); engines' text is not."""
-    return (text or "").replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    """Engine text for Slack mrkdwn: control and bidi characters made visible (presenters.visible),
+    and &, < and > escaped — in mrkdwn they are markup (links, mentions such as <!channel>)."""
+    return visible(text, keep_newlines=True).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def _clip(text: str, limit: int) -> str:
@@ -112,7 +122,7 @@ def _facts(approval: ApprovalRequest) -> list[dict]:
     if approval.summary:
         blocks.append(_section(f"*Summary*\n{escape(approval.summary)}"))
     if approval.arguments is not None:
-        arguments = json.dumps(approval.arguments, indent=2, sort_keys=True, ensure_ascii=False)
+        arguments = pretty_json(approval.arguments)
         blocks.append(_section(f"*Arguments*\n```{escape(_clip(arguments, SECTION_MAX - 40))}```"))
     if not approval.is_token_cap and approval.summary == "" and approval.arguments is None:
         blocks.append(_context(LEVEL_HINTS.get(approval.pass_information_level, "")))

@@ -207,3 +207,15 @@ def test_without_a_bot_token_nothing_is_sent_and_the_error_says_which_variable(
 
     assert refused.value.message == "HITL_SLACK_BOT_TOKEN is not set"
     assert fake_slack.calls == []
+
+
+def test_control_and_bidi_characters_are_shown_not_obeyed(fake_slack, config):
+    disguised = make_approval(config, caller="bot\r\x1b[2K", target="prod_db.\u202egnp.tmp_")
+
+    post(disguised)
+
+    [sent] = fake_slack.calls_to("chat.postMessage")
+    shown = texts(sent["blocks"])
+    assert "\u202e" not in shown and "\x1b" not in shown and "\r" not in shown
+    assert "prod_db.\\u202egnp.tmp_" in shown
+    assert "bot\\r\\x1b[2K" in shown
