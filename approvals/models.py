@@ -164,35 +164,3 @@ class ApprovalRequest(models.Model):
     @property
     def halt_action(self) -> str:
         return Action.STOP_RUN if self.is_token_cap else Action.HALT
-
-    def decision(self, now=None) -> dict | None:
-        status = self.effective_status(now)
-        if status == Status.PENDING:
-            return None
-        if status == Status.EXPIRED:
-            return {
-                "outcome": "rejected",
-                "action": self.halt_action,
-                "decided_by": None,
-                "decided_at": self.expires_at,
-                "reason": EXPIRED_REASON,
-                "expired": True,
-            }
-        return {
-            "outcome": status,
-            "action": self.decision_action,
-            "decided_by": self.decided_by_email or None,
-            "decided_at": self.decided_at,
-            "reason": self.reason,
-            "expired": False,
-        }
-
-    def execution(self) -> dict | None:
-        if not self.execution_status:
-            return None
-        return {
-            "status": self.execution_status,
-            "execution_id": self.execution_id or None,
-            "detail": self.execution_detail,
-            "reported_at": self.executed_at,
-        }

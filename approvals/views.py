@@ -14,11 +14,12 @@ from rules.selectors import configs_for
 from workspaces.decorators import member_required
 
 from . import selectors
+from .exceptions import ApprovalNotFound, WrongDecision
 from .forms import DecisionForm, HistoryFilterForm
 from .links import LinkRefused, link_decide, link_open
-from .models import ApprovalRequest
-from .services import WrongDecision, approval_decide, approval_expire_if_overdue
-from .templatetags.approval_cards import decision_line
+from .permissions import DECIDERS_ONLY, may_decide
+from .presenters import decided_line, decision_line
+from .services import approval_decide, approval_expire_if_overdue
 
 
 def _queue_context(request: HttpRequest) -> dict:
@@ -47,12 +48,14 @@ def queue_cards(request: HttpRequest) -> HttpResponse:
 @require_POST
 @member_required
 def decide(request: HttpRequest, public_id: str) -> HttpResponse:
-    if not request.actor.can_review:
-        raise PermissionDenied("Only a reviewer or an admin of this workspace may decide.")
+    if not may_decide(request.actor):
+        raise PermissionDenied(DECIDERS_ONLY)
     try:
         approval = selectors.approval_get(workspace=request.actor.workspace, public_id=public_id)
-    except ApprovalRequest.DoesNotExist:
-        raise Http404("No such approval request in this workspace.") from None
+    except ApprovalNotFound as missing:
+        raise Http404(missing.message) from None
+    if not may_decide(request.actor, approval):
+        raise PermissionDenied(DECIDERS_ONLY)
     form = DecisionForm(request.POST)
     error = ""
     if form.is_valid():
@@ -74,21 +77,13 @@ def decide(request: HttpRequest, public_id: str) -> HttpResponse:
         messages.error(request, error)
         return redirect("approvals:queue")
     if not request.htmx:
-        messages.success(request, _outcome_text(approval, already))
+        messages.success(request, decided_line(approval, already=already))
         back = request.POST.get("next", "")
         if back and url_has_allowed_host_and_scheme(back, allowed_hosts={request.get_host()}):
             return redirect(back)
         return redirect("approvals:queue")
-    ctx = {"approval": approval, "already": already, "outcome": _outcome_text(approval, already)}
+    ctx = {"approval": approval, "already": already, "outcome": decided_line(approval, already=already)}
     return render(request, "approvals/_decided.html", ctx)
-
-
-def _outcome_text(approval: ApprovalRequest, already: bool) -> str:
-    """What the reviewer is told after pressing a button: their decision, or the first one."""
-    line = decision_line(approval)
-    if already and approval.status != "expired":
-        return f"Already {line[0].lower()}{line[1:]}"
-    return line
 
 
 @require_GET
@@ -117,8 +112,8 @@ def detail(request: HttpRequest, public_id: str) -> HttpResponse:
     """A request's page: its card and decision form while pending, its history once decided, its deliveries."""
     try:
         approval = selectors.approval_get(workspace=request.actor.workspace, public_id=public_id)
-    except ApprovalRequest.DoesNotExist:
-        raise Http404("No such approval request in this workspace.") from None
+    except ApprovalNotFound as missing:
+        raise Http404(missing.message) from None
     approval = approval_expire_if_overdue(approval=approval)
     deliveries = Delivery.objects.filter(approval=approval).order_by("created_at", "id")
     ctx = {
@@ -126,7 +121,7 @@ def detail(request: HttpRequest, public_id: str) -> HttpResponse:
         "config": None,
         "approval": approval,
         "pending": approval.status == "pending",
-        "can_review": request.actor.can_review,
+        "can_review": may_decide(request.actor, approval),
         "outcome": decision_line(approval) if approval.status != "pending" else "",
         "deliveries": delivery_rows(deliveries),
     }

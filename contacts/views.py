@@ -6,12 +6,12 @@ from django.http import Http404
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
-from hitl_portal.errors import Conflict
 from rules import services
 from rules.views import config_or_404, config_page_context
 from workspaces.decorators import admin_required, member_required
 
 from . import selectors
+from .exceptions import ContactInUse
 from .forms import ContactForm
 from .models import Contact
 from .outbox import delivery_test_create
@@ -68,8 +68,8 @@ def contact_delete(request, cfg: str, con: str):
     config = config_or_404(request, cfg)
     try:
         services.contact_delete(contact=_contact_or_404(config, con))
-    except Conflict as refusal:
-        messages.error(request, str(refusal.detail))
+    except ContactInUse as refusal:
+        messages.error(request, refusal.message)
         return redirect("contacts:contacts", config.public_id)
     messages.success(request, "Deleted the contact from the draft. Published versions keep it.")
     return redirect("contacts:contacts", config.public_id)

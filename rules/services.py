@@ -5,10 +5,11 @@ from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
+from contacts.exceptions import ContactInUse
 from contacts.models import Contact
-from hitl_portal.errors import Conflict, PlanRequired
 from workspaces.models import Workspace
 
+from .exceptions import PlanRequired
 from .models import Config, ConfigVersion, Rule
 
 RULE_FIELDS = (
@@ -84,7 +85,7 @@ def contact_delete(*, contact: Contact) -> None:
     """Delete a draft contact, unless a draft rule names it (published versions keep their own copy)."""
     users = [rule.public_id for rule in contact.config.rules.all() if rule.names_contact(contact.public_id)]
     if users:
-        raise Conflict(
+        raise ContactInUse(
             f"{contact.name} ({contact.public_id}) is named by draft rule{'s' if len(users) > 1 else ''} "
             f"{', '.join(users)} in notify or escalate_to: remove it there first."
         )

@@ -30,17 +30,15 @@ def world(acme, alice, bob, monkeypatch):
     approval = approval_register(
         workspace=acme,
         engine_key=ApiToken.objects.get(workspace=acme, kind="engine"),
-        data={
-            "kind": "gate",
-            "config_id": config.public_id,
-            "config_version": version.number,
-            "rule_id": rule.public_id,
-            "run_id": "run_1",
-            "thread_id": "thr_1",
-            "caller": "support-bot",
-            "target": "customer T-4821",
-            "operation": "delete",
-        },
+        kind="gate",
+        config_id=config.public_id,
+        config_version=version.number,
+        rule_id=rule.public_id,
+        run_id="run_1",
+        thread_id="thr_1",
+        caller="support-bot",
+        target="customer T-4821",
+        operation="delete",
     ).approval
     delivery = Delivery.objects.get(approval=approval, event="requested")
     url = link_url_for(delivery=delivery, email="bob@acme.test")

@@ -33,17 +33,15 @@ def test_a_reviewer_follows_the_emails_link_to_the_confirm_page_and_approves(
     approval = approval_register(
         workspace=acme,
         engine_key=ApiToken.objects.get(workspace=acme, kind="engine"),
-        data={
-            "kind": "gate",
-            "config_id": config.public_id,
-            "config_version": version.number,
-            "rule_id": rule.public_id,
-            "run_id": "run_1",
-            "thread_id": "thr_1",
-            "caller": "support-bot",
-            "target": "customer T-4821",
-            "operation": "delete",
-        },
+        kind="gate",
+        config_id=config.public_id,
+        config_version=version.number,
+        rule_id=rule.public_id,
+        run_id="run_1",
+        thread_id="thr_1",
+        caller="support-bot",
+        target="customer T-4821",
+        operation="delete",
     ).approval
     deliveries_send_due()  # what the cluster runs
 

@@ -73,7 +73,7 @@ def register(world: dict, **fields):
         "operation": "delete",
         **fields,
     }
-    return approval_register(workspace=world["workspace"], engine_key=world["engine_key"], data=data).approval
+    return approval_register(workspace=world["workspace"], engine_key=world["engine_key"], **data).approval
 
 
 class Cluster:
