@@ -9,7 +9,9 @@ the same delivery id, for receivers to deduplicate), never be lost.
 """
 
 import logging
+import os
 import random
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -32,8 +34,8 @@ FATIGUE_LIMIT = 5  # more requests than this for one contact within a minute →
 CLAIM_BATCH = 50
 # Sends in flight at once per worker: endpoints are slow far more often than we are.
 SEND_THREADS = 8
-# A burst of events wakes the cluster once, not once per commit (see kick_sender).
-KICK_DEBOUNCE = 0.05
+# A burst of events wakes the cluster once per this interval, not once per commit (see _Kicker).
+KICK_INTERVAL = 0.1
 REMINDER_BEFORE = timedelta(hours=1)
 SHORT_LIFETIME = timedelta(hours=5)
 
@@ -161,23 +163,48 @@ def kick_sender() -> None:
     transaction.on_commit(_enqueue)
 
 
-_last_kick = 0.0
+class _Kicker:
+    """Enqueues the send task from a thread of its own, at most once per KICK_INTERVAL per process.
+
+    A commit only sets an event (no query on the request's path); the thread wakes, enqueues one
+    task, and waits KICK_INTERVAL before it looks again. Every commit is followed by an enqueue
+    that happens after it, so no row waits for the minute schedule; a burst costs one task.
+    """
+
+    def __init__(self) -> None:
+        self.wanted = threading.Event()
+        self.pid = 0
+        self.lock = threading.Lock()
+
+    def kick(self) -> None:
+        if self.pid != os.getpid():  # first use in this process (after a fork: threads do not survive it)
+            with self.lock:
+                if self.pid != os.getpid():
+                    self.wanted = threading.Event()
+                    threading.Thread(target=self._run, name="hitl-outbox-kicker", daemon=True).start()
+                    self.pid = os.getpid()
+        self.wanted.set()
+
+    def _run(self) -> None:
+        from django.db import close_old_connections
+        from django_q.tasks import async_task
+
+        while True:
+            self.wanted.wait()
+            self.wanted.clear()
+            try:
+                close_old_connections()
+                async_task("contacts.tasks.send_due", save=False)
+            except Exception:  # the minute schedule still sends; say why the kick failed
+                logger.exception("Could not enqueue the notification task")
+            time.sleep(KICK_INTERVAL)
+
+
+_kicker = _Kicker()
 
 
 def _enqueue() -> None:
-    """Enqueue the send task, unless this process did so within KICK_DEBOUNCE.
-
-    Safe to skip: the task that answers the last kick starts after it and takes a second look
-    2 × KICK_DEBOUNCE after draining, by when a row committed before this call is visible.
-    """
-    global _last_kick
-    now = time.monotonic()
-    if now - _last_kick < KICK_DEBOUNCE:
-        return
-    _last_kick = now
-    from django_q.tasks import async_task
-
-    async_task("contacts.tasks.send_due", save=False)
+    _kicker.kick()
 
 
 def _new_id() -> str:
@@ -213,20 +240,13 @@ def deliveries_claim(*, limit: int = CLAIM_BATCH, now: datetime | None = None) -
 
 
 def deliveries_send_due(*, max_batches: int = 1000) -> int:
-    """Claim and send due rows until none is left; returns how many were sent or failed for good.
-
-    After the queue drains it looks once more a moment later: a kick skipped by the debounce
-    (kick_sender) belongs to a row committed within KICK_DEBOUNCE of the kick this task answers.
-    """
+    """Claim and send due rows until none is left; returns how many were sent or failed for good."""
     done = 0
-    for second_look in (False, True):
-        if second_look:
-            time.sleep(2 * KICK_DEBOUNCE)
-        for _ in range(max_batches):
-            claimed = deliveries_claim()
-            if not claimed:
-                break
-            done += _send_batch(claimed)
+    for _ in range(max_batches):
+        claimed = deliveries_claim()
+        if not claimed:
+            break
+        done += _send_batch(claimed)
     return done
 
 
