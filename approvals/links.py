@@ -15,9 +15,11 @@ from django.urls import reverse
 from django.utils import timezone
 
 from contacts.models import Delivery
+from workspaces.access import actor_for_membership
 from workspaces.models import Membership, Role
 
 from .models import ApprovalRequest, Status
+from .permissions import may_decide
 from .services import approval_decide
 
 SALT = "hitl.one-click-link"
@@ -75,7 +77,7 @@ def link_open(token: str) -> Link:
     except (signing.BadSignature, KeyError, TypeError, Delivery.DoesNotExist, Membership.DoesNotExist):
         raise LinkRefused("tampered", "This link was altered, or is not one the portal sent.") from None
     approval = delivery.approval
-    if membership.role not in (Role.ADMIN, Role.REVIEWER):
+    if not may_decide(actor_for_membership(membership), approval):
         raise LinkRefused("tampered", "This link's reviewer no longer reviews this workspace.")
     if delivery.link_used_at is not None:
         raise LinkRefused("used", "This link was already used: each one-click link works once.")

@@ -10,7 +10,7 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from contacts.models import DeliveryEvent
+from contacts.models import Delivery, DeliveryEvent
 from contacts.outbox import deliveries_for_registration, deliveries_for_resolution, kick_sender
 from rules.exceptions import ConfigNotFound
 from rules.models import Config, ConfigVersion, PassInformationLevel
@@ -263,19 +263,14 @@ def approval_register(
 
     # Insert first and look for the first request only when the key's unique constraint refuses
     # the row: a replay costs one more query, a new request none, and a race has one winner.
-    notifies = kind == ApprovalKind.GATE and (rule["notify"] or rule["escalate_to"])
+    # The outbox rows are written with the request (one statement), or neither is.
+    deliveries = deliveries_for_registration(approval=approval, rule=rule, version=version) if kind == "gate" else []
     try:
-        if notifies:
-            # The outbox rows commit with the request, or neither does.
-            with transaction.atomic():
-                _insert(approval)
-                if deliveries_for_registration(approval=approval, rule=rule, version=version):
-                    kick_sender()
-        elif connection.in_atomic_block:
+        if connection.in_atomic_block or (deliveries and connection.vendor != "postgresql"):
             with transaction.atomic():  # a savepoint, so a refused INSERT leaves the caller's transaction usable
-                _insert(approval)
+                _insert(approval, deliveries=deliveries)
         else:
-            _insert(approval)  # autocommit: one statement, no BEGIN/COMMIT round trips
+            _insert(approval, deliveries=deliveries)  # autocommit: one statement, no BEGIN/COMMIT round trips
     except IntegrityError as error:
         if idempotency_key and _refused_by(error) == IDEMPOTENCY_CONSTRAINT:
             first = _idempotent_replay(engine_key=engine_key, idempotency_key=idempotency_key, fingerprint=fingerprint)
@@ -286,6 +281,8 @@ def approval_register(
             _FROZEN_VERSIONS.clear()
             raise ConfigNotFound(f"No config {config_id} in this workspace.") from None
         raise
+    if deliveries:
+        kick_sender()
     return Registration(approval=approval, created=True)
 
 
@@ -330,20 +327,44 @@ _NEEDS_PREPARING = [
 ]
 
 
-def _insert(approval: ApprovalRequest) -> None:
+def _insert(approval: ApprovalRequest, *, deliveries: list[Delivery] = ()) -> None:
+    """INSERT the request, and its outbox rows in the same statement (a CTE): atomic in autocommit."""
     if connection.vendor != "postgresql":
         approval.save(force_insert=True)
+        for delivery in deliveries:
+            delivery.approval = approval
+        Delivery.objects.bulk_create(deliveries)
         return
     approval.ensure_public_id()
     values = approval.__dict__
     params = [values[field.attname] for field in _INSERT_FIELDS]
     for index, field in _NEEDS_PREPARING:
         params[index] = field.get_db_prep_save(params[index], connection)
+    sql = _INSERT_SQL
+    if deliveries:
+        sql = _WITH_DELIVERIES_SQL.format(values=", ".join([_DELIVERY_ROW] * len(deliveries)))
+        for delivery in deliveries:
+            params += [
+                field.get_db_prep_save(getattr(delivery, field.attname), connection) for field in _DELIVERY_FIELDS
+            ]
     with connection.cursor() as cursor:
-        cursor.execute(_INSERT_SQL, params)
+        cursor.execute(sql, params)
         approval.pk = cursor.fetchone()[0]
     approval._state.adding = False
     approval._state.db = connection.alias
+
+
+# The request's INSERT as a CTE feeding its deliveries' INSERT: one round trip, no BEGIN/COMMIT.
+_DELIVERY_FIELDS = [
+    field for field in Delivery._meta.concrete_fields if not field.primary_key and field.name != "approval"
+]
+_DELIVERY_ROW = "(" + ", ".join(f"%s::{field.db_type(connection)}" for field in _DELIVERY_FIELDS) + ")"
+_WITH_DELIVERIES_SQL = (
+    f"WITH apr AS ({_INSERT_SQL}) "
+    f'INSERT INTO {Delivery._meta.db_table} ("approval_id", '
+    + ", ".join(f'"{field.column}"' for field in _DELIVERY_FIELDS)
+    + ") SELECT apr.id, v.* FROM apr, (VALUES {values}) AS v RETURNING (SELECT id FROM apr)"
+)
 
 
 def _inert_or_replay(*, engine_key: ApiToken, idempotency_key: str, fingerprint: str) -> Registration:

@@ -1,6 +1,6 @@
-"""Notifications in `make bench`: latency to the webhook, burst throughput beside a plain loop, registration cost.
+"""Section: notifications — latency to the webhook, burst throughput beside a plain loop, registration cost.
 
-    BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/hitl_bench python -m bench --section notify
+    BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/hitl_bench python -m bench --only notify
 
 1. Registration → webhook received, p50/p95, with the django-q2 cluster running (target p95 ≤ 1 s).
 2. A burst of 1,000 notified requests, queued while no cluster runs, then sent by it: all
@@ -91,7 +91,11 @@ class Cluster:
 
         if self.process and self.process.poll() is None:
             os.killpg(self.process.pid, signal.SIGTERM)
-            self.process.wait(timeout=30)
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:  # a delivery cut short is sent again: nothing is lost
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait(timeout=10)
 
 
 def percentile(samples: list[float], p: float) -> float:
@@ -99,25 +103,24 @@ def percentile(samples: list[float], p: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))]
 
 
-def run_notify(url: str, *, rounds: int = 3, burst: int = 1000, samples: int = 100, duration: float = 3.0) -> dict:
-    from bench.__main__ import PORT, ROOT, Server, World, load, log, recreate_database, setup_django
+def run(bench) -> list[dict]:
+    """Its own webhook contact, notify rule, gunicorn and cluster, on the bench's workspace."""
+    from bench.harness import ROOT, log
+    from bench.server import PORT, Server, load
 
+    world = bench.world
+    rounds, duration, burst, samples = min(bench.rounds, 3), bench.duration, 1000, 100
+    url = os.environ["BENCH_DATABASE_URL"]
     receiver = Receiver()
     os.environ.update(
         HITL_BENCH_HOOK=receiver.url,
         HITL_BENCH_HOOK_SECRET=SECRET,
         HITL_BASE_URL=f"http://127.0.0.1:{PORT}",
     )
-    log("notify: recreating the database and migrating")
-    recreate_database(url)
-    setup_django(url)
-    from django.core.management import call_command
     from django.db import connection
 
-    from rules.services import config_publish, contact_create, rule_create, rule_update
+    from rules.services import config_publish, contact_create, rule_create
 
-    call_command("migrate", verbosity=0)
-    world = World()
     hook = contact_create(
         config=world.config,
         name="Bench hook",
@@ -125,11 +128,12 @@ def run_notify(url: str, *, rounds: int = 3, burst: int = 1000, samples: int = 1
         channel_ref="${HITL_BENCH_HOOK}",
         secret_ref="${HITL_BENCH_HOOK_SECRET}",
     )
-    notify_rule = rule_create(config=world.config, message="Check before deleting", order=20)
-    rule_update(rule=notify_rule, notify=[hook.public_id])
-    world.version = config_publish(config=world.config, user=None, note="bench notify")
-    plain_body = world.registration_body()
-    notify_body = {**plain_body, "rule_id": notify_rule.public_id}
+    plain = rule_create(config=world.config, message="Check before deleting", order=20)
+    notifying = rule_create(config=world.config, message="Check before deleting", order=30, notify=[hook.public_id])
+    version = config_publish(config=world.config, user=None, note="bench notify")
+    base = {**world.registration_body(), "config_version": version.number}
+    plain_body = {**base, "rule_id": plain.public_id}
+    notify_body = {**base, "rule_id": notifying.public_id}
     connection.close()
 
     env = {
@@ -198,7 +202,8 @@ def run_notify(url: str, *, rounds: int = 3, burst: int = 1000, samples: int = 1
         cluster.stop()
         server.stop()
         receiver.server.shutdown()
-    return results
+    bench.results["notify"] = results
+    return rows(results)
 
 
 def _burst(receiver, cluster, session, api, body, count, round_number) -> dict:
@@ -271,7 +276,7 @@ def _plain_loop(receiver, body: dict, count: int) -> float:
 
 def rows(results: dict) -> list[dict]:
     """The figures as rows of the bench table."""
-    from bench.__main__ import row
+    from bench.report import row
 
     lat, burst, reg = results["latency"], results["burst"], results["registration"]
     burst_ratio = statistics.median(burst["ratios"])
@@ -301,16 +306,3 @@ def rows(results: dict) -> list[dict]:
             spread=(min(reg["ratios"]), max(reg["ratios"])),
         ),
     ]
-
-
-def main(url: str, *, rounds: int, duration: float) -> None:
-    from bench.__main__ import RESULTS, log, print_table
-
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    results = run_notify(url, rounds=rounds, duration=duration)
-    table = print_table(rows(results))
-    (RESULTS / "notify.json").write_text(json.dumps(results, indent=2, default=str))
-    (RESULTS / "notify.md").write_text(table + "\n")
-    print()
-    print(table)
-    log("notify: JSON in bench/results/notify.json")

@@ -2,12 +2,13 @@
 
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers, status
+from rest_framework.permissions import BasePermission
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from approvals.permissions import MayDecide
 from hitl_portal.errors import ErrorSerializer
 from rules.api import ERRORS, PAGE_PARAMS, AdminPagination, AdminView
+from workspaces.permissions import actor_of
 
 from . import selectors
 from .api import _contact
@@ -52,8 +53,18 @@ DeliveryPage = type(
 )
 
 
+class ReadsDeliveries(BasePermission):
+    """Reviewers and admins (people, never an engine key) read their workspace's deliveries."""
+
+    message = "Only a reviewer or an admin of this workspace may read deliveries."
+
+    def has_permission(self, request, view) -> bool:
+        actor = actor_of(request)
+        return actor is not None and actor.user is not None and actor.can_review
+
+
 class DeliveryListView(APIView):
-    permission_classes = [MayDecide]  # reviewers and admins: the people who decide read what they were sent
+    permission_classes = [ReadsDeliveries]
 
     @extend_schema(
         tags=["notifications"],

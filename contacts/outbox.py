@@ -9,7 +9,12 @@ the same delivery id, for receivers to deduplicate), never be lost.
 """
 
 import logging
+import os
 import random
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from django.conf import settings
@@ -27,6 +32,10 @@ logger = logging.getLogger(__name__)
 PEOPLE_CHANNELS = (Channel.EMAIL, Channel.SLACK)
 FATIGUE_LIMIT = 5  # more requests than this for one contact within a minute → the rest as one digest
 CLAIM_BATCH = 50
+# Sends in flight at once per worker: endpoints are slow far more often than we are.
+SEND_THREADS = 8
+# A burst of events wakes the cluster once per this interval, not once per commit (see _Kicker).
+KICK_INTERVAL = 0.1
 REMINDER_BEFORE = timedelta(hours=1)
 SHORT_LIFETIME = timedelta(hours=5)
 
@@ -63,7 +72,8 @@ def _contacts(version, ids: list[str]) -> list[dict]:
 
 def deliveries_for_registration(*, approval, rule: dict, version) -> list[Delivery]:
     """`requested` and a scheduled `reminder` to each notified contact, `escalated` to each escalation
-    contact. Call inside the registering transaction; `kick_sender` after it commits."""
+    contact, as unsaved rows: the registration writes them with the request, in one statement on
+    PostgreSQL (approvals.services._insert), then calls `kick_sender`."""
     now = approval.created_at
     rows = []
     remind = reminder_at(created_at=approval.created_at, expires_at=approval.expires_at)
@@ -80,8 +90,6 @@ def deliveries_for_registration(*, approval, rule: dict, version) -> list[Delive
                 )
     for row in rows:
         row.public_id = _new_id()
-    if rows:
-        Delivery.objects.bulk_create(rows, ignore_conflicts=True)
     return rows
 
 
@@ -155,10 +163,48 @@ def kick_sender() -> None:
     transaction.on_commit(_enqueue)
 
 
-def _enqueue() -> None:
-    from django_q.tasks import async_task
+class _Kicker:
+    """Enqueues the send task from a thread of its own, at most once per KICK_INTERVAL per process.
 
-    async_task("contacts.tasks.send_due", task_name=None, save=False)
+    A commit only sets an event (no query on the request's path); the thread wakes, enqueues one
+    task, and waits KICK_INTERVAL before it looks again. Every commit is followed by an enqueue
+    that happens after it, so no row waits for the minute schedule; a burst costs one task.
+    """
+
+    def __init__(self) -> None:
+        self.wanted = threading.Event()
+        self.pid = 0
+        self.lock = threading.Lock()
+
+    def kick(self) -> None:
+        if self.pid != os.getpid():  # first use in this process (after a fork: threads do not survive it)
+            with self.lock:
+                if self.pid != os.getpid():
+                    self.wanted = threading.Event()
+                    threading.Thread(target=self._run, name="hitl-outbox-kicker", daemon=True).start()
+                    self.pid = os.getpid()
+        self.wanted.set()
+
+    def _run(self) -> None:
+        from django.db import close_old_connections
+        from django_q.tasks import async_task
+
+        while True:
+            self.wanted.wait()
+            self.wanted.clear()
+            try:
+                close_old_connections()
+                async_task("contacts.tasks.send_due", save=False)
+            except Exception:  # the minute schedule still sends; say why the kick failed
+                logger.exception("Could not enqueue the notification task")
+            time.sleep(KICK_INTERVAL)
+
+
+_kicker = _Kicker()
+
+
+def _enqueue() -> None:
+    _kicker.kick()
 
 
 def _new_id() -> str:
@@ -200,37 +246,69 @@ def deliveries_send_due(*, max_batches: int = 1000) -> int:
         claimed = deliveries_claim()
         if not claimed:
             break
-        for delivery in claimed:
-            done += delivery_send(delivery=delivery)
+        done += _send_batch(claimed)
     return done
 
 
-def delivery_send(*, delivery: Delivery) -> int:
-    """Send one claimed delivery and record the attempt. Returns 1 when it is settled (sent/failed)."""
-    approval = delivery.approval
+@dataclass
+class _Send:
+    delivery: Delivery
+    recipient: Recipient
+    notice: Notice | None = None
+    digest: list[Delivery] = field(default_factory=list)
+    error: TransportError | None = None
+
+
+def _send_batch(claimed: list[Delivery]) -> int:
+    """Prepare each message (database reads, here), send them on a few threads (network only),
+    then record the whole batch: one UPDATE for the sent, one per failure."""
     now = timezone.now()
+    sends = [send for delivery in claimed if (send := _prepare(delivery=delivery, now=now)) is not None]
+    with ThreadPoolExecutor(max_workers=SEND_THREADS) as pool:
+        list(pool.map(_attempt, sends))
+    sent = [d.pk for s in sends if s.error is None for d in (s.digest or [s.delivery])]
+    if sent:
+        Delivery.objects.filter(pk__in=sent, status=DeliveryStatus.PENDING).update(
+            status=DeliveryStatus.SENT, sent_at=timezone.now(), last_error=""
+        )
+    settled = len(sent)
+    for send in sends:
+        if send.error is not None:
+            settled += _record_failure(delivery=send.delivery, error=send.error, now=now, also=send.digest)
+    return settled
+
+
+def _prepare(*, delivery: Delivery, now: datetime) -> _Send | None:
+    """What to send for one claimed row, or None when nothing is to be sent now."""
+    approval = delivery.approval
     if approval is not None and delivery.event in WHILE_PENDING and approval.effective_status(now) != "pending":
         Delivery.objects.filter(pk=delivery.pk, status=DeliveryStatus.PENDING).delete()
-        return 0
-    recipient = Recipient.from_frozen({**delivery.recipient, "id": delivery.contact_public_id})
-    digest: list[Delivery] = []
+        return None
+    send = _Send(
+        delivery=delivery, recipient=Recipient.from_frozen({**delivery.recipient, "id": delivery.contact_public_id})
+    )
     if delivery.event == DeliveryEvent.REQUESTED and delivery.channel in PEOPLE_CHANNELS:
         held = _fatigue(delivery=delivery, now=now)
         if held is None:
-            return 0  # held back for the digest at the end of its minute
-        digest = held
-    transport = transport_for(delivery.channel)
+            return None  # held back for the digest at the end of its minute
+        send.digest = held
+    if transport_for(delivery.channel) is None:
+        send.error = TransportError(f"the {delivery.channel} channel cannot send yet", permanent=True)
+        return send
+    send.notice = notice_for(delivery=delivery, recipient=send.recipient, digest=send.digest)
+    return send
+
+
+def _attempt(send: _Send) -> None:
+    if send.error is not None:
+        return
     try:
-        if transport is None:
-            raise TransportError(f"the {delivery.channel} channel cannot send yet", permanent=True)
-        transport.notify(notice_for(delivery=delivery, recipient=recipient, digest=digest), recipient)
+        transport_for(send.delivery.channel).notify(send.notice, send.recipient)
     except TransportError as error:
-        return _record_failure(delivery=delivery, error=error, now=now, also=digest)
-    sent = [d.pk for d in digest] or [delivery.pk]
-    Delivery.objects.filter(pk__in=sent, status=DeliveryStatus.PENDING).update(
-        status=DeliveryStatus.SENT, sent_at=timezone.now(), last_error=""
-    )
-    return len(sent)
+        send.error = error
+    except Exception:  # a bug in a transport must not stop the batch; the row is retried
+        logger.exception("Delivery %s: the %s transport failed", send.delivery.public_id, send.delivery.channel)
+        send.error = TransportError(f"the {send.delivery.channel} transport failed unexpectedly")
 
 
 def _record_failure(*, delivery: Delivery, error: TransportError, now: datetime, also: list[Delivery]) -> int:
@@ -347,7 +425,7 @@ def notice_for(*, delivery: Delivery, recipient: Recipient, digest: list[Deliver
             ],
             source=source,
         )
-    approval.refresh_from_db()  # the decision as it now is, not as it was when claimed
+    # The row was claimed (with its request) moments ago: the decision is as it now is.
     return Notice(
         delivery_id=delivery.public_id,
         event=delivery.event,

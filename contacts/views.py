@@ -7,11 +7,11 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
 from rules import services
-from rules.exceptions import ContactInUse
 from rules.views import config_or_404, config_page_context
 from workspaces.decorators import admin_required, member_required
 
 from . import selectors
+from .exceptions import ContactInUse
 from .forms import ContactForm
 from .models import Contact
 from .outbox import delivery_test_create

@@ -9,7 +9,8 @@ from rest_framework.response import Response
 from rest_framework.views import exception_handler, set_rollback
 
 from approvals.exceptions import ApprovalNotFound, IdempotencyKeyReused, NotApproved, WrongDecision
-from rules.exceptions import ConfigNotFound, ContactInUse, PlanRequired
+from contacts.exceptions import ContactInUse
+from rules.exceptions import ConfigNotFound, PlanRequired
 
 from .exceptions import DomainError
 

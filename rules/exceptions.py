@@ -13,9 +13,3 @@ class PlanRequired(DomainError):
     """The workspace's plan does not allow this (Human-in-the-Loop on the Free plan)."""
 
     default_message = "Human-in-the-Loop needs a Pro or Enterprise plan."
-
-
-class ContactInUse(DomainError):
-    """A draft contact a draft rule still names (in notify or escalate_to) cannot be deleted."""
-
-    default_message = "A draft rule names this contact: remove it there first."

@@ -5,10 +5,11 @@ from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
+from contacts.exceptions import ContactInUse
 from contacts.models import Contact
 from workspaces.models import Workspace
 
-from .exceptions import ContactInUse, PlanRequired
+from .exceptions import PlanRequired
 from .models import Config, ConfigVersion, Rule
 
 RULE_FIELDS = (

@@ -63,10 +63,13 @@ def test_an_unreachable_mail_server_is_retried_later_and_the_error_names_no_addr
 
 
 def test_more_than_five_requests_a_minute_for_one_contact_go_out_as_one_digest(by_email, mailbox, settings):
+    import time
     from datetime import timedelta
 
     from django.utils import timezone
 
+    if timezone.now().second >= 50:  # the eight must fall in one minute
+        time.sleep(61 - timezone.now().second)
     approvals = [register(by_email, run_id=f"run_{i}") for i in range(8)]
     deliveries_send_due()
     to_bob = [m for rcpt, m in mailbox.messages if rcpt == ["bob@acme.test"]]

@@ -1,0 +1,7 @@
+"""What contact services refuse, in the domain's words (HTTP statuses: hitl_portal/errors.py)."""
+
+from hitl_portal.exceptions import DomainError
+
+
+class ContactInUse(DomainError):
+    """A draft rule names the contact in notify or escalate_to: it cannot be deleted."""
