@@ -13,7 +13,8 @@ from tests.helpers import travel
 
 from .conftest import CHANNEL, register
 
-pytestmark = pytest.mark.usefixtures("fake_slack")
+# The outbox sends on threads with connections of their own: they must see what the test committed.
+pytestmark = [pytest.mark.usefixtures("fake_slack"), pytest.mark.django_db(transaction=True)]
 
 
 def delivery(approval, event: str) -> Delivery:
