@@ -5,8 +5,13 @@ PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 HOST ?= 127.0.0.1
 PORT ?= 8000
+WORKERS ?= 2
+# The production server (README: Deploying): gunicorn supervising uvicorn workers (ASGI), one per core.
+# A waiting engine costs a socket: give each process the hard limit of open files.
+SERVE = ulimit -n "$$(ulimit -Hn)"; $(VENV)/bin/gunicorn hitl_portal.asgi:application --bind $(HOST):$(PORT) \
+	--worker-class uvicorn_worker.UvicornWorker --workers $(WORKERS) --timeout 60 --keep-alive 30 --access-logfile -
 
-.PHONY: run test lint format bench faults clean
+.PHONY: run serve test lint format bench faults clean
 
 $(VENV)/.installed: requirements.txt requirements-test.txt
 	$(PYTHON) -m venv $(VENV)
@@ -25,16 +30,24 @@ run: $(VENV)/.installed
 	$(PY) manage.py migrate --noinput --verbosity 0
 	$(PY) manage.py collectstatic --noinput --verbosity 0
 	$(PY) manage.py hitl demo --url http://$(HOST):$(PORT)/
-	@trap 'kill 0' INT TERM EXIT; \
+	@# Ctrl-C stops both and returns: the trap clears itself first (a bare `kill 0` re-entered it
+	@# until the shell crashed) and signals only the children (server, cluster, demo webhook receiver), then waits for them.
+	@trap 'trap - INT TERM EXIT; kill $$(jobs -p) 2>/dev/null; wait' INT TERM EXIT; \
 	  $(PY) -m hitl_portal.demo_receiver --port 8009 & \
 	  $(PY) manage.py qcluster & \
-	  $(VENV)/bin/gunicorn hitl_portal.wsgi --bind $(HOST):$(PORT) --worker-class gthread --workers 2 --threads 8 --timeout 60 --access-logfile - & \
+	  ( $(SERVE) ) & \
 	  wait
 
-## make test: the whole suite (PostgreSQL when DATABASE_URL is set, SQLite otherwise)
+## make serve: the web server alone, as deployed (HOST, PORT, WORKERS from the environment); DATABASE_URL as set
+serve: $(VENV)/.installed
+	$(SERVE)
+
+## make test: the whole suite on PostgreSQL — DATABASE_URL's (CI), or else a throwaway one from the
+## pip-installed pgserver wheel, started for this run and deleted after it (tests/throwaway_postgres.py)
+ON_POSTGRES = $(if $(DATABASE_URL),,$(PY) -m tests.throwaway_postgres)
 test: $(VENV)/.installed
 	$(VENV)/bin/ruff check .
-	$(VENV)/bin/pytest $(PYTEST_ARGS)
+	$(ON_POSTGRES) $(VENV)/bin/pytest $(PYTEST_ARGS)
 
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check .
@@ -49,7 +62,7 @@ clean:
 
 ## make faults: fault tests on PostgreSQL (kills the django-q2 cluster and database connections on purpose)
 faults: $(VENV)/.installed
-	$(VENV)/bin/pytest -m faults tests/faults $(PYTEST_ARGS)
+	$(ON_POSTGRES) $(VENV)/bin/pytest -m faults tests/faults $(PYTEST_ARGS)
 
 ## make bench: by hand, never in `make test` — throwaway PostgreSQL database, gunicorn, figures beside floors
 BENCH_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/hitl_bench

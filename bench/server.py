@@ -14,7 +14,8 @@ from bench.harness import RESULTS, ROOT, World
 
 # BENCH_PORT: another checkout benchmarking on the same machine may hold the default.
 PORT = int(os.environ.get("BENCH_PORT", "8731"))
-GUNICORN = ["--worker-class", "gthread", "--workers", "4", "--threads", "8", "--keep-alive", "30", "--timeout", "60"]
+# The production server (Makefile: make serve): gunicorn supervising uvicorn workers, one per core.
+GUNICORN = ["--worker-class", "uvicorn_worker.UvicornWorker", "--workers", "2", "--keep-alive", "30", "--timeout", "60"]
 
 
 class Server:
@@ -25,7 +26,7 @@ class Server:
         self.process = subprocess.Popen(
             [
                 str(Path(sys.executable).parent / "gunicorn"),
-                "hitl_portal.wsgi",
+                "hitl_portal.asgi:application",
                 "--bind",
                 f"127.0.0.1:{PORT}",
                 *GUNICORN,

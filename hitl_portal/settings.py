@@ -1,9 +1,11 @@
 """Settings for HITL Portal, read from the environment with safe development defaults."""
 
 import os
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
+from csp.constants import NONE, SELF
 from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -46,9 +48,12 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "whitenoise.runserver_nostatic",
     "django.contrib.staticfiles",
+    "django.forms",  # the widget templates, for FORM_RENDERER
     "rest_framework",
     "django_filters",
     "drf_spectacular",
+    "drf_spectacular_sidecar",  # Swagger UI and ReDoc served from the package, never a CDN
+    "axes",
     "django_htmx",
     "django_q",
     "workspaces",
@@ -59,8 +64,10 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "csp.middleware.CSPMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "hitl_portal.middleware.ApiBodyLimitMiddleware",
+    "hitl_portal.middleware.NulGuardMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -68,9 +75,28 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "hitl_portal.errors.DomainErrorPages",
+    # Last, as django-axes asks: it turns a lockout raised during login into its page.
+    "axes.middleware.AxesMiddleware",
+]
+
+# A call with a Bearer token uses no session, message, CSRF or auth middleware: it skips them
+# (hitl_portal/handlers.py). A long-poll's chain must be all async, so it has no body check (a GET).
+# CommonMiddleware stays: it sets Content-Length (else the ASGI server answers chunked).
+API_MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "hitl_portal.middleware.ApiBodyLimitMiddleware",
+    "hitl_portal.middleware.NulGuardMiddleware",
+    "django.middleware.common.CommonMiddleware",
+]
+LONG_POLL_MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "hitl_portal.middleware.NulGuardMiddleware",
+    "django.middleware.common.CommonMiddleware",
 ]
 
 ROOT_URLCONF = "hitl_portal.urls"
+FORM_RENDERER = "hitl_portal.forms.FormRenderer"
 WSGI_APPLICATION = "hitl_portal.wsgi.application"
 
 TEMPLATES = [
@@ -108,12 +134,47 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     }
     # A file, not :memory:, so the live test server's threads get connections of their own.
     DATABASES["default"]["TEST"] = {"NAME": str(BASE_DIR / "test-db.sqlite3")}
+
+
+def pooled_under_asgi(database: dict) -> dict:
+    """Under the ASGI server (asgi.py sets HITL_ASGI) sync code runs on threads of the moment, so a
+    persistent connection per thread would pile up: PostgreSQL connections come from psycopg's pool
+    instead, at most HITL_DB_POOL_SIZE per server process (plus the two of approvals/waiters.py)."""
+    if os.environ.get("HITL_ASGI") and database["ENGINE"].endswith("postgresql"):
+        database["CONN_MAX_AGE"] = 0  # Django refuses a pool beside persistent connections
+        database.setdefault("OPTIONS", {})["pool"] = {
+            "min_size": 2,
+            "max_size": envint("HITL_DB_POOL_SIZE", "4"),
+            "timeout": 20,  # a request waits this long for a free connection before it fails
+        }
+    return database
+
+
+pooled_under_asgi(DATABASES["default"])
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
+# For the admin's forms and `hitl member add --password` alike. Not UserAttributeSimilarityValidator:
+# it refuses the demo's printed logins ("acme-admin-demo" for admin@acme.test) for little gain.
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
+# django-axes in front of the ordinary backend: /login/ and /admin/login/ both authenticate
+# through it, so both are throttled. Locked per (username, IP): a wrong-password flood from one
+# address stops after AXES_FAILURE_LIMIT tries without letting anyone lock a colleague out from
+# elsewhere. A successful login resets the count; `manage.py axes_reset` unlocks by hand.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = envint("LOGIN_FAILURE_LIMIT", "5")
+AXES_COOLOFF_TIME = timedelta(minutes=envint("LOGIN_LOCKOUT_MINUTES", "15"))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_TEMPLATE = "registration/locked.html"
+AXES_VERBOSE = False
+
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
@@ -141,6 +202,8 @@ STORAGES = {
 API_MAX_BODY_BYTES = 256 * 1024
 DATA_UPLOAD_MAX_MEMORY_SIZE = API_MAX_BODY_BYTES
 
+# Production (README, "Production settings"; docs/production.env passes `check --deploy`):
+# behind a TLS-terminating proxy set SECURE_PROXY_SSL, SECURE_SSL_REDIRECT, SECURE_COOKIES and HSTS.
 SESSION_COOKIE_SECURE = envbool("SECURE_COOKIES", "false")
 CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
 SESSION_COOKIE_HTTPONLY = True
@@ -148,6 +211,24 @@ X_FRAME_OPTIONS = "DENY"
 SECURE_CONTENT_TYPE_NOSNIFF = True
 if envbool("SECURE_PROXY_SSL", "false"):
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+SECURE_SSL_REDIRECT = envbool("SECURE_SSL_REDIRECT", "false")
+SECURE_REDIRECT_EXEMPT = [r"^healthz$"]  # load balancers probe over plain HTTP
+SECURE_HSTS_SECONDS = envint("SECURE_HSTS_SECONDS", "0")
+SECURE_HSTS_INCLUDE_SUBDOMAINS = envbool("SECURE_HSTS_INCLUDE_SUBDOMAINS", "false")
+SECURE_HSTS_PRELOAD = envbool("SECURE_HSTS_PRELOAD", "false")
+
+# Content-Security-Policy (django-csp): everything from our own origin, no inline script or
+# handler anywhere (page behaviour lives in static/js/portal.js), nothing framed, forms post home.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [SELF],
+        "img-src": [SELF, "data:"],  # Swagger UI's and the admin's small inline icons
+        "object-src": [NONE],
+        "base-uri": [SELF],
+        "form-action": [SELF],
+        "frame-ancestors": [NONE],
+    }
+}
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
@@ -169,6 +250,8 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Human-in-the-loop governance for AI agents: configs, rules, contacts, approvals.",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
     # Several fields share a name ("kind", "status") across components: name each choice set.
     "ENUM_NAME_OVERRIDES": {
@@ -184,6 +267,8 @@ SPECTACULAR_SETTINGS = {
 APPROVAL_TTL_SECONDS = 24 * 60 * 60
 # GET /api/v1/approvals/{apr}?wait=S long-polls at most this long.
 APPROVAL_MAX_WAIT_SECONDS = 30
+# API.md, Operations: each key may hold this many waits at once (per server process); one more → 429.
+HITL_MAX_WAITS_PER_KEY = envint("HITL_MAX_WAITS_PER_KEY", "1000")
 # The Approvals tab refreshes its queue this often (tests shorten it).
 APPROVALS_REFRESH_SECONDS = envint("APPROVALS_REFRESH_SECONDS", "10")
 
@@ -251,4 +336,6 @@ LOGGING = {
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
+    # django-axes logs every login at INFO; lockouts (WARNING) are what an operator needs.
+    "loggers": {"axes": {"level": "WARNING"}},
 }

@@ -19,5 +19,7 @@ for _name in (
     "decision_line",
     "when",
     "outcome_line",
+    "visible",  # every engine-supplied string on a card or in the history
+    "visible_lines",
 ):
     register.filter(_name, getattr(presenters, _name))

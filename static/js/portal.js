@@ -1,9 +1,36 @@
 // Small behaviours the server-rendered pages share. No framework: htmx does the swapping.
 
+// No inline handlers anywhere (the Content-Security-Policy forbids them): behaviour hangs on data- attributes.
+
+// A <select data-autosubmit> submits its form when changed (the workspace switcher);
+// a <select data-navigate> goes to the URL of the chosen option (the config picker).
+document.addEventListener("change", (event) => {
+  const select = event.target;
+  if (!(select instanceof HTMLSelectElement)) return;
+  if (select.hasAttribute("data-autosubmit") && select.form) select.form.submit();
+  if (select.hasAttribute("data-navigate")) window.location.href = select.value;
+});
+
+// Token meters: the bar's width from data-percent (an inline style="" would be refused).
+function sizeMeters() {
+  document.querySelectorAll("[data-percent]").forEach((el) => {
+    el.style.width = `${Number(el.dataset.percent) || 0}%`;
+  });
+}
+document.addEventListener("DOMContentLoaded", sizeMeters);
+document.addEventListener("htmx:afterSettle", sizeMeters);
+
 // Confirm before a form marked data-confirm is submitted (pin, roll back, delete).
 document.addEventListener("submit", (event) => {
   const message = event.target.dataset && event.target.dataset.confirm;
   if (message && !window.confirm(message)) event.preventDefault();
+});
+
+// Rule editor: an input with data-checks="<radio id>" checks that radio once something is typed
+// in it (a selector picks "This one"). The "Which one" label and hint come from the server (htmx).
+document.addEventListener("input", (event) => {
+  const radio = event.target.dataset && event.target.dataset.checks && document.getElementById(event.target.dataset.checks);
+  if (radio && event.target.value) radio.checked = true;
 });
 
 // Approvals queue: say so when a refresh fails, and hide the message once one succeeds again.
@@ -22,6 +49,17 @@ document.addEventListener("htmx:afterRequest", (event) => {
     const notice = document.getElementById("queue-unavailable");
     if (notice) notice.hidden = true;
   }
+});
+
+// The queue's poll skips a hidden tab, and refreshes at once when the tab shows again.
+document.addEventListener("htmx:beforeRequest", (event) => {
+  if (event.detail.elt && event.detail.elt.id === "queue" && document.visibilityState !== "visible") {
+    event.preventDefault();
+  }
+});
+document.addEventListener("visibilitychange", () => {
+  const queue = document.getElementById("queue");
+  if (queue && window.htmx && document.visibilityState === "visible") window.htmx.trigger(queue, "queue-refresh");
 });
 
 // Live countdown to each card's deadline (from data-expires, an ISO 8601 time).
