@@ -30,7 +30,9 @@ run: $(VENV)/.installed
 	$(PY) manage.py migrate --noinput --verbosity 0
 	$(PY) manage.py collectstatic --noinput --verbosity 0
 	$(PY) manage.py hitl demo --url http://$(HOST):$(PORT)/
-	@trap 'kill 0' INT TERM EXIT; \
+	@# Ctrl-C stops both and returns: the trap clears itself first (a bare `kill 0` re-entered it
+	@# until the shell crashed) and signals only the children (server, cluster, demo webhook receiver), then waits for them.
+	@trap 'trap - INT TERM EXIT; kill $$(jobs -p) 2>/dev/null; wait' INT TERM EXIT; \
 	  $(PY) -m hitl_portal.demo_receiver --port 8009 & \
 	  $(PY) manage.py qcluster & \
 	  ( $(SERVE) ) & \

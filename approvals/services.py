@@ -5,9 +5,9 @@ from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
-from django.core.exceptions import ValidationError
+from django.core.exceptions import ImproperlyConfigured, ValidationError
 from django.db import IntegrityError, connection, transaction
-from django.db.models import F
+from django.db.models import DateField, DateTimeField, F, Field
 from django.utils import timezone
 
 from contacts.models import Delivery, DeliveryEvent
@@ -320,6 +320,29 @@ _INSERT_SQL = "INSERT INTO {table} ({columns}) VALUES ({values}) RETURNING id".f
     columns=", ".join(f'"{field.column}"' for field in _INSERT_FIELDS),
     values=", ".join(["%s"] * len(_INSERT_FIELDS)),
 )
+
+
+def _check_insert_fields() -> None:
+    """At import: the INSERT writes every concrete column, each from the instance as it stands.
+
+    It skips save() and so each field's pre_save(): a field whose value the ORM computes at save
+    time (auto_now, a database default, a generated column, its own pre_save) would be stored
+    wrong. Such a field must go through the ORM, so the process refuses to start instead.
+    """
+    written = {field.column for field in _INSERT_FIELDS}
+    model = {field.column for field in ApprovalRequest._meta.concrete_fields if not field.primary_key}
+    if written != model:
+        raise ImproperlyConfigured(f"_insert writes {sorted(written ^ model)} unlike the model; fix _INSERT_FIELDS")
+    plain_pre_save = (Field.pre_save, DateField.pre_save, DateTimeField.pre_save)
+    for field in _INSERT_FIELDS:
+        computed = getattr(field, "auto_now", False) or getattr(field, "auto_now_add", False)
+        if computed or field.generated or field.has_db_default() or type(field).pre_save not in plain_pre_save:
+            raise ImproperlyConfigured(
+                f"ApprovalRequest.{field.name} is computed at save time; the hand-written INSERT cannot store it"
+            )
+
+
+_check_insert_fields()
 
 # Strings, integers, ids and aware datetimes go to psycopg as they are; JSON needs its adapter.
 _NEEDS_PREPARING = [

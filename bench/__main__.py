@@ -76,10 +76,10 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--duration", type=float, default=None, help="seconds per load run (default 5, quick 2)")
     parser.add_argument("--profile", action="store_true", help="pyinstrument the pages and the sweep")
     parser.add_argument("--rounds", type=int, default=None, help="floor/portal pairs per figure (default 5, quick 1)")
-    parser.add_argument("--only", choices=["notify"], help="run one section alone (see ALONE)")
     parser.add_argument("--waiting", action="store_true", help="only the waiting-engines section (bench/waiting.py)")
     parser.add_argument("--servers", default="gthread,gunicorn+uvicorn", help="--waiting: servers to compare")
     parser.add_argument("--levels", default=[100, 1000, 3000, 10000], type=lambda v: [int(x) for x in v.split(",")])
+    parser.add_argument("--only", choices=["notify"], help="run one section alone (see ALONE)")
     return parser.parse_args()
 
 

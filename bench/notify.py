@@ -119,7 +119,8 @@ def run(bench) -> list[dict]:
     )
     from django.db import connection
 
-    from rules.services import config_publish, contact_create, rule_create
+    from contacts.services import contact_create
+    from rules.services import config_publish, rule_create
 
     hook = contact_create(
         config=world.config,

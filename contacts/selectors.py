@@ -1,8 +1,25 @@
-"""Reads of deliveries: the one place their workspace scope is applied."""
+"""Reads on a config's draft contacts and on deliveries (the one place their workspace scope is applied)."""
 
 from django.db.models import QuerySet
 
-from .models import Delivery
+from rules.models import Config
+
+from .exceptions import ContactNotFound
+from .models import Contact, Delivery
+
+
+def contacts_of(config: Config) -> QuerySet:
+    """The draft's contacts, by name."""
+    return Contact.objects.filter(config=config).order_by("name", "id")
+
+
+def contact_for(*, config: Config, public_id: str) -> Contact:
+    """One contact of this config's draft; another config's reads as missing. Raises ContactNotFound."""
+    contact = Contact.objects.filter(config=config, public_id=public_id).first()
+    if contact is None:
+        raise ContactNotFound()
+    return contact
+
 
 RECENT = 10
 

@@ -2,33 +2,26 @@
 
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
-from django.http import Http404
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
-from rules import services
-from rules.views import config_or_404, config_page_context
+from rules.selectors import config_for
+from rules.views import config_page_context
 from workspaces.decorators import admin_required, member_required
 
-from . import selectors
+from . import selectors, services
 from .exceptions import ContactInUse
 from .forms import ContactForm
 from .models import Contact
 from .outbox import delivery_test_create
 from .presenters import delivery_rows
-
-
-def _contact_or_404(config, con: str) -> Contact:
-    contact = config.contacts.filter(public_id=con).first()
-    if contact is None:
-        raise Http404("No such contact in this config's draft.")
-    return contact
+from .selectors import contact_for
 
 
 @member_required
 @require_http_methods(["GET", "POST"])
 def contacts(request, cfg: str):
-    config = config_or_404(request, cfg)
+    config = config_for(workspace=request.actor.workspace, public_id=cfg)
     form = ContactForm()
     if request.method == "POST":
         if not request.actor.is_admin:
@@ -48,8 +41,8 @@ def contacts(request, cfg: str):
 @admin_required
 @require_http_methods(["GET", "POST"])
 def contact_edit(request, cfg: str, con: str):
-    config = config_or_404(request, cfg)
-    contact = _contact_or_404(config, con)
+    config = config_for(workspace=request.actor.workspace, public_id=cfg)
+    contact = contact_for(config=config, public_id=con)
     form = ContactForm(instance=contact)
     if request.method == "POST":
         form = ContactForm(request.POST, instance=contact)
@@ -65,9 +58,9 @@ def contact_edit(request, cfg: str, con: str):
 @admin_required
 @require_POST
 def contact_delete(request, cfg: str, con: str):
-    config = config_or_404(request, cfg)
+    config = config_for(workspace=request.actor.workspace, public_id=cfg)
     try:
-        services.contact_delete(contact=_contact_or_404(config, con))
+        services.contact_delete(contact=contact_for(config=config, public_id=con))
     except ContactInUse as refusal:
         messages.error(request, refusal.message)
         return redirect("contacts:contacts", config.public_id)
@@ -79,8 +72,8 @@ def contact_delete(request, cfg: str, con: str):
 @require_POST
 def contact_test(request, cfg: str, con: str):
     """Send test: a `test` event queued for the cluster, shown in the contact's recent deliveries."""
-    config = config_or_404(request, cfg)
-    contact = _contact_or_404(config, con)
+    config = config_for(workspace=request.actor.workspace, public_id=cfg)
+    contact = contact_for(config=config, public_id=con)
     delivery = delivery_test_create(contact=contact)
     messages.success(request, f"Queued a test to {contact.name} ({delivery.public_id}). Its status shows below.")
     return redirect("contacts:contacts", config.public_id)

@@ -5,6 +5,7 @@ from . import views
 app_name = "rules"
 urlpatterns = [
     path("configs/", views.configs, name="configs"),
+    path("rules/which-one/", views.which_one, name="which_one"),
     path("configs/<str:cfg>/rename/", views.config_rename, name="config_rename"),
     path("configs/<str:cfg>/rules/", views.rules, name="rules"),
     path("configs/<str:cfg>/rules/add/", views.rule_add, name="rule_add"),

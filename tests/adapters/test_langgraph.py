@@ -1,6 +1,8 @@
 """hitl_client.langgraph: a real LangGraph graph paused by interrupt(), answered by a person through the portal."""
 
 import asyncio
+import threading
+from datetime import timedelta
 from typing import TypedDict
 
 import pytest
@@ -11,9 +13,10 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.types import interrupt
 
 from approvals.models import ApprovalRequest
+from approvals.services import expire_requests
 
 from ..approvals.engine_support import make_support_config
-from ..helpers import make_token
+from ..helpers import make_token, travel
 from .support import Reviewer, wait_until_pending
 
 
@@ -133,3 +136,22 @@ def test_an_interrupt_no_rule_gates_is_accepted_without_asking(live_server, engi
 
     assert result["outcome"] == "deleted" and [v.state for v in inbox.verdicts] == ["not_gated"]
     assert not ApprovalRequest.objects.exists()
+
+
+def test_an_expired_request_resumes_the_graph_saying_nobody_answered(live_server, engine_key, support, bob_api):
+    crm = ["T-4821"]
+    client = HitlClient(live_server.url, engine_key)
+    inbox = inbox_for(client, client.served(support.public_id), wait_timeout=20)
+
+    def sweep_when_asked() -> None:
+        wait_until_pending(bob_api)
+        with travel(timedelta(hours=25)):
+            expire_requests(ApprovalRequest.objects.all())
+
+    sweeper = threading.Thread(target=sweep_when_asked)
+    sweeper.start()
+    result = inbox.run(build_graph(InMemorySaver(), crm), {"customer_id": "T-4821"}, THREAD)
+    sweeper.join()
+
+    assert result["outcome"].startswith("kept: Nobody answered") and crm == ["T-4821"]
+    assert "rejected" not in result["outcome"]

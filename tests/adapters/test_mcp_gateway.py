@@ -287,3 +287,31 @@ def test_a_config_without_the_engine_key_or_with_a_bad_server_id_says_what_to_fi
     bad.write_text('[portal]\nurl = "http://127.0.0.1:9"\nconfig = "cfg_x"\n[servers.billing]\ncommand = "x"\n')
     with pytest.raises(GatewayConfigError, match=r"\[servers.billing\]: a server id starts with mcp_"):
         GatewayConfig.load(bad, environ={"HITL_ENGINE_KEY": "hitl_x"})
+
+
+def test_with_the_portal_unreachable_ungated_calls_go_on_and_gated_ones_fail_closed(
+    gateway_toml, engine_key, ledger, monkeypatch
+):
+    monkeypatch.setenv("HITL_ENGINE_KEY", engine_key)
+
+    async def outage(client):
+        gateway.client.base_url = "http://127.0.0.1:9"  # the portal goes away after the gateway started
+        gateway.client.retry_for = 0
+        gateway._served_at = 0.0  # and the gate table is due for a refresh
+        return [
+            await client.call_tool("lookup_ticket", {"ticket_id": "T-4821"}),
+            await client.call_tool("issue_refund", REFUND),
+        ]
+
+    gateway = Gateway(GatewayConfig.load(gateway_toml))
+
+    async def session():
+        async with AsyncExitStack() as stack:
+            await gateway.connect(stack)
+            async with Client(gateway.server) as client:
+                return await outage(client)
+
+    lookup, refund = asyncio.run(session())
+
+    assert not lookup.is_error and ledger.read_text().splitlines() == ["lookup_ticket T-4821"]
+    assert refund.is_error and "could not be asked, so the call was not run" in text_of(refund)

@@ -155,3 +155,21 @@ def test_a_restarted_engine_answers_the_saved_run_from_the_same_request(live_ser
 
     assert decided["id"] == asked["id"] and ApprovalRequest.objects.count() == 1
     assert crm == [] and result.final_output == "Customer T-4821 deleted."
+
+
+def test_at_level_summary_the_request_carries_a_summary_and_never_the_arguments(live_server, engine_key, acme, alice,
+                                                                                 bob_api):  # fmt: skip
+    config = make_support_config(acme, alice, pass_information_level="summary")
+    crm = ["T-4821"]
+
+    async def engine():
+        client = AsyncHitlClient(live_server.url, engine_key)
+        gates = runner(client, await client.served(config.public_id), wait_timeout=20)
+        return await gates.run(crm_agent(delete_script(), crm), "Delete customer T-4821", run_id="conv_45")
+
+    reviewer = Reviewer(bob_api, "approve")
+    asyncio.run(engine())
+    [decided] = reviewer.finish()
+
+    assert decided["summary"] == "delete_customer on customer T-4821" and decided["arguments"] is None
+    assert crm == []  # the digest covers target and operation at this level, and it matched

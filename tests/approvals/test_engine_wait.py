@@ -83,6 +83,7 @@ def test_it_answers_still_pending_when_the_wait_is_over(engine_api, pending):
 
 
 @pytest.mark.postgres
+@pytest.mark.live_http  # the decision comes from another connection while the request waits
 def test_it_wakes_a_long_poll_within_a_second_of_a_decision_made_from_another_connection(engine_api, bob, pending):
     answered: dict = {}
 

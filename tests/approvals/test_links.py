@@ -12,7 +12,7 @@ from approvals.links import link_url_for
 from approvals.models import ApprovalRequest
 from approvals.services import approval_decide, approval_register
 from contacts.models import Delivery
-from rules.services import contact_create
+from contacts.services import contact_create
 
 from ..helpers import make_config, make_rule, make_token, publish, travel
 

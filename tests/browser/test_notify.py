@@ -6,7 +6,7 @@ from playwright.sync_api import expect
 
 from approvals.models import ApprovalRequest
 from contacts.outbox import deliveries_send_due
-from rules.services import contact_create
+from contacts.services import contact_create
 from tests.contacts.conftest import mailbox, parts  # noqa: F401
 from tests.helpers import make_config, make_rule, make_token, publish
 

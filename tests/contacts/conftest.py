@@ -30,7 +30,7 @@ def hook_env(receiver, monkeypatch) -> dict[str, str]:
 @pytest.fixture
 def notified(db) -> dict:
     """acme (Pro), bob a reviewer, an engine key, a config whose rule notifies a webhook contact."""
-    from rules.services import contact_create
+    from contacts.services import contact_create
     from workspaces.models import ApiToken
 
     acme = make_workspace("acme", plan="pro")

@@ -2,7 +2,7 @@
 
 from contacts.models import Delivery
 from contacts.outbox import deliveries_send_due
-from rules.services import contact_create
+from contacts.services import contact_create
 
 from ..helpers import error_of, make_config
 

@@ -7,7 +7,8 @@ import pytest
 from approvals.services import approval_decide
 from contacts.models import Delivery
 from contacts.outbox import deliveries_send_due
-from rules.services import contact_create, rule_update
+from contacts.services import contact_create
+from rules.services import rule_update
 
 from ..helpers import publish
 from .conftest import parts, register

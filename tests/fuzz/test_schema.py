@@ -32,7 +32,7 @@ def world(live_server) -> dict:
     """acme (Pro): a published config with a rule and a contact, pending and decided requests, three roles."""
     from approvals.models import ApprovalRequest
     from approvals.services import approval_decide
-    from rules.services import contact_create
+    from contacts.services import contact_create
 
     acme = make_workspace("acme", plan="pro")
     alice = make_member(acme, "alice@acme.test", "admin")

@@ -59,7 +59,7 @@ def request_for_deletion(config):
 @pytest.fixture
 def slack_world(acme, bob):
     """acme's config whose delete rule tells the #approvers Slack contact of every event."""
-    from rules.services import contact_create
+    from contacts.services import contact_create
     from tests.helpers import make_rule, make_token, publish
 
     config = make_config(acme, pass_information_level="summary")

@@ -12,8 +12,8 @@ import pytest
 from django.db import connection
 
 from approvals.models import ApprovalRequest
+from contacts.services import contact_create
 from integrations.models import SlackMessage
-from rules.services import contact_create
 from tests.helpers import Api, make_config, make_rule, make_token, publish
 
 from .conftest import BOB_SLACK, BOT_TOKEN, CHANNEL, CHANNEL_REF, click, post_signed

@@ -5,8 +5,8 @@ from django.test import Client
 from django.urls import reverse
 
 from contacts.models import Contact
+from contacts.services import contact_create
 from rules.models import Rule
-from rules.services import contact_create
 
 from ..helpers import error_of, make_config, make_rule, publish
 

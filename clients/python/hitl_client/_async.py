@@ -122,8 +122,10 @@ class AsyncHitlClient:
                 self.log.warning("HITL: %s — trying again in %.1f s", error, delay)
                 await asyncio.sleep(delay)
 
-    async def served(self, config_id: str) -> dict:
-        _, served = await self._call("GET", f"/api/v1/configs/{urllib.parse.quote(config_id)}/served")
+    async def served(self, config_id: str, *, retry_for: float | None = None) -> dict:
+        _, served = await self._call(
+            "GET", f"/api/v1/configs/{urllib.parse.quote(config_id)}/served", retry_for=retry_for
+        )
         self.log.info("%s (%s@%s)", served["hitl"]["log_line"], served["config_id"], served["version"])
         return served
 

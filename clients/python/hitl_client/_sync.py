@@ -79,9 +79,9 @@ class HitlClient:
 
     # --- The API, one method per endpoint -----------------------------------------------------
 
-    def served(self, config_id: str) -> dict:
+    def served(self, config_id: str, *, retry_for: float | None = None) -> dict:
         """The served gate table; logs its HITL line, the first thing to check when nothing pauses."""
-        _, served = self._call("GET", f"/api/v1/configs/{urllib.parse.quote(config_id)}/served")
+        _, served = self._call("GET", f"/api/v1/configs/{urllib.parse.quote(config_id)}/served", retry_for=retry_for)
         self.log.info("%s (%s@%s)", served["hitl"]["log_line"], served["config_id"], served["version"])
         return served
 

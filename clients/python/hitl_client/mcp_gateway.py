@@ -168,7 +168,16 @@ class Gateway:
     async def served(self, *, fresh: bool = False) -> dict:
         """The served gate table, re-read every `served_ttl` seconds so a publish or pin takes effect."""
         if fresh or self._served is None or time.monotonic() - self._served_at > self.config.served_ttl:
-            self._served = await self.client.served(self.config.config_id)
+            try:
+                # With a table in hand, a refresh does not sit out the portal's outage: one try.
+                retry = None if self._served is None else 0.0
+                self._served = await self.client.served(self.config.config_id, retry_for=retry)
+            except HitlError as error:
+                if self._served is None or not error.retryable:
+                    raise
+                # An unreachable portal must not stop ungated calls; gated ones still fail closed at registration.
+                logger.warning("HITL: could not refresh the gate table (%s); keeping version %s", error,
+                               self._served["version"])  # fmt: skip
             self._served_at = time.monotonic()
         return self._served
 
@@ -205,7 +214,10 @@ class Gateway:
             return _tool_error(f"The approval portal could not be asked, so the call was not run: {error}")
         if not verdict.allowed:
             return _tool_error(verdict.message)
-        result = await self.upstreams[server_id].call_tool(params.name, arguments)
+        try:
+            result = await self.upstreams[server_id].call_tool(params.name, arguments)
+        except Exception as error:  # the upstream died or refused: the approved call did not run
+            result = _tool_error(f"{server_id} could not run {params.name}: {error}")
         if verdict.state == "approved":
             if result.is_error:
                 verdict.error = RuntimeError(_text_of(result) or "the upstream tool reported an error")

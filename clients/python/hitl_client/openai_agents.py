@@ -90,7 +90,8 @@ class HitlRunner:
             thread_id=thread_id,
             call_id=str(get("call_id") or get("id")),
             caller=self.caller,
-            summary=f"{tool}({raw_arguments})" if raw_arguments else tool,
+            # Never the arguments: at level summary they must not reach the portal, not even inside the summary.
+            summary=f"{tool} on {target}" if target != tool else tool,
             arguments=arguments,
         )
 
