@@ -7,7 +7,7 @@ from urllib.parse import urlencode
 import pytest
 import requests
 
-from tests.approvals.factories import make_approval
+from tests.factories import make_approval
 from tests.helpers import make_config, make_member
 
 from .fake_slack import FakeSlack

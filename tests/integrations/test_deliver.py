@@ -7,7 +7,7 @@ import pytest
 from approvals.services import approval_decide, approval_sweep_overdue
 from integrations.models import SlackMessage
 from integrations.services import slack_deliver
-from tests.approvals.factories import make_approval
+from tests.factories import make_approval
 from tests.helpers import travel
 
 from .conftest import CHANNEL, CHANNEL_REF

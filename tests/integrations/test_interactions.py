@@ -9,7 +9,7 @@ import requests
 from approvals.models import ApprovalRequest
 from contacts.outbox import deliveries_send_due
 from integrations.models import SlackMessage
-from tests.approvals.factories import make_token_cap
+from tests.factories import make_token_cap
 from tests.helpers import error_of
 
 from .conftest import (
@@ -316,7 +316,7 @@ def test_a_click_costs_three_queries_more_than_the_decision_itself(fake_slack, b
 
     from approvals.services import approval_decide
     from integrations.services import slack_block_action
-    from tests.approvals.factories import make_approval
+    from tests.factories import make_approval
 
     with CaptureQueriesContext(connection) as deciding:
         approval_decide(approval=make_approval(config), user=bob, decision="approve")

@@ -9,7 +9,7 @@ from approvals.services import approval_decide, approval_sweep_overdue
 from integrations import blocks, slack
 from integrations.models import SlackMessage
 from integrations.services import slack_message_post, slack_messages_refresh
-from tests.approvals.factories import make_approval, make_token_cap
+from tests.factories import make_approval, make_token_cap
 from tests.helpers import make_config, travel
 
 from .conftest import BOT_TOKEN, CHANNEL, CHANNEL_REF
