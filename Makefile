@@ -18,14 +18,22 @@ $(VENV)/.installed: requirements.txt requirements-test.txt
 	$(PIP) install --quiet --disable-pip-version-check -r requirements-test.txt
 	touch $@
 
-## make run: install, migrate, load the demo workspace, start web server + django-q2 worker
+## make run: install, migrate, load the demo workspace, start web server + django-q2 worker + a demo webhook receiver
+# The demo's contacts name these variables: a loopback receiver (logs each signed delivery) and
+# the reviewer's address, mailed through the console backend (printed below).
+run: export HITL_BASE_URL ?= http://$(HOST):$(PORT)
+run: export HITL_DEMO_WEBHOOK ?= http://127.0.0.1:8009/hook
+run: export HITL_DEMO_WEBHOOK_SECRET ?= whsec_ZGVtby1zaWduaW5nLXNlY3JldC1ub3QtZm9yLXByb2R1Y3Rpb24=
+run: export HITL_DEMO_REVIEWER_EMAIL ?= reviewer@acme.test
+run: export EMAIL_BACKEND ?= django.core.mail.backends.console.EmailBackend
 run: $(VENV)/.installed
 	$(PY) manage.py migrate --noinput --verbosity 0
 	$(PY) manage.py collectstatic --noinput --verbosity 0
 	$(PY) manage.py hitl demo --url http://$(HOST):$(PORT)/
 	@# Ctrl-C stops both and returns: the trap clears itself first (a bare `kill 0` re-entered it
-	@# until the shell crashed) and signals only the two children, then waits for them.
+	@# until the shell crashed) and signals only the children (server, cluster, demo webhook receiver), then waits for them.
 	@trap 'trap - INT TERM EXIT; kill $$(jobs -p) 2>/dev/null; wait' INT TERM EXIT; \
+	  $(PY) -m hitl_portal.demo_receiver --port 8009 & \
 	  $(PY) manage.py qcluster & \
 	  ( $(SERVE) ) & \
 	  wait

@@ -11,6 +11,8 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import DateField, DateTimeField, F, Field
 from django.utils import timezone
 
+from contacts.models import Delivery, DeliveryEvent
+from contacts.outbox import deliveries_for_registration, deliveries_for_resolution, kick_sender
 from rules.exceptions import ConfigNotFound
 from rules.models import Config, ConfigVersion, PassInformationLevel
 from workspaces.models import ApiToken, Workspace
@@ -55,6 +57,8 @@ def approval_decide(
         )
         if won:
             notify_changed(approval.public_id)
+            # Every way a request resolves tells its contacts, in the deciding transaction.
+            deliveries_for_resolution(approvals=[approval], event=DeliveryEvent.DECIDED)
     if not won:
         approval_expire_if_overdue(approval=approval)
     approval.refresh_from_db()
@@ -81,7 +85,13 @@ def expire_requests(queryset) -> int:
             public_id__in=public_ids, status=Status.PENDING, expires_at__lte=now
         ).update(status=Status.EXPIRED, decided_at=F("expires_at"), reason=EXPIRED_REASON, decision_action="")
         notify_changed_many(public_ids)
+        expired = ApprovalRequest.objects.filter(public_id__in=public_ids, status=Status.EXPIRED).only(*_RESOLVED)
+        deliveries_for_resolution(approvals=list(expired), event=DeliveryEvent.EXPIRED)
     return count
+
+
+# What deliveries_for_resolution reads of a resolved request.
+_RESOLVED = ("id", "workspace_id", "rule_id", "config_id", "config_version")
 
 
 def approval_sweep_overdue(*, batch_size: int = 1000) -> int:
@@ -98,13 +108,17 @@ def approval_sweep_overdue(*, batch_size: int = 1000) -> int:
         claimed = list(
             ApprovalRequest.objects.overdue(now).order_by("expires_at").values_list("pk", flat=True)[:batch_size]
         )
-        return ApprovalRequest.objects.filter(pk__in=claimed, status=Status.PENDING).update(
+        count = ApprovalRequest.objects.filter(pk__in=claimed, status=Status.PENDING).update(
             status=Status.EXPIRED, decided_at=F("expires_at"), reason=EXPIRED_REASON, decision_action=""
         )
+        expired = ApprovalRequest.objects.filter(pk__in=claimed, status=Status.EXPIRED).only(*_RESOLVED)
+        deliveries_for_resolution(approvals=list(expired), event=DeliveryEvent.EXPIRED)
+        return count
 
 
-# One statement per batch — claim, expire and notify — so it is atomic without BEGIN/COMMIT
-# and costs one round trip: within 2x of a bare UPDATE of the same rows (bench/).
+# One statement per batch — claim, expire and notify — costing one round trip: within 2x of a
+# bare UPDATE of the same rows (bench/). It returns what the outbox needs, so the `expired`
+# deliveries are written in the same transaction.
 _SWEEP_SQL = f"""
 WITH claimed AS (
     SELECT id FROM {ApprovalRequest._meta.db_table}
@@ -117,9 +131,9 @@ WITH claimed AS (
     SET status = %(expired)s, decided_at = apr.expires_at, reason = %(reason)s, decision_action = ''
     FROM claimed
     WHERE apr.id = claimed.id AND apr.status = %(pending)s
-    RETURNING apr.public_id
+    RETURNING apr.id, apr.public_id, apr.workspace_id, apr.rule_id, apr.config_id, apr.config_version
 )
-SELECT count(pg_notify(%(channel)s, public_id)) FROM swept
+SELECT id, workspace_id, rule_id, config_id, config_version, pg_notify(%(channel)s, public_id) FROM swept
 """
 
 
@@ -132,9 +146,12 @@ def _sweep_batch_postgres(*, now, batch_size: int) -> int:
         "reason": EXPIRED_REASON,
         "channel": CHANNEL,
     }
-    with connection.cursor() as cursor:
+    with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(_SWEEP_SQL, params)
-        return cursor.fetchone()[0]
+        rows = cursor.fetchall()
+        swept = [ApprovalRequest(**dict(zip(_RESOLVED, row[:5], strict=True))) for row in rows]
+        deliveries_for_resolution(approvals=swept, event=DeliveryEvent.EXPIRED)
+    return len(rows)
 
 
 # --- Engines: registration and outcome (docs/api.md, Engines) ---------------------------------------
@@ -247,12 +264,14 @@ def approval_register(
 
     # Insert first and look for the first request only when the key's unique constraint refuses
     # the row: a replay costs one more query, a new request none, and a race has one winner.
+    # The outbox rows are written with the request (one statement), or neither is.
+    deliveries = deliveries_for_registration(approval=approval, rule=rule, version=version) if kind == "gate" else []
     try:
-        if connection.in_atomic_block:
+        if connection.in_atomic_block or (deliveries and connection.vendor != "postgresql"):
             with transaction.atomic():  # a savepoint, so a refused INSERT leaves the caller's transaction usable
-                _insert(approval)
+                _insert(approval, deliveries=deliveries)
         else:
-            _insert(approval)  # autocommit: one statement, no BEGIN/COMMIT round trips
+            _insert(approval, deliveries=deliveries)  # autocommit: one statement, no BEGIN/COMMIT round trips
     except IntegrityError as error:
         if idempotency_key and _refused_by(error) == IDEMPOTENCY_CONSTRAINT:
             first = _idempotent_replay(engine_key=engine_key, idempotency_key=idempotency_key, fingerprint=fingerprint)
@@ -263,6 +282,8 @@ def approval_register(
             _frozen_version.cache_clear()
             raise ConfigNotFound(f"No config {config_id} in this workspace.") from None
         raise
+    if deliveries:
+        kick_sender()
     return Registration(approval=approval, created=True)
 
 
@@ -330,20 +351,44 @@ _NEEDS_PREPARING = [
 ]
 
 
-def _insert(approval: ApprovalRequest) -> None:
+def _insert(approval: ApprovalRequest, *, deliveries: list[Delivery] = ()) -> None:
+    """INSERT the request, and its outbox rows in the same statement (a CTE): atomic in autocommit."""
     if connection.vendor != "postgresql":
         approval.save(force_insert=True)
+        for delivery in deliveries:
+            delivery.approval = approval
+        Delivery.objects.bulk_create(deliveries)
         return
     approval.ensure_public_id()
     values = approval.__dict__
     params = [values[field.attname] for field in _INSERT_FIELDS]
     for index, field in _NEEDS_PREPARING:
         params[index] = field.get_db_prep_save(params[index], connection)
+    sql = _INSERT_SQL
+    if deliveries:
+        sql = _WITH_DELIVERIES_SQL.format(values=", ".join([_DELIVERY_ROW] * len(deliveries)))
+        for delivery in deliveries:
+            params += [
+                field.get_db_prep_save(getattr(delivery, field.attname), connection) for field in _DELIVERY_FIELDS
+            ]
     with connection.cursor() as cursor:
-        cursor.execute(_INSERT_SQL, params)
+        cursor.execute(sql, params)
         approval.pk = cursor.fetchone()[0]
     approval._state.adding = False
     approval._state.db = connection.alias
+
+
+# The request's INSERT as a CTE feeding its deliveries' INSERT: one round trip, no BEGIN/COMMIT.
+_DELIVERY_FIELDS = [
+    field for field in Delivery._meta.concrete_fields if not field.primary_key and field.name != "approval"
+]
+_DELIVERY_ROW = "(" + ", ".join(f"%s::{field.db_type(connection)}" for field in _DELIVERY_FIELDS) + ")"
+_WITH_DELIVERIES_SQL = (
+    f"WITH apr AS ({_INSERT_SQL}) "
+    f'INSERT INTO {Delivery._meta.db_table} ("approval_id", '
+    + ", ".join(f'"{field.column}"' for field in _DELIVERY_FIELDS)
+    + ") SELECT apr.id, v.* FROM apr, (VALUES {values}) AS v RETURNING (SELECT id FROM apr)"
+)
 
 
 def _inert_or_replay(*, engine_key: ApiToken, idempotency_key: str, fingerprint: str) -> Registration:

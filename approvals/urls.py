@@ -8,4 +8,6 @@ urlpatterns = [
     path("approvals/queue/", views.queue_cards, name="queue-cards"),
     path("approvals/history/", views.history, name="history"),
     path("approvals/<str:public_id>/decide/", views.decide, name="decide"),
+    path("approvals/<str:public_id>/", views.detail, name="detail"),
+    path("r/<str:token>", views.link, name="link"),
 ]

@@ -5,17 +5,21 @@ from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
-from django.views.decorators.http import require_GET, require_POST
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from contacts.models import Delivery
+from contacts.presenters import delivery_rows
 from rules.selectors import configs_for
 from workspaces.decorators import member_required
 
 from . import selectors
 from .exceptions import ApprovalNotFound, WrongDecision
 from .forms import DecisionForm, HistoryFilterForm
+from .links import LinkRefused, link_decide, link_open
 from .permissions import DECIDERS_ONLY, may_decide
-from .presenters import decided_line
-from .services import approval_decide
+from .presenters import decided_line, decision_line
+from .services import approval_decide, approval_expire_if_overdue
 
 
 def _queue_context(request: HttpRequest) -> dict:
@@ -74,6 +78,9 @@ def decide(request: HttpRequest, public_id: str) -> HttpResponse:
         return redirect("approvals:queue")
     if not request.htmx:
         messages.success(request, decided_line(approval, already=already))
+        back = request.POST.get("next", "")
+        if back and url_has_allowed_host_and_scheme(back, allowed_hosts={request.get_host()}):
+            return redirect(back)
         return redirect("approvals:queue")
     ctx = {"approval": approval, "already": already, "outcome": decided_line(approval, already=already)}
     return render(request, "approvals/_decided.html", ctx)
@@ -97,3 +104,49 @@ def history(request: HttpRequest) -> HttpResponse:
             query["cursor"] = next_cursor
         ctx.update(rows=rows, next_cursor=next_cursor, next_query=query.urlencode())
     return render(request, "approvals/history.html", ctx)
+
+
+@require_GET
+@member_required
+def detail(request: HttpRequest, public_id: str) -> HttpResponse:
+    """A request's page: its card and decision form while pending, its history once decided, its deliveries."""
+    try:
+        approval = selectors.approval_get(workspace=request.actor.workspace, public_id=public_id)
+    except ApprovalNotFound as missing:
+        raise Http404(missing.message) from None
+    approval = approval_expire_if_overdue(approval=approval)
+    deliveries = Delivery.objects.filter(approval=approval).order_by("created_at", "id")
+    ctx = {
+        "tab": "approvals",
+        "config": None,
+        "approval": approval,
+        "pending": approval.status == "pending",
+        "can_review": may_decide(request.actor, approval),
+        "outcome": decision_line(approval) if approval.status != "pending" else "",
+        "deliveries": delivery_rows(deliveries),
+    }
+    return render(request, "approvals/detail.html", ctx)
+
+
+@require_http_methods(["GET", "HEAD", "POST"])
+def link(request: HttpRequest, token: str) -> HttpResponse:
+    """A one-click link: GET (and HEAD) only shows the confirm page — mail scanners open links — POST decides."""
+    try:
+        opened = link_open(token)
+        if request.method == "POST":
+            form = DecisionForm(request.POST)
+            if not form.is_valid():
+                return render(
+                    request, "approvals/link.html", {"link": opened, "token": token, "form": form}, status=400
+                )
+            approval, already = link_decide(
+                token=token, decision=form.cleaned_data["decision"], reason=form.cleaned_data["reason"]
+            )
+            return render(
+                request, "approvals/link_done.html", {"approval": approval, "outcome": decision_line(approval)}
+            )
+    except LinkRefused as refused:
+        return render(request, "approvals/link_refused.html", {"refused": refused}, status=403)
+    except WrongDecision as wrong:
+        return render(request, "approvals/link.html", {"link": opened, "token": token, "error": str(wrong)}, status=400)
+    return render(request, "approvals/link.html", {"link": opened, "token": token})

@@ -7,3 +7,7 @@ class ContactNotFound(DomainError):
     """No such contact in this config's draft."""
 
     default_message = "No such contact in this config's draft."
+
+
+class ContactInUse(DomainError):
+    """A draft rule names the contact in notify or escalate_to: it cannot be deleted."""

@@ -8,5 +8,9 @@ class ContactForm(forms.ModelForm):
 
     class Meta:
         model = Contact
-        fields = ["name", "channel", "channel_ref"]
-        help_texts = {"channel_ref": "A ${ENV_VAR} placeholder such as ${APPROVERS_SLACK_WEBHOOK}; empty for None."}
+        fields = ["name", "channel", "channel_ref", "secret_ref"]
+        help_texts = {
+            "channel_ref": "A ${HITL_…} placeholder such as ${HITL_ONCALL_EMAIL} naming the variable that holds the "
+            "address or URL; empty for None.",
+            "secret_ref": "Webhook only: the ${HITL_…} variable holding its whsec_… signing secret.",
+        }

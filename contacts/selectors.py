@@ -1,11 +1,11 @@
-"""Reads on a config's draft contacts."""
+"""Reads on a config's draft contacts and on deliveries (the one place their workspace scope is applied)."""
 
 from django.db.models import QuerySet
 
 from rules.models import Config
 
 from .exceptions import ContactNotFound
-from .models import Contact
+from .models import Contact, Delivery
 
 
 def contacts_of(config: Config) -> QuerySet:
@@ -19,3 +19,24 @@ def contact_for(*, config: Config, public_id: str) -> Contact:
     if contact is None:
         raise ContactNotFound()
     return contact
+
+
+RECENT = 10
+
+
+def deliveries_for(workspace, *, approval: str = "", contact: str = "", status: str = "") -> QuerySet:
+    rows = Delivery.objects.filter(workspace=workspace).select_related("approval")
+    if approval:
+        rows = rows.filter(approval__public_id=approval)
+    if contact:
+        rows = rows.filter(contact_public_id=contact)
+    if status:
+        rows = rows.filter(status=status)
+    return rows
+
+
+def recent_by_contact(workspace, contact_ids: list[str]) -> dict[str, list[Delivery]]:
+    """Each contact's latest deliveries, for the Contacts tab (one query per contact shown)."""
+    return {
+        cid: list(deliveries_for(workspace, contact=cid).order_by("-created_at", "-id")[:RECENT]) for cid in contact_ids
+    }

@@ -17,6 +17,7 @@ class ContactSerializer(serializers.Serializer):
     name = serializers.CharField()
     channel = _channel()
     channel_ref = serializers.CharField(allow_blank=True)
+    secret_ref = serializers.CharField(allow_blank=True, default="")
 
 
 class ContactInputSerializer(serializers.Serializer):
@@ -26,5 +27,10 @@ class ContactInputSerializer(serializers.Serializer):
     channel = _channel(required=False)
     channel_ref = serializers.CharField(max_length=200, allow_blank=True, allow_null=True, required=False)
 
+    secret_ref = serializers.CharField(max_length=200, allow_blank=True, allow_null=True, required=False)
+
     def validate_channel_ref(self, value: str | None) -> str:
+        return value or ""
+
+    def validate_secret_ref(self, value: str | None) -> str:
         return value or ""

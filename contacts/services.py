@@ -1,22 +1,29 @@
-"""Writes on a config's draft contacts. A contact holds a `${ENV_VAR}` reference, never the secret."""
+"""Writes on a config's draft contacts. A contact holds `${HITL_…}` references, never the secret."""
 
 from rules.models import Config
 
+from .exceptions import ContactInUse
 from .models import Contact
 
 
-def contact_create(*, config: Config, name: str, channel: str, channel_ref: str = "") -> Contact:
-    contact = Contact(config=config, name=name, channel=channel, channel_ref=channel_ref)
+def contact_create(*, config: Config, name: str, channel: str, channel_ref: str = "", secret_ref: str = "") -> Contact:
+    contact = Contact(config=config, name=name, channel=channel, channel_ref=channel_ref, secret_ref=secret_ref)
     contact.full_clean(exclude=["config", "public_id"])
     contact.save()
     return contact
 
 
 def contact_update(
-    *, contact: Contact, name: str | None = None, channel: str | None = None, channel_ref: str | None = None
+    *,
+    contact: Contact,
+    name: str | None = None,
+    channel: str | None = None,
+    channel_ref: str | None = None,
+    secret_ref: str | None = None,
 ) -> Contact:
-    """Change the fields given (None leaves a field as it is); Contact.clean() checks the reference."""
-    for field, value in (("name", name), ("channel", channel), ("channel_ref", channel_ref)):
+    """Change the fields given (None leaves a field as it is); Contact.clean() checks the references."""
+    changes = (("name", name), ("channel", channel), ("channel_ref", channel_ref), ("secret_ref", secret_ref))
+    for field, value in changes:
         if value is not None:
             setattr(contact, field, value)
     contact.full_clean(exclude=["config", "public_id"])
@@ -25,4 +32,11 @@ def contact_update(
 
 
 def contact_delete(*, contact: Contact) -> None:
+    """Delete a draft contact, unless a draft rule names it (published versions keep their own copy)."""
+    users = [rule.public_id for rule in contact.config.rules.all() if rule.names_contact(contact.public_id)]
+    if users:
+        raise ContactInUse(
+            f"{contact.name} ({contact.public_id}) is named by draft rule{'s' if len(users) > 1 else ''} "
+            f"{', '.join(users)} in notify or escalate_to: remove it there first."
+        )
     contact.delete()

@@ -10,9 +10,12 @@ from rules.selectors import config_for
 from rules.views import config_page_context
 from workspaces.decorators import admin_required, member_required
 
-from . import services
+from . import selectors, services
+from .exceptions import ContactInUse
 from .forms import ContactForm
 from .models import Contact
+from .outbox import delivery_test_create
+from .presenters import delivery_rows
 from .selectors import contact_for
 
 
@@ -31,6 +34,8 @@ def contacts(request: HttpRequest, cfg: str) -> HttpResponse:
             return redirect("contacts:contacts", config.public_id)
     context = config_page_context(request, config, "contacts")
     context["form"] = form
+    recent = selectors.recent_by_contact(config.workspace, [c.public_id for c in context["contacts"]])
+    context["rows"] = [{"contact": c, "deliveries": delivery_rows(recent[c.public_id])} for c in context["contacts"]]
     return render(request, "contacts/contacts.html", context, status=400 if form.errors else 200)
 
 
@@ -55,6 +60,21 @@ def contact_edit(request: HttpRequest, cfg: str, con: str) -> HttpResponse:
 @require_POST
 def contact_delete(request: HttpRequest, cfg: str, con: str) -> HttpResponse:
     config = config_for(workspace=request.actor.workspace, public_id=cfg)
-    services.contact_delete(contact=contact_for(config=config, public_id=con))
+    try:
+        services.contact_delete(contact=contact_for(config=config, public_id=con))
+    except ContactInUse as refusal:
+        messages.error(request, refusal.message)
+        return redirect("contacts:contacts", config.public_id)
     messages.success(request, "Deleted the contact from the draft. Published versions keep it.")
+    return redirect("contacts:contacts", config.public_id)
+
+
+@admin_required
+@require_POST
+def contact_test(request, cfg: str, con: str):
+    """Send test: a `test` event queued for the cluster, shown in the contact's recent deliveries."""
+    config = config_for(workspace=request.actor.workspace, public_id=cfg)
+    contact = contact_for(config=config, public_id=con)
+    delivery = delivery_test_create(contact=contact)
+    messages.success(request, f"Queued a test to {contact.name} ({delivery.public_id}). Its status shows below.")
     return redirect("contacts:contacts", config.public_id)

@@ -30,14 +30,30 @@ def _seed() -> Workspace:
 
     support = rule_services.config_create(workspace=acme, name="Support agent")
     rule_services.config_update(config=support, pass_information_level="full", token_cap_per_turn=50_000)
-    rule_services.rule_create(config=support, message="Deletes of customer data need a second pair of eyes.")
-    contact_create(config=support, name="Support leads", channel="slack", channel_ref="${SUPPORT_LEADS_SLACK}")
+    # make run sets these variables: a receiver it starts on loopback, and the reviewer's address
+    # (email goes to the console backend there), so a newcomer sees a notification happen.
+    hook = contact_create(
+        config=support,
+        name="Demo webhook",
+        channel="webhook",
+        channel_ref="${HITL_DEMO_WEBHOOK}",
+        secret_ref="${HITL_DEMO_WEBHOOK_SECRET}",
+    )
+    mail = contact_create(
+        config=support, name="Reviewer by email", channel="email", channel_ref="${HITL_DEMO_REVIEWER_EMAIL}"
+    )
+    rule_services.rule_create(
+        config=support,
+        message="Deletes of customer data need a second pair of eyes.",
+        notify=[hook.public_id, mail.public_id],
+    )
+    contact_create(config=support, name="Support leads", channel="slack", channel_ref="${HITL_SUPPORT_LEADS_SLACK}")
     rule_services.config_publish(config=support, user=admin, note="Gate every delete")
     rule_services.rule_create(
         config=support, kind="mcp_server", match="mcp_billing", message="Refunds move real money.", order=20
     )
     rule_services.rule_create(config=support, kind="worker", match="*", enabled=False, order=30)
-    contact_create(config=support, name="Finance on call", channel="email", channel_ref="${FINANCE_ONCALL_EMAIL}")
+    contact_create(config=support, name="Finance on call", channel="email", channel_ref="${HITL_FINANCE_ONCALL_EMAIL}")
     v2 = rule_services.config_publish(config=support, user=admin, note="Also gate the billing MCP server")
 
     notebook = rule_services.config_create(workspace=acme, name="Data notebook")

@@ -9,7 +9,7 @@ from rest_framework.response import Response
 from rest_framework.views import exception_handler, set_rollback
 
 from approvals.exceptions import ApprovalNotFound, IdempotencyKeyReused, NotApproved, WrongDecision
-from contacts.exceptions import ContactNotFound
+from contacts.exceptions import ContactInUse, ContactNotFound
 from rules.exceptions import ConfigNotFound, NothingToPublish, PlanRequired
 
 from .exceptions import DomainError
@@ -55,6 +55,7 @@ DOMAIN_ERRORS: dict[type[DomainError], tuple[int, str]] = {
     PlanRequired: (status.HTTP_403_FORBIDDEN, "plan_required"),
     NotApproved: (status.HTTP_409_CONFLICT, "conflict"),
     NothingToPublish: (status.HTTP_409_CONFLICT, "conflict"),
+    ContactInUse: (status.HTTP_409_CONFLICT, "conflict"),
     IdempotencyKeyReused: (status.HTTP_422_UNPROCESSABLE_ENTITY, "idempotency_key_reused"),
     DomainError: (status.HTTP_400_BAD_REQUEST, "invalid"),  # any other refusal: the client must change something
 }

@@ -59,6 +59,7 @@ INSTALLED_APPS = [
     "rules",
     "contacts",
     "approvals",
+    "integrations",
 ]
 
 MIDDLEWARE = [
@@ -275,6 +276,57 @@ HITL_MAX_WAITS_PER_KEY = envint("HITL_MAX_WAITS_PER_KEY", "1000")
 # The Approvals tab refreshes its queue this often (tests shorten it).
 APPROVALS_REFRESH_SECONDS = envint("APPROVALS_REFRESH_SECONDS", "10")
 
+# --- Notifications (contacts.outbox, contacts.transports) -----------------------------------
+# The portal's public address, for links in messages and the webhook `source`. Required when
+# DEBUG is off and any contact exists (checked at startup: contacts.checks).
+HITL_BASE_URL = os.environ.get("HITL_BASE_URL", "").rstrip("/") or (SITE_URL.rstrip("/") if DEBUG else "")
+# How long a claimed delivery is held by its worker before it is due again (a killed worker's rows).
+HITL_DELIVERY_LEASE_SECONDS = envint("HITL_DELIVERY_LEASE_SECONDS", "60")
+# Retries on network errors, timeouts, 429 and 5xx: base * 2^(attempt-1), ±20% jitter, at most
+# this many attempts (60 s base: the first five attempts span 12–18 minutes).
+HITL_DELIVERY_MAX_ATTEMPTS = envint("HITL_DELIVERY_MAX_ATTEMPTS", "8")
+HITL_DELIVERY_RETRY_BASE_SECONDS = envint("HITL_DELIVERY_RETRY_BASE_SECONDS", "60")
+HITL_WEBHOOK_TIMEOUT_SECONDS = envint("HITL_WEBHOOK_TIMEOUT_SECONDS", "10")
+
+
+def _email_settings() -> dict:
+    """EMAIL_URL (smtp://user:password@host:port, smtp+tls:// or smtp+ssl://) or the usual EMAIL_*."""
+    from urllib.parse import unquote, urlsplit
+
+    url = os.environ.get("EMAIL_URL", "")
+    if not url:
+        return {
+            "EMAIL_HOST": os.environ.get("EMAIL_HOST", "localhost"),
+            "EMAIL_PORT": envint("EMAIL_PORT", "25"),
+            "EMAIL_HOST_USER": os.environ.get("EMAIL_HOST_USER", ""),
+            "EMAIL_HOST_PASSWORD": os.environ.get("EMAIL_HOST_PASSWORD", ""),
+            "EMAIL_USE_TLS": envbool("EMAIL_USE_TLS", "false"),
+            "EMAIL_USE_SSL": envbool("EMAIL_USE_SSL", "false"),
+        }
+    parts = urlsplit(url)
+    if parts.scheme not in ("smtp", "smtp+tls", "smtp+ssl") or not parts.hostname:
+        raise ImproperlyConfigured("EMAIL_URL must look like smtp://user:password@host:port (or smtp+tls, smtp+ssl)")
+    return {
+        "EMAIL_HOST": parts.hostname,
+        "EMAIL_PORT": parts.port or (465 if parts.scheme == "smtp+ssl" else 25),
+        "EMAIL_HOST_USER": unquote(parts.username or ""),
+        "EMAIL_HOST_PASSWORD": unquote(parts.password or ""),
+        "EMAIL_USE_TLS": parts.scheme == "smtp+tls",
+        "EMAIL_USE_SSL": parts.scheme == "smtp+ssl",
+    }
+
+
+globals().update(_email_settings())
+EMAIL_BACKEND = os.environ.get("EMAIL_BACKEND", "django.core.mail.backends.smtp.EmailBackend")
+EMAIL_TIMEOUT = envint("EMAIL_TIMEOUT", "10")
+DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "HITL Portal <hitl@localhost>")
+
+# Slack app (README, "Slack"): the bot token and signing secret come from the environment only,
+# never the database. The API base URL is configurable so tests can point at a fake on loopback.
+HITL_SLACK_BOT_TOKEN = os.environ.get("HITL_SLACK_BOT_TOKEN", "")
+HITL_SLACK_SIGNING_SECRET = os.environ.get("HITL_SLACK_SIGNING_SECRET", "")
+HITL_SLACK_API_URL = os.environ.get("HITL_SLACK_API_URL", "https://slack.com/api/")
+
 Q_CLUSTER = {
     "name": "hitl",
     "orm": "default",
@@ -284,7 +336,8 @@ Q_CLUSTER = {
     "catch_up": False,
     "ack_failures": True,
     "max_attempts": 3,
-    "poll": 1,
+    # The ORM broker's poll: a notification waits at most this long for a worker (API.md: within 5 s).
+    "poll": float(os.environ.get("Q_POLL", "0.25")),
     "label": "Background tasks",
 }
 

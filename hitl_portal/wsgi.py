@@ -8,3 +8,8 @@ django.setup(set_prefix=False)
 from .handlers import PortalWSGI  # noqa: E402  (after setup: the handlers load the middleware)
 
 application = PortalWSGI()
+
+# Fail at startup, with a message, when links could not be built (contacts exist, no HITL_BASE_URL).
+from contacts.checks import require_base_url  # noqa: E402
+
+require_base_url()

@@ -35,6 +35,26 @@ class RuleForm(forms.ModelForm):
         initial="any",
     )
 
+    notify = forms.MultipleChoiceField(
+        label="Notify",
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+        help_text="Contacts told of every request this rule makes, and of its outcome.",
+    )
+    escalate_to = forms.MultipleChoiceField(
+        label="Escalate to",
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+        help_text="Contacts told once if a request is still pending after the delay below.",
+    )
+    escalate_after_seconds = forms.IntegerField(
+        label="Escalate after (seconds)",
+        required=False,
+        min_value=60,
+        max_value=86_400,
+        help_text="60 to 86,400. Leave empty for no escalation.",
+    )
+
     class Meta:
         model = Rule
         fields = ["kind", "which", "match", "point", "enabled", "message", "order"]
@@ -59,7 +79,13 @@ class RuleForm(forms.ModelForm):
         # Typing a selector picks "This one" (static/js/portal.js).
         one = [value for value, _ in self.fields["which"].choices].index("one")
         self.fields["match"].widget.attrs["data-checks"] = f"{self['which'].auto_id}_{one}"
+        contacts = [(c.public_id, f"{c.name} ({c.get_channel_display()})") for c in self.instance.config.contacts.all()]
+        self.fields["notify"].choices = contacts
+        self.fields["escalate_to"].choices = contacts
         if not self.is_bound:
+            self.initial["notify"] = self.instance.notify
+            self.initial["escalate_to"] = self.instance.escalate_to
+            self.initial["escalate_after_seconds"] = self.instance.escalate_after_seconds
             self.initial["which"] = "any" if self.instance.match == ANY else "one"
             if self.instance.match == ANY:
                 self.initial["match"] = ""
@@ -68,6 +94,10 @@ class RuleForm(forms.ModelForm):
         data = super().clean()
         if data.get("which") == "any":
             data["match"] = ANY
+        # Rule.clean() judges these (same messages as the API); the instance must hold them first.
+        for field in ("notify", "escalate_to", "escalate_after_seconds"):
+            if field in data:
+                setattr(self.instance, field, data[field])
         return data
 
     @property

@@ -61,6 +61,16 @@ def match_error(kind: str, match: str) -> str | None:
     return None
 
 
+# Keys added to frozen rules/contacts after the first versions were published: an older
+# version reads as if it had them at these values (nobody to tell, no secret reference).
+RULE_DEFAULTS = {"notify": [], "escalate_to": [], "escalate_after_seconds": None}
+CONTACT_DEFAULTS = {"secret_ref": ""}
+
+
+def with_defaults(frozen: list[dict], defaults: dict) -> list[dict]:
+    return [{**defaults, **item} for item in frozen]
+
+
 class Config(models.Model):
     """An agent config: an editable draft and immutable numbered versions."""
 
@@ -138,11 +148,23 @@ class ConfigVersion(models.Model):
         raise TypeError("A published config version is never deleted: `cfg@N` must always mean the same content")
 
     @property
+    def full_rules(self) -> list[dict]:
+        return with_defaults(self.rules, RULE_DEFAULTS)
+
+    @property
+    def full_contacts(self) -> list[dict]:
+        return with_defaults(self.contacts, CONTACT_DEFAULTS)
+
+    def contact(self, contact_id: str) -> dict | None:
+        return next((c for c in self.full_contacts if c["id"] == contact_id), None)
+
+    @property
     def enabled_rules(self) -> list[dict]:
         return [rule for rule in self.rules if rule["enabled"]]
 
     def rule(self, rule_id: str) -> dict | None:
-        return next((rule for rule in self.rules if rule["id"] == rule_id), None)
+        rule = next((rule for rule in self.rules if rule["id"] == rule_id), None)
+        return None if rule is None else {**RULE_DEFAULTS, **rule}
 
 
 class Rule(models.Model):
@@ -156,6 +178,11 @@ class Rule(models.Model):
     enabled = models.BooleanField(default=True)
     message = models.CharField(max_length=2000, blank=True)
     order = models.PositiveIntegerField(default=10)
+    # Contact public ids (con_…) of the same config: told of every event of the rule's requests,
+    # and, once, if a request is still pending escalate_after_seconds after it was created.
+    notify = models.JSONField(default=list, blank=True)
+    escalate_to = models.JSONField(default=list, blank=True)
+    escalate_after_seconds = models.PositiveIntegerField(null=True, blank=True)
     # Fixed for now, stored so the model can grow.
     ask_in = models.CharField(max_length=16, choices=AskIn.choices, default=AskIn.CONSOLE, editable=False)
     on_reject = models.CharField(max_length=16, choices=OnReject.choices, default=OnReject.HALT, editable=False)
@@ -174,9 +201,42 @@ class Rule(models.Model):
 
     def clean(self) -> None:
         self.match = (self.match or "").strip()
-        error = match_error(self.kind, self.match)
-        if error:
-            raise ValidationError({"match": error})
+        errors = {}
+        if error := match_error(self.kind, self.match):
+            errors["match"] = error
+        errors.update(self._contact_errors())
+        if errors:
+            raise ValidationError(errors)
+
+    def _contact_errors(self) -> dict[str, str]:
+        """notify / escalate_to must name contacts of this config; the delay must be in range."""
+        errors = {}
+        known = set(self.config.contacts.values_list("public_id", flat=True)) if self.config_id else set()
+        for field in ("notify", "escalate_to"):
+            ids = getattr(self, field)
+            if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+                errors[field] = f"{field} must be a list of contact ids (con_…)"
+                continue
+            unknown = [i for i in ids if i not in known]
+            if unknown:
+                errors[field] = (
+                    f"{', '.join(unknown[:5])} {'is' if len(unknown) == 1 else 'are'} not a contact of this config: "
+                    "add the contact on the Contacts tab first, or name one that is there"
+                )
+            setattr(self, field, list(dict.fromkeys(ids)))  # a contact named twice is told once
+        seconds = self.escalate_after_seconds
+        if seconds is not None and not 60 <= seconds <= 86_400:
+            errors["escalate_after_seconds"] = (
+                "escalate_after_seconds must be between 60 and 86,400 (24 hours), or null"
+            )
+        elif self.escalate_to and seconds is None:
+            errors["escalate_after_seconds"] = (
+                "escalate_to needs escalate_after_seconds (60–86,400): how long a request may wait before escalating"
+            )
+        return errors
+
+    def names_contact(self, contact_id: str) -> bool:
+        return contact_id in (self.notify or []) or contact_id in (self.escalate_to or [])
 
     def frozen(self) -> dict:
         """The rule as a version freezes it (and as the API shows it)."""
@@ -188,6 +248,9 @@ class Rule(models.Model):
             "enabled": self.enabled,
             "message": self.message,
             "order": self.order,
+            "notify": list(self.notify or []),
+            "escalate_to": list(self.escalate_to or []),
+            "escalate_after_seconds": self.escalate_after_seconds,
             "ask_in": self.ask_in,
             "on_reject": self.on_reject,
         }

@@ -3,7 +3,7 @@
 from workspaces.models import Workspace
 
 from .exceptions import ConfigNotFound
-from .models import Config, ConfigVersion
+from .models import RULE_DEFAULTS, Config, ConfigVersion, with_defaults
 
 
 def configs_for(workspace):
@@ -50,8 +50,9 @@ LOG_LINES = {
 
 def rules_diff(previous: list[dict] | None, current: list[dict]) -> dict[str, list[dict]]:
     """What changed between two frozen rule sets, by rule id: added, removed, changed."""
-    before = {rule["id"]: rule for rule in previous or []}
-    after = {rule["id"]: rule for rule in current}
+    before = {rule["id"]: rule for rule in with_defaults(previous or [], RULE_DEFAULTS)}
+    after = {rule["id"]: rule for rule in with_defaults(current, RULE_DEFAULTS)}
+    # Copies (with_defaults), so a page may annotate them.
     return {
         "added": [after[i] for i in after if i not in before],
         "removed": [before[i] for i in before if i not in after],
@@ -88,8 +89,20 @@ def draft_differs(draft: dict, version: ConfigVersion | None) -> bool:
     if version is None:
         return True
     return draft != {
-        "rules": version.rules,
-        "contacts": version.contacts,
+        "rules": version.full_rules,
+        "contacts": version.full_contacts,
         "token_caps": version.token_caps,
         "pass_information_level": version.pass_information_level,
     }
+
+
+def notify_summary(rule: dict, contacts: list[dict]) -> str:
+    """Who a frozen rule tells, in words: "notifies Support leads; escalates to Finance after 300 s"."""
+    names = {contact["id"]: contact["name"] for contact in contacts}
+    parts = []
+    if rule.get("notify"):
+        parts.append("notifies " + ", ".join(names.get(i, i) for i in rule["notify"]))
+    if rule.get("escalate_to"):
+        who = ", ".join(names.get(i, i) for i in rule["escalate_to"])
+        parts.append(f"escalates to {who} after {rule.get('escalate_after_seconds')} s")
+    return "; ".join(parts)

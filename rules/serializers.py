@@ -63,6 +63,10 @@ class RuleSerializer(serializers.Serializer):
     enabled = serializers.BooleanField()
     message = serializers.CharField(allow_blank=True)
     order = serializers.IntegerField()
+    # Versions published before notifications lack these keys: they read as nobody to tell.
+    notify = serializers.ListField(child=serializers.CharField(), default=list)
+    escalate_to = serializers.ListField(child=serializers.CharField(), default=list)
+    escalate_after_seconds = serializers.IntegerField(allow_null=True, default=None)
     ask_in = _choice(AskIn.choices, read_only=True)
     on_reject = _choice(OnReject.choices, read_only=True)
 
@@ -76,6 +80,9 @@ class RuleInputSerializer(serializers.Serializer):
     enabled = serializers.BooleanField(required=False)
     message = serializers.CharField(max_length=2000, allow_blank=True, required=False)
     order = serializers.IntegerField(min_value=0, max_value=MAX_INT, required=False)
+    notify = serializers.ListField(child=serializers.CharField(max_length=24), max_length=50, required=False)
+    escalate_to = serializers.ListField(child=serializers.CharField(max_length=24), max_length=50, required=False)
+    escalate_after_seconds = serializers.IntegerField(min_value=60, max_value=86_400, allow_null=True, required=False)
 
     def validate_match(self, value: str | None) -> str:
         return value or ""

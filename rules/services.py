@@ -10,7 +10,17 @@ from . import selectors
 from .exceptions import NothingToPublish, PlanRequired
 from .models import Config, ConfigVersion, Rule
 
-RULE_FIELDS = ("kind", "match", "point", "enabled", "message", "order")
+RULE_FIELDS = (
+    "kind",
+    "match",
+    "point",
+    "enabled",
+    "message",
+    "order",
+    "notify",
+    "escalate_to",
+    "escalate_after_seconds",
+)
 CONFIG_FIELDS = ("name", "pass_information_level", "token_cap_per_turn", "token_cap_mode")
 
 

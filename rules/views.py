@@ -90,13 +90,12 @@ def _rules_page(
     context = config_page_context(request, config, "rules", configs)
     versions = context["versions"]
     # Versions are newest first, so each one's predecessor is the next in the list.
-    context["version_rows"] = [
-        {
-            "version": version,
-            "diff": selectors.rules_diff(versions[i + 1].rules if i + 1 < len(versions) else None, version.rules),
-        }
-        for i, version in enumerate(versions)
-    ]
+    context["version_rows"] = []
+    for i, version in enumerate(versions):
+        diff = selectors.rules_diff(versions[i + 1].rules if i + 1 < len(versions) else None, version.rules)
+        for rule in diff["added"] + diff["changed"]:
+            rule["who"] = selectors.notify_summary(rule, version.contacts)
+        context["version_rows"].append({"version": version, "diff": diff})
     context["publish_form"] = publish_form or PublishForm()
     context["next_number"] = (config.latest_version or 0) + 1
     return render(request, "rules/rules.html", context, status=status)
@@ -231,5 +230,10 @@ def version(request: HttpRequest, cfg: str, number: int) -> HttpResponse:
     if frozen is None:
         raise Http404("No such version of this config.")
     context = config_page_context(request, config, "rules")
-    context.update(frozen=frozen, is_served=frozen.number == config.served_number)
+    rules = frozen.full_rules
+    for rule in rules:
+        rule["who"] = selectors.notify_summary(rule, frozen.contacts)
+    context.update(
+        frozen=frozen, rules=rules, contacts=frozen.full_contacts, is_served=frozen.number == config.served_number
+    )
     return render(request, "rules/version.html", context)

@@ -3,8 +3,8 @@
 import pytest
 from playwright.sync_api import expect
 
-from contacts import services as contact_services
 from contacts.models import Contact
+from contacts.services import contact_create
 from tests.factories import make_approval
 from tests.helpers import make_config, make_rule, publish
 
@@ -17,7 +17,7 @@ LONG = "x" * 600
 def long_texts(acme, alice):
     config = make_config(acme, "n" * 200, pass_information_level="full")
     make_rule(config, message="m" * 400)
-    contact_services.contact_create(config=config, name="c" * 190, channel="none")
+    contact_create(config=config, name="c" * 190, channel="none")
     publish(config, alice)
     make_approval(config, target="t" * 500, summary=LONG, level="full", arguments={"path": LONG})
     return config
