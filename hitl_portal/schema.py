@@ -25,8 +25,9 @@ def tidy_operations(result: dict, generator, request, public) -> dict:
         for method, operation in path_item.items():
             if not isinstance(operation, dict) or "operationId" not in operation:
                 continue
-            operation["operationId"] = operation["operationId"].removeprefix("v1_")
-            operation["tags"] = ["reviewers" if tag == "v1" else tag for tag in operation.get("tags", [])]
+            # The generated prefix follows the URLconf's common path ("v1_", "api_v1_"): never part of a name.
+            operation["operationId"] = operation["operationId"].removeprefix("api_").removeprefix("v1_")
+            operation["tags"] = ["reviewers" if tag in ("v1", "api") else tag for tag in operation.get("tags", [])]
             if any(parameter.get("in") == "query" for parameter in operation.get("parameters", [])):
                 operation["responses"].setdefault("400", BAD_QUERY)
             if "requestBody" in operation:
