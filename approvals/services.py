@@ -10,6 +10,8 @@ from django.db.models import F
 from django.utils import timezone
 from rest_framework.exceptions import NotFound
 
+from audit.services import APPEND_CTES, SYSTEM, AuditEntry, actor_of, append_params, audit_append, audit_append_many
+from audit.services import audit_enabled as _audit_enabled
 from hitl_portal.errors import Conflict, Unprocessable
 from rules.models import Config, ConfigVersion, PassInformationLevel
 from workspaces.models import ApiToken, Workspace
@@ -56,6 +58,14 @@ def approval_decide(
             reason=reason,
         )
         if won:
+            audit_append(
+                workspace_id=approval.workspace_id,
+                actor=actor_of(user=user),
+                action="approval.decided",
+                object=approval.public_id,
+                data={"outcome": status, "action": action, "reason": reason},
+                at=now,
+            )
             notify_changed(approval.public_id)
     if not won:
         approval_expire_if_overdue(approval=approval)
@@ -75,15 +85,37 @@ def expire_requests(queryset) -> int:
     """Mark the overdue pending requests of `queryset` expired; returns how many were."""
     now = timezone.now()
     with transaction.atomic():
-        overdue = queryset.filter(status=Status.PENDING, expires_at__lte=now)
-        public_ids = list(overdue.values_list("public_id", flat=True))
-        if not public_ids:
+        # Locked, so the rows read are exactly the rows expired (a decision in between drops out).
+        overdue = list(
+            queryset.filter(status=Status.PENDING, expires_at__lte=now)
+            .select_for_update()
+            .values_list("pk", "workspace_id", "public_id", "expires_at")
+        )
+        if not overdue:
             return 0
-        count = ApprovalRequest.objects.filter(
-            public_id__in=public_ids, status=Status.PENDING, expires_at__lte=now
-        ).update(status=Status.EXPIRED, decided_at=F("expires_at"), reason=EXPIRED_REASON, decision_action="")
-        notify_changed_many(public_ids)
+        count = ApprovalRequest.objects.filter(pk__in=[row[0] for row in overdue], status=Status.PENDING).update(
+            status=Status.EXPIRED, decided_at=F("expires_at"), reason=EXPIRED_REASON, decision_action=""
+        )
+        _audit_expired(overdue=[row[1:] for row in overdue], now=now)
+        notify_changed_many([row[2] for row in overdue])
     return count
+
+
+def _audit_expired(*, overdue: list[tuple], now) -> None:
+    """One `approval.expired` record per (workspace_id, public_id, expires_at), by the system."""
+    audit_append_many(
+        entries=[
+            AuditEntry(
+                workspace_id=workspace_id,
+                actor=SYSTEM,
+                action="approval.expired",
+                object=public_id,
+                data={"expires_at": expires_at.isoformat()},
+                at=now,
+            )
+            for workspace_id, public_id, expires_at in overdue
+        ]
+    )
 
 
 def approval_sweep_overdue(*, batch_size: int = 1000) -> int:
@@ -100,13 +132,11 @@ def approval_sweep_overdue(*, batch_size: int = 1000) -> int:
         claimed = list(
             ApprovalRequest.objects.overdue(now).order_by("expires_at").values_list("pk", flat=True)[:batch_size]
         )
-        return ApprovalRequest.objects.filter(pk__in=claimed, status=Status.PENDING).update(
-            status=Status.EXPIRED, decided_at=F("expires_at"), reason=EXPIRED_REASON, decision_action=""
-        )
+        return expire_requests(ApprovalRequest.objects.filter(pk__in=claimed))
 
 
-# One statement per batch — claim, expire and notify — so it is atomic without BEGIN/COMMIT
-# and costs one round trip: within 2x of a bare UPDATE of the same rows (bench/).
+# One statement per batch — claim, expire and notify — and one more, in the same transaction,
+# appending the batch's audit records (bench/).
 _SWEEP_SQL = f"""
 WITH claimed AS (
     SELECT id FROM {ApprovalRequest._meta.db_table}
@@ -119,9 +149,9 @@ WITH claimed AS (
     SET status = %(expired)s, decided_at = apr.expires_at, reason = %(reason)s, decision_action = ''
     FROM claimed
     WHERE apr.id = claimed.id AND apr.status = %(pending)s
-    RETURNING apr.public_id
+    RETURNING apr.workspace_id, apr.public_id, apr.expires_at
 )
-SELECT count(pg_notify(%(channel)s, public_id)) FROM swept
+SELECT workspace_id, public_id, expires_at, pg_notify(%(channel)s, public_id) FROM swept
 """
 
 
@@ -134,9 +164,11 @@ def _sweep_batch_postgres(*, now, batch_size: int) -> int:
         "reason": EXPIRED_REASON,
         "channel": CHANNEL,
     }
-    with connection.cursor() as cursor:
+    with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(_SWEEP_SQL, params)
-        return cursor.fetchone()[0]
+        swept = [row[:3] for row in cursor.fetchall()]
+        _audit_expired(overdue=swept, now=now)
+    return len(swept)
 
 
 # --- Engines: registration and outcome (API.md, Engines) ---------------------------------------
@@ -237,11 +269,12 @@ def approval_register(
     # Insert first and look for the first request only when the key's unique constraint refuses
     # the row: a replay costs one more query, a new request none, and a race has one winner.
     try:
-        if connection.in_atomic_block:
-            with transaction.atomic():  # a savepoint, so a refused INSERT leaves the caller's transaction usable
-                _insert(approval)
+        if connection.in_atomic_block or connection.vendor != "postgresql":
+            # A savepoint, so a refused INSERT leaves the caller's transaction usable.
+            with transaction.atomic():
+                _insert(approval, engine_key=engine_key)
         else:
-            _insert(approval)  # autocommit: one statement, no BEGIN/COMMIT round trips
+            _insert(approval, engine_key=engine_key)  # autocommit: one statement, no BEGIN/COMMIT round trips
     except IntegrityError:
         first = None
         if idempotency_key:
@@ -262,6 +295,9 @@ _INSERT_SQL = "INSERT INTO {table} ({columns}) VALUES ({values}) RETURNING id".f
     columns=", ".join(f'"{field.column}"' for field in _INSERT_FIELDS),
     values=", ".join(["%s"] * len(_INSERT_FIELDS)),
 )
+# The same INSERT with its `approval.registered` audit record, still one statement: if the
+# INSERT is refused (an idempotent replay) the record is not written either.
+_INSERT_AUDITED_SQL = f"WITH apr AS ({_INSERT_SQL}), {APPEND_CTES} SELECT id FROM apr"
 
 # Strings, integers, ids and aware datetimes go to psycopg as they are; JSON needs its adapter.
 _NEEDS_PREPARING = [
@@ -269,17 +305,42 @@ _NEEDS_PREPARING = [
 ]
 
 
-def _insert(approval: ApprovalRequest) -> None:
+def _registered(approval: ApprovalRequest, *, engine_key: ApiToken) -> AuditEntry:
+    data = {"kind": approval.kind, "config_id": approval.config.public_id, "config_version": approval.config_version}
+    if approval.kind == ApprovalKind.GATE:
+        data.update(rule_id=approval.rule_id, target=approval.target, operation=approval.operation)
+        data.update(call_digest=approval.call_digest)
+    else:
+        data.update(scope=approval.scope, tokens_used=approval.tokens_used, token_cap=approval.token_cap)
+    data.update(run_id=approval.run_id)
+    return AuditEntry(
+        workspace_id=approval.workspace_id,
+        actor=actor_of(engine_key=engine_key),
+        action="approval.registered",
+        object=approval.public_id,
+        data=data,
+        at=approval.created_at,
+    )
+
+
+def _insert(approval: ApprovalRequest, *, engine_key: ApiToken) -> None:
+    audited = _audit_enabled()
     if connection.vendor != "postgresql":
-        approval.save(force_insert=True)
+        approval.save(force_insert=True)  # the caller's savepoint holds both
+        if audited:
+            audit_append_many(entries=[_registered(approval, engine_key=engine_key)])
         return
     approval.ensure_public_id()
     values = approval.__dict__
     params = [values[field.attname] for field in _INSERT_FIELDS]
     for index, field in _NEEDS_PREPARING:
         params[index] = field.get_db_prep_save(params[index], connection)
+    sql = _INSERT_SQL
+    if audited:
+        sql = _INSERT_AUDITED_SQL
+        params += append_params(_registered(approval, engine_key=engine_key))
     with connection.cursor() as cursor:
-        cursor.execute(_INSERT_SQL, params)
+        cursor.execute(sql, params)
         approval.pk = cursor.fetchone()[0]
     approval._state.adding = False
     approval._state.db = connection.alias
@@ -344,10 +405,21 @@ def approval_report_outcome(
     lets exactly one report through; a later one gets the first back, unchanged.
     """
     approval_expire_if_overdue(approval=approval)
-    reported = ApprovalRequest.objects.filter(pk=approval.pk, status=Status.APPROVED, execution_status="").update(
-        execution_status=status, execution_id=execution_id, execution_detail=detail, executed_at=timezone.now()
-    )
-    approval.refresh_from_db(from_queryset=ApprovalRequest.objects.select_related("config"))
+    now = timezone.now()
+    with transaction.atomic():
+        reported = ApprovalRequest.objects.filter(pk=approval.pk, status=Status.APPROVED, execution_status="").update(
+            execution_status=status, execution_id=execution_id, execution_detail=detail, executed_at=now
+        )
+        approval.refresh_from_db(from_queryset=ApprovalRequest.objects.select_related("config", "engine_key"))
+        if reported:
+            audit_append(
+                workspace_id=approval.workspace_id,
+                actor=actor_of(engine_key=approval.engine_key) if approval.engine_key else SYSTEM,
+                action="approval.outcome",
+                object=approval.public_id,
+                data={"status": status, "execution_id": execution_id, "detail": detail},
+                at=now,
+            )
     if not reported and approval.status != Status.APPROVED:
         raise Conflict(
             f"{approval.public_id} is {approval.status}, not approved: an outcome is reported only for an "

@@ -31,7 +31,7 @@ def contacts(request, cfg: str):
             raise PermissionDenied("Only a workspace admin may change this.")
         form = ContactForm(request.POST, instance=Contact(config=config))
         if form.is_valid():
-            services.contact_create(config=config, **form.cleaned_data)
+            services.contact_create(config=config, user=request.user, **form.cleaned_data)
             messages.success(request, "Added the contact to the draft. Publish to serve it.")
             return redirect("contacts:contacts", config.public_id)
     context = config_page_context(request, config, "contacts")
@@ -48,7 +48,7 @@ def contact_edit(request, cfg: str, con: str):
     if request.method == "POST":
         form = ContactForm(request.POST, instance=contact)
         if form.is_valid():
-            services.contact_update(contact=form.instance, **form.cleaned_data)
+            services.contact_update(contact=form.instance, user=request.user, **form.cleaned_data)
             messages.success(request, "Saved the contact in the draft. Publish to serve it.")
             return redirect("contacts:contacts", config.public_id)
     context = config_page_context(request, config, "contacts")
@@ -60,6 +60,6 @@ def contact_edit(request, cfg: str, con: str):
 @require_POST
 def contact_delete(request, cfg: str, con: str):
     config = config_or_404(request, cfg)
-    services.contact_delete(contact=_contact_or_404(config, con))
+    services.contact_delete(contact=_contact_or_404(config, con), user=request.user)
     messages.success(request, "Deleted the contact from the draft. Published versions keep it.")
     return redirect("contacts:contacts", config.public_id)

@@ -55,6 +55,7 @@ INSTALLED_APPS = [
     "rules",
     "contacts",
     "approvals",
+    "audit",
 ]
 
 MIDDLEWARE = [
@@ -179,6 +180,10 @@ SPECTACULAR_SETTINGS = {
         "PassInformationLevelEnum": "rules.models.PassInformationLevel",
     },
 }
+
+# Every change of state is appended to the hash-chained audit log (audit/). Not read from the
+# environment: only the benchmark's settings turn it off, to measure what the log costs.
+AUDIT_LOG = True
 
 # Approval requests live 24 hours unless the engine asks for less.
 APPROVAL_TTL_SECONDS = 24 * 60 * 60

@@ -20,6 +20,7 @@ urlpatterns = [
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
     path("api/v1/", include("rules.api_urls")),
     path("api/v1/", include("contacts.api_urls")),
+    path("api/v1/", include("audit.api_urls")),
 ]
 
 handler404 = "hitl_portal.views.not_found"

@@ -126,7 +126,9 @@ class ConfigListView(AdminView):
     def post(self, request):
         data = ConfigCreateSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        config = services.config_create(workspace=request.actor.workspace, **data.validated_data)
+        config = services.config_create(
+            workspace=request.actor.workspace, user=request.actor.user, **data.validated_data
+        )
         return Response(ConfigSerializer(config_or_404(request, config.public_id)).data, status=status.HTTP_201_CREATED)
 
 
@@ -145,7 +147,7 @@ class ConfigDetailView(AdminView):
         config = config_or_404(request, cfg)
         data = ConfigUpdateSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        services.config_update(config=config, **data.changes())
+        services.config_update(config=config, user=request.actor.user, **data.changes())
         return Response(ConfigSerializer(config_or_404(request, cfg)).data)
 
 
@@ -172,7 +174,7 @@ class RuleListView(AdminView):
         config = config_or_404(request, cfg)
         data = RuleInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        rule = services.rule_create(config=config, **data.fields_for_create())
+        rule = services.rule_create(config=config, user=request.actor.user, **data.fields_for_create())
         return Response(RuleSerializer(rule.frozen()).data, status=status.HTTP_201_CREATED)
 
 
@@ -191,12 +193,12 @@ class RuleDetailView(AdminView):
         rule = _rule(config_or_404(request, cfg), rul)
         data = RuleInputSerializer(data=request.data, partial=True)
         data.is_valid(raise_exception=True)
-        rule = services.rule_update(rule=rule, **data.validated_data)
+        rule = services.rule_update(rule=rule, user=request.actor.user, **data.validated_data)
         return Response(RuleSerializer(rule.frozen()).data)
 
     @extend_schema(tags=TAG, summary="Delete a draft rule", responses={204: None, **ERRORS})
     def delete(self, request, cfg: str, rul: str):
-        services.rule_delete(rule=_rule(config_or_404(request, cfg), rul))
+        services.rule_delete(rule=_rule(config_or_404(request, cfg), rul), user=request.actor.user)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -268,7 +270,9 @@ class PinView(AdminView):
         data = PinSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         try:
-            version = services.config_pin(config=config, version=data.validated_data["version"])
+            version = services.config_pin(
+                config=config, version=data.validated_data["version"], user=request.actor.user
+            )
         except ConfigVersion.DoesNotExist:
             raise Http404 from None
         version = ConfigVersion.objects.select_related("config", "published_by").get(pk=version.pk)

@@ -5,6 +5,7 @@ from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
+from audit.services import actor_of, audit_append
 from contacts.models import Contact
 from hitl_portal.errors import PlanRequired
 from workspaces.models import Workspace
@@ -15,14 +16,34 @@ RULE_FIELDS = ("kind", "match", "point", "enabled", "message", "order")
 CONFIG_FIELDS = ("name", "pass_information_level", "token_cap_per_turn", "token_cap_mode")
 
 
-def config_create(*, workspace: Workspace, name: str) -> Config:
+def _audit(*, config: Config, user, action: str, object: str, data: dict) -> None:
+    """Each change below is recorded in the audit log, in its own transaction."""
+    audit_append(
+        workspace_id=config.workspace_id,
+        actor=actor_of(user=user),
+        action=action,
+        object=object,
+        data={"config_id": config.public_id, **data},
+    )
+
+
+@transaction.atomic
+def config_create(*, workspace: Workspace, name: str, user=None) -> Config:
     config = Config(workspace=workspace, name=name)
     config.full_clean(exclude=["workspace", "public_id"])
     config.save()
+    _audit(
+        config=config,
+        user=user,
+        action="config.changed",
+        object=config.public_id,
+        data={"change": "created", "name": name},
+    )
     return config
 
 
-def config_update(*, config: Config, **changes) -> Config:
+@transaction.atomic
+def config_update(*, config: Config, user=None, **changes) -> Config:
     unknown = set(changes) - set(CONFIG_FIELDS)
     if unknown:
         raise TypeError(f"Not a config setting: {', '.join(sorted(unknown))}")
@@ -30,47 +51,87 @@ def config_update(*, config: Config, **changes) -> Config:
         setattr(config, field, value)
     config.full_clean(exclude=["workspace", "public_id"])
     config.save(update_fields=list(changes) or None)
+    _audit(
+        config=config,
+        user=user,
+        action="config.changed",
+        object=config.public_id,
+        data={"change": "updated", **{field: getattr(config, field) for field in changes}},
+    )
     return config
 
 
-def rule_create(*, config: Config, **fields) -> Rule:
+def _rule_changed(*, rule: Rule, user, change: str) -> None:
+    _audit(
+        config=rule.config,
+        user=user,
+        action="rule.changed",
+        object=rule.public_id,
+        data={"change": change, "rule": rule.frozen()},
+    )
+
+
+@transaction.atomic
+def rule_create(*, config: Config, user=None, **fields) -> Rule:
     """A new rule starts as "approve every delete" unless told otherwise."""
     rule = Rule(config=config, **{k: v for k, v in fields.items() if k in RULE_FIELDS})
     rule.full_clean(exclude=["config", "public_id"])
     rule.save()
+    _rule_changed(rule=rule, user=user, change="created")
     return rule
 
 
-def rule_update(*, rule: Rule, **changes) -> Rule:
+@transaction.atomic
+def rule_update(*, rule: Rule, user=None, **changes) -> Rule:
     for field in RULE_FIELDS:
         if field in changes:
             setattr(rule, field, changes[field])
     rule.full_clean(exclude=["config", "public_id"])
     rule.save()
+    _rule_changed(rule=rule, user=user, change="updated")
     return rule
 
 
-def rule_delete(*, rule: Rule) -> None:
+@transaction.atomic
+def rule_delete(*, rule: Rule, user=None) -> None:
+    _rule_changed(rule=rule, user=user, change="deleted")
     rule.delete()
 
 
-def contact_create(*, config: Config, name: str, channel: str, channel_ref: str = "") -> Contact:
+def _contact_changed(*, contact: Contact, user, change: str) -> None:
+    # A contact holds `${HITL_…}` references, never an address or secret: safe to record whole.
+    _audit(
+        config=contact.config,
+        user=user,
+        action="contact.changed",
+        object=contact.public_id,
+        data={"change": change, "contact": contact.frozen()},
+    )
+
+
+@transaction.atomic
+def contact_create(*, config: Config, name: str, channel: str, channel_ref: str = "", user=None) -> Contact:
     contact = Contact(config=config, name=name, channel=channel, channel_ref=channel_ref)
     contact.full_clean(exclude=["config", "public_id"])
     contact.save()
+    _contact_changed(contact=contact, user=user, change="created")
     return contact
 
 
-def contact_update(*, contact: Contact, **changes) -> Contact:
+@transaction.atomic
+def contact_update(*, contact: Contact, user=None, **changes) -> Contact:
     for field in ("name", "channel", "channel_ref"):
         if field in changes:
             setattr(contact, field, changes[field])
     contact.full_clean(exclude=["config", "public_id"])
     contact.save()
+    _contact_changed(contact=contact, user=user, change="updated")
     return contact
 
 
-def contact_delete(*, contact: Contact) -> None:
+@transaction.atomic
+def contact_delete(*, contact: Contact, user=None) -> None:
+    _contact_changed(contact=contact, user=user, change="deleted")
     contact.delete()
 
 
@@ -115,14 +176,22 @@ def config_publish(*, config: Config, user, note: str = "") -> ConfigVersion:
     if config.pinned_version is not None:
         config.pinned_version = None
         config.save(update_fields=["pinned_version"])
+    _audit(
+        config=config,
+        user=user,
+        action="config.published",
+        object=config.public_id,
+        data={"version": number, "note": note},
+    )
     return version
 
 
 @transaction.atomic
-def config_pin(*, config: Config, version: int) -> ConfigVersion:
+def config_pin(*, config: Config, version: int, user=None) -> ConfigVersion:
     """Serve `version` (roll back = pin an older one). Raises ConfigVersion.DoesNotExist."""
     config = Config.objects.select_for_update().get(pk=config.pk)
     frozen = config.versions.get(number=version)
     config.pinned_version = version
     config.save(update_fields=["pinned_version"])
+    _audit(config=config, user=user, action="config.pinned", object=config.public_id, data={"version": version})
     return frozen

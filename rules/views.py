@@ -56,7 +56,7 @@ def configs(request):
             raise PermissionDenied("Only a workspace admin may change this.")
         form = ConfigForm(request.POST)
         if form.is_valid():
-            config = services.config_create(workspace=workspace, name=form.cleaned_data["name"])
+            config = services.config_create(workspace=workspace, name=form.cleaned_data["name"], user=request.user)
             messages.success(request, f"Created {config.name}. Add its rules, then publish.")
             return redirect("rules:rules", config.public_id)
     rows = []
@@ -74,7 +74,7 @@ def config_rename(request, cfg: str):
     config = config_or_404(request, cfg)
     form = ConfigForm(request.POST, instance=config)
     if form.is_valid():
-        services.config_update(config=config, name=form.cleaned_data["name"])
+        services.config_update(config=config, name=form.cleaned_data["name"], user=request.user)
         messages.success(request, f"Renamed to {config.name}.")
     else:
         messages.error(request, "A config needs a name of at most 200 characters.")
@@ -106,7 +106,7 @@ def rules(request, cfg: str):
 @require_POST
 def rule_add(request, cfg: str):
     config = config_or_404(request, cfg)
-    rule = services.rule_create(config=config)
+    rule = services.rule_create(config=config, user=request.user)
     messages.success(request, "Added “approve every delete”. Change it below, or keep it as it is.")
     return redirect("rules:rule_edit", config.public_id, rule.public_id)
 
@@ -128,7 +128,7 @@ def rule_edit(request, cfg: str, rul: str):
         form = RuleForm(request.POST, instance=rule)
         if form.is_valid():
             changes = {k: v for k, v in form.cleaned_data.items() if k != "which"}
-            services.rule_update(rule=form.instance, **changes)
+            services.rule_update(rule=form.instance, user=request.user, **changes)
             messages.success(request, "Saved the rule in the draft. Publish to serve it.")
             return redirect("rules:rules", config.public_id)
     context = config_page_context(request, config, "rules")
@@ -141,7 +141,7 @@ def rule_edit(request, cfg: str, rul: str):
 def rule_toggle(request, cfg: str, rul: str):
     config = config_or_404(request, cfg)
     rule = _rule_or_404(config, rul)
-    services.rule_update(rule=rule, enabled=not rule.enabled)
+    services.rule_update(rule=rule, enabled=not rule.enabled, user=request.user)
     messages.success(request, f"{'Enabled' if rule.enabled else 'Disabled'} the rule in the draft.")
     return redirect("rules:rules", config.public_id)
 
@@ -150,7 +150,7 @@ def rule_toggle(request, cfg: str, rul: str):
 @require_POST
 def rule_delete(request, cfg: str, rul: str):
     config = config_or_404(request, cfg)
-    services.rule_delete(rule=_rule_or_404(config, rul))
+    services.rule_delete(rule=_rule_or_404(config, rul), user=request.user)
     messages.success(request, "Deleted the rule from the draft. Published versions keep it.")
     return redirect("rules:rules", config.public_id)
 
@@ -165,7 +165,7 @@ def settings(request, cfg: str):
             raise PermissionDenied("Only a workspace admin may change this.")
         form = SettingsForm(request.POST, instance=config)
         if form.is_valid():
-            services.config_update(config=form.instance, **form.cleaned_data)
+            services.config_update(config=form.instance, user=request.user, **form.cleaned_data)
             messages.success(request, "Saved the draft's settings. Publish to serve them.")
             return redirect("rules:settings", config.public_id)
         config.refresh_from_db()
@@ -199,7 +199,7 @@ def pin(request, cfg: str):
     if not form.is_valid():
         raise Http404("No such version.")
     try:
-        version = services.config_pin(config=config, version=form.cleaned_data["version"])
+        version = services.config_pin(config=config, version=form.cleaned_data["version"], user=request.user)
     except ConfigVersion.DoesNotExist:
         raise Http404("No such version of this config.") from None
     messages.success(request, f"Serving v{version.number} until the next publish.")

@@ -1,0 +1,56 @@
+"""The database refuses to UPDATE or DELETE an audit record: the log is append-only.
+
+Model code never tries; the trigger stops a raw UPDATE, a shell session or a future bug.
+(TRUNCATE is left to the table's owner: test databases are emptied that way.)
+"""
+
+from django.db import migrations
+
+POSTGRES = """
+CREATE OR REPLACE FUNCTION audit_record_append_only() RETURNS trigger AS $$
+BEGIN
+    RAISE EXCEPTION 'Audit records are never changed or deleted (workspace %, seq %)', OLD.workspace_id, OLD.seq
+        USING ERRCODE = 'integrity_constraint_violation';
+END;
+$$ LANGUAGE plpgsql;
+CREATE TRIGGER audit_record_no_update_or_delete BEFORE UPDATE OR DELETE ON audit_auditrecord
+    FOR EACH ROW EXECUTE FUNCTION audit_record_append_only();
+"""
+POSTGRES_REVERSE = """
+DROP TRIGGER IF EXISTS audit_record_no_update_or_delete ON audit_auditrecord;
+DROP FUNCTION IF EXISTS audit_record_append_only();
+"""
+SQLITE = [
+    """CREATE TRIGGER audit_record_no_update BEFORE UPDATE ON audit_auditrecord
+BEGIN
+    SELECT RAISE(ABORT, 'Audit records are never changed or deleted');
+END;""",
+    """CREATE TRIGGER audit_record_no_delete BEFORE DELETE ON audit_auditrecord
+BEGIN
+    SELECT RAISE(ABORT, 'Audit records are never changed or deleted');
+END;""",
+]
+SQLITE_REVERSE = ["DROP TRIGGER IF EXISTS audit_record_no_update;", "DROP TRIGGER IF EXISTS audit_record_no_delete;"]
+
+
+def forwards(apps, schema_editor):
+    vendor = schema_editor.connection.vendor
+    if vendor == "postgresql":
+        schema_editor.execute(POSTGRES, params=None)
+    elif vendor == "sqlite":
+        for statement in SQLITE:
+            schema_editor.execute(statement, params=None)
+
+
+def backwards(apps, schema_editor):
+    vendor = schema_editor.connection.vendor
+    if vendor == "postgresql":
+        schema_editor.execute(POSTGRES_REVERSE, params=None)
+    elif vendor == "sqlite":
+        for statement in SQLITE_REVERSE:
+            schema_editor.execute(statement, params=None)
+
+
+class Migration(migrations.Migration):
+    dependencies = [("audit", "0001_initial")]
+    operations = [migrations.RunPython(forwards, backwards)]
