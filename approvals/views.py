@@ -1,9 +1,11 @@
 """The Approvals tab: the live queue, deciding from a card, and the history."""
 
+from datetime import timedelta
+
 from django.conf import settings
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
@@ -101,4 +103,16 @@ def history(request: HttpRequest) -> HttpResponse:
         if next_cursor:
             query["cursor"] = next_cursor
         ctx.update(rows=rows, next_cursor=next_cursor, next_query=query.urlencode())
+    if request.actor.is_admin:
+        ctx["audit_query"] = _audit_range(filters=form.filters() if request.GET else selectors.HistoryFilters())
     return render(request, "approvals/history.html", ctx)
+
+
+def _audit_range(*, filters) -> str:
+    """The history's date range as the audit export's since/until (whole UTC days, To inclusive)."""
+    query = QueryDict(mutable=True)
+    if filters.date_from:
+        query["since"] = f"{filters.date_from.isoformat()}T00:00:00Z"
+    if filters.date_to:
+        query["until"] = f"{(filters.date_to + timedelta(days=1)).isoformat()}T00:00:00Z"
+    return query.urlencode()

@@ -101,3 +101,13 @@ def test_it_exports_100000_records_in_constant_memory(client, acme, alice):
     assert lines >= 100_000
     assert size > 30_000_000  # about 30 MB of records went out…
     assert peak < 5_000_000, f"peak {peak / 1e6:.1f} MB"  # …through a few MB at most
+
+
+def test_the_history_page_offers_admins_the_audit_log_for_its_dates(client, acme, alice, bob):
+    client.force_login(alice)
+    html = client.get("/hitl/approvals/history/?date_from=2026-11-01&date_to=2026-11-30").content.decode()
+    assert "Download audit log" in html
+    assert "/api/v1/audit?since=2026-11-01T00%3A00%3A00Z&amp;until=2026-12-01T00%3A00%3A00Z&amp;format=csv" in html
+
+    client.force_login(bob)
+    assert "Download audit log" not in client.get("/hitl/approvals/history/").content.decode()
