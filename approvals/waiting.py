@@ -13,6 +13,8 @@ from collections.abc import Callable
 from django.db import connection
 from django.utils import timezone
 
+from hitl_portal.operations import waiting_engines
+
 from .models import ApprovalRequest, Status
 from .notify import CHANNEL
 
@@ -30,9 +32,10 @@ def approval_wait(*, load: Callable[[], ApprovalRequest], approval: ApprovalRequ
     if seconds <= 0 or not _waiting(approval):
         return approval
     deadline = time.monotonic() + seconds
-    if connection.vendor == "postgresql" and not connection.in_atomic_block:
-        return _wait_notified(load=load, approval=approval, deadline=deadline)
-    return _wait_polling(load=load, approval=approval, deadline=deadline)
+    with waiting_engines.holding():  # hitl_waiting_engines (/metrics)
+        if connection.vendor == "postgresql" and not connection.in_atomic_block:
+            return _wait_notified(load=load, approval=approval, deadline=deadline)
+        return _wait_polling(load=load, approval=approval, deadline=deadline)
 
 
 def _waiting(approval: ApprovalRequest) -> bool:

@@ -3,12 +3,14 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
-from . import views
+from . import operations, views
 
 urlpatterns = [
     # Engines' calls first: Django tries these in order, and registrations and polls are most of the traffic.
     path("api/v1/", include("approvals.api_urls")),
     path("", views.home, name="home"),
+    path("healthz", operations.healthz, name="healthz"),
+    path("metrics", operations.metrics, name="metrics"),
     path("login/", auth_views.LoginView.as_view(template_name="registration/login.html"), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("workspaces/", include("workspaces.urls")),
