@@ -56,6 +56,7 @@ INSTALLED_APPS = [
     "contacts",
     "approvals",
     "audit",
+    "insights",
 ]
 
 MIDDLEWARE = [

@@ -17,6 +17,7 @@ urlpatterns = [
     path("hitl/", include("rules.urls")),
     path("hitl/", include("contacts.urls")),
     path("hitl/", include("approvals.urls")),
+    path("hitl/", include("insights.urls")),
     path("admin/", admin.site.urls),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
