@@ -16,8 +16,12 @@ from .models import GENESIS_HASH
 HASHED_FIELDS = ("seq", "at", "actor", "action", "object", "data", "prev_hash")
 
 
+# One encoder, built once: json.dumps builds a new one per call for these options.
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
 def canonical(value) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return _CANONICAL.encode(value)
 
 
 def format_at(at: datetime) -> str:

@@ -19,6 +19,7 @@ import threading
 import time
 import urllib.parse
 from datetime import UTC, datetime, timedelta
+from importlib import import_module
 from pathlib import Path
 
 import psycopg
@@ -444,7 +445,10 @@ def main() -> None:
     parser.add_argument("--duration", type=float, default=None, help="seconds per load run (default 5, quick 2)")
     parser.add_argument("--profile", action="store_true", help="pyinstrument the pages and the sweep")
     parser.add_argument("--rounds", type=int, default=None, help="floor/portal pairs per figure (default 5, quick 1)")
+    parser.add_argument("--section", choices=["all", "audit"], default="all", help="audit: only bench/audit.py")
     args = parser.parse_args()
+    if args.section == "audit":
+        return import_module("bench.audit").run(quick=args.quick, rounds=args.rounds, duration=args.duration)
     url = os.environ.get("BENCH_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/hitl_bench")
     total, pending = (100_000, 10_000) if args.quick else (1_000_000, 100_000)
     duration = args.duration or (2.0 if args.quick else 5.0)
