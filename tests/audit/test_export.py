@@ -111,3 +111,9 @@ def test_the_history_page_offers_admins_the_audit_log_for_its_dates(client, acme
 
     client.force_login(bob)
     assert "Download audit log" not in client.get("/hitl/approvals/history/").content.decode()
+
+
+@pytest.mark.parametrize("query", ["?since=9999-12-31T23:59:59-01:00", "?until=0001-01-01T00:00:00%2B01:00"])
+def test_out_of_range_times_answer_400_not_500(client, acme, alice, query):
+    response = get(client, make_token(acme, user=alice), query)
+    assert response.status_code == 400, response.content
