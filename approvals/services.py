@@ -10,7 +10,7 @@ from django.db.models import F
 from django.utils import timezone
 from rest_framework.exceptions import NotFound
 
-from audit.services import APPEND_CTES, SYSTEM, AuditEntry, actor_of, append_params, audit_append, audit_append_many
+from audit.services import APPEND_CTE, SYSTEM, AuditEntry, actor_of, append_params, audit_append, audit_append_many
 from audit.services import audit_enabled as _audit_enabled
 from hitl_portal.errors import Conflict, Unprocessable
 from rules.models import Config, ConfigVersion, PassInformationLevel
@@ -297,7 +297,7 @@ _INSERT_SQL = "INSERT INTO {table} ({columns}) VALUES ({values}) RETURNING id".f
 )
 # The same INSERT with its `approval.registered` audit record, still one statement: if the
 # INSERT is refused (an idempotent replay) the record is not written either.
-_INSERT_AUDITED_SQL = f"WITH apr AS ({_INSERT_SQL}), {APPEND_CTES} SELECT id FROM apr"
+_INSERT_AUDITED_SQL = f"WITH apr AS ({_INSERT_SQL}), {APPEND_CTE} SELECT id FROM apr"
 
 # Strings, integers, ids and aware datetimes go to psycopg as they are; JSON needs its adapter.
 _NEEDS_PREPARING = [

@@ -34,16 +34,6 @@ def record_hash(record: dict) -> str:
     return hashlib.sha256((record["prev_hash"] + canonical(body)).encode("utf-8")).hexdigest()
 
 
-def hashed_prefix(*, at: datetime, actor: str, action: str, object: str, data: dict) -> str:
-    """The canonical JSON up to prev_hash's value: the keys after it are prev_hash and seq.
-
-    Sorted, the keys are action, actor, at, data, object, prev_hash, seq — so PostgreSQL can
-    finish the text with the head's hash and seq inside the appending statement (services.py).
-    """
-    head = canonical({"action": action, "actor": actor, "at": format_at(at), "data": data, "object": object})
-    return head[:-1] + ',"prev_hash":"'
-
-
 def first_broken(records) -> int | None:
     """The seq of the first record that does not chain (wrong number, link or hash), or None."""
     expected_prev, expected_seq = GENESIS_HASH, 1

@@ -7,6 +7,7 @@ from workspaces.cli import get_workspace
 from .chain import first_broken
 from .models import AuditHead
 from .selectors import audit_records
+from .services import audit_seal
 
 
 def _counted(records, counter: list[int]):
@@ -17,6 +18,7 @@ def _counted(records, counter: list[int]):
 
 def verify(cmd, options) -> None:
     workspace = get_workspace(options["workspace"])
+    audit_seal(workspace_id=workspace.pk)  # chain what was appended since the last seal, then check it all
     counter = [0]
     broken = first_broken(_counted(audit_records(workspace_id=workspace.pk), counter))
     # Records cut off the end leave an intact but shorter chain: the head still knows the last seq.

@@ -1,10 +1,10 @@
-"""Appending to the audit log, in the same transaction as the change it records.
+"""Appending to the audit log, and sealing what was appended into each workspace's hash chain.
 
-On PostgreSQL one statement locks the workspace's head row, numbers the record, hashes it and
-inserts it: sha256() finishes the canonical text that Python began (chain.hashed_prefix), so an
-append costs one round trip and can ride inside the change's own statement (the registration
-INSERT does, services.approval_register). Batches (the sweep) and SQLite chain in Python with the
-same chain.py that `hitl audit verify` checks them with.
+Appending is a plain INSERT in the transaction of the change it records (the registration
+carries it inside its own INSERT statement), so it takes no lock: engines registering at once
+in one workspace do not queue behind each other's commits. Sealing gives the new records their
+`seq`, `prev_hash` and `hash`, in order, under the workspace's head row: in batches, moments
+later — every minute (audit.tasks), and before every export and verify.
 """
 
 from dataclasses import dataclass, field
@@ -14,10 +14,11 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
-from .chain import canonical, format_at, hashed_prefix, record_hash
+from .chain import canonical, record_hash
 from .models import GENESIS_HASH, AuditHead, AuditRecord
 
 SYSTEM = "system"
+SEAL_BATCH = 5000
 
 
 def actor_of(*, user=None, engine_key=None) -> str:
@@ -43,95 +44,110 @@ def audit_enabled() -> bool:
     return getattr(settings, "AUDIT_LOG", True)
 
 
-_HEAD = AuditHead._meta.db_table
 _RECORD = AuditRecord._meta.db_table
-_HASH = "encode(sha256(convert_to({prev} || %s || {prev} || '\",\"seq\":' || ({seq}) || '}}', 'UTF8')), 'hex')"
 
-# Two CTEs, `audit_head` and `audit_record`, to put after WITH (alone or beside the change's own).
-# ON CONFLICT creates the head on a workspace's first record; otherwise it locks the head row
-# until the transaction ends, which is what keeps seq gapless and the chain linear.
-APPEND_CTES = f"""
-audit_head AS (
-    INSERT INTO {_HEAD} AS h (workspace_id, seq, prev_hash, hash)
-    VALUES (%s, 1, '{GENESIS_HASH}', {_HASH.format(prev=f"'{GENESIS_HASH}'", seq="1")})
-    ON CONFLICT (workspace_id) DO UPDATE SET
-        seq = h.seq + 1, prev_hash = h.hash, hash = {_HASH.format(prev="h.hash", seq="h.seq + 1")}
-    RETURNING h.seq, h.prev_hash, h.hash
-), audit_record AS (
-    INSERT INTO {_RECORD} (workspace_id, seq, at, actor, action, object, data, prev_hash, hash)
-    SELECT %s, seq, %s, %s, %s, %s, %s::jsonb, prev_hash, hash FROM audit_head
+# A CTE, `audit_record`, to put after WITH beside the change's own (services.approval_register).
+APPEND_CTE = f"""audit_record AS (
+    INSERT INTO {_RECORD} (workspace_id, at, actor, action, object, data) VALUES (%s, %s, %s, %s, %s, %s::jsonb)
 )"""
 
 
 def append_params(entry: AuditEntry) -> list:
-    """The parameters of APPEND_CTES, in order."""
+    """The parameters of APPEND_CTE, in order."""
     at = entry.at or timezone.now()
-    prefix = hashed_prefix(at=at, actor=entry.actor, action=entry.action, object=entry.object, data=entry.data)
-    return [
-        entry.workspace_id,
-        prefix,  # the first record's hash
-        prefix,  # a later record's hash
-        entry.workspace_id,
-        at,
-        entry.actor,
-        entry.action,
-        entry.object,
-        canonical(entry.data),
-    ]
+    return [entry.workspace_id, at, entry.actor, entry.action, entry.object, canonical(entry.data)]
 
 
 def audit_append(
     *, workspace_id: int, actor: str, action: str, object: str, data: dict | None = None, at: datetime | None = None
 ) -> None:
     """Append one record; call it inside the transaction of the change it records."""
-    if not audit_enabled():
-        return
-    entry = AuditEntry(workspace_id=workspace_id, actor=actor, action=action, object=object, data=data or {}, at=at)
-    if connection.vendor != "postgresql":
-        audit_append_many(entries=[entry])
-        return
-    with connection.cursor() as cursor:
-        cursor.execute(f"WITH {APPEND_CTES} SELECT 1", append_params(entry))
+    if audit_enabled():
+        AuditRecord.objects.create(
+            workspace_id=workspace_id,
+            at=at or timezone.now(),
+            actor=actor,
+            action=action,
+            object=object,
+            data=data or {},
+        )
 
 
 def audit_append_many(*, entries: list[AuditEntry]) -> None:
-    """Append several records (a sweep's batch), chained in Python: one lock and one INSERT per workspace."""
-    if not entries or not audit_enabled():
-        return
-    with transaction.atomic():
-        by_workspace: dict[int, list[AuditEntry]] = {}
-        for entry in entries:
-            by_workspace.setdefault(entry.workspace_id, []).append(entry)
-        for workspace_id in sorted(by_workspace):  # one lock order, so two sweeps never deadlock
+    """Append several records (a sweep's batch) in one INSERT."""
+    if entries and audit_enabled():
+        now = timezone.now()
+        AuditRecord.objects.bulk_create(
+            AuditRecord(
+                workspace_id=e.workspace_id,
+                at=e.at or now,
+                actor=e.actor,
+                action=e.action,
+                object=e.object,
+                data=e.data,
+            )
+            for e in entries
+        )
+
+
+def audit_seal(*, workspace_id: int) -> int:
+    """Chain the workspace's unsealed records, oldest append first; returns how many were sealed."""
+    from .selectors import unsealed_records
+
+    sealed = 0
+    while True:
+        with transaction.atomic():
             seq, prev = _lock_head(workspace_id)
-            rows = []
-            for entry in by_workspace[workspace_id]:
+            records = list(unsealed_records(workspace_id=workspace_id, limit=SEAL_BATCH))
+            if not records:
+                return sealed
+            for record in records:
                 seq += 1
-                at = entry.at or timezone.now()
-                record = {
-                    "seq": seq,
-                    "at": at,
-                    "actor": entry.actor,
-                    "action": entry.action,
-                    "object": entry.object,
-                    "data": entry.data,
-                    "prev_hash": prev,
-                }
-                record["hash"] = record_hash({**record, "at": format_at(at)})
-                rows.append(AuditRecord(workspace_id=workspace_id, **record))
-                prev_of_last, prev = prev, record["hash"]
-            AuditRecord.objects.bulk_create(rows)
-            AuditHead.objects.filter(pk=workspace_id).update(seq=seq, hash=prev, prev_hash=prev_of_last)
+                record.update(seq=seq, prev_hash=prev)
+                record["hash"] = prev = record_hash(record)
+            _write_seals(records)
+            AuditHead.objects.filter(pk=workspace_id).update(seq=seq, hash=prev)
+        sealed += len(records)
+        if len(records) < SEAL_BATCH:
+            return sealed
+
+
+def audit_seal_all() -> int:
+    """Seal every workspace's new records (the scheduled task)."""
+    workspaces = AuditRecord.objects.filter(hash__isnull=True).values_list("workspace_id", flat=True).distinct()
+    return sum(audit_seal(workspace_id=workspace_id) for workspace_id in sorted(set(workspaces)))
 
 
 def _lock_head(workspace_id: int) -> tuple[int, str]:
+    """The head's (seq, hash), its row locked until the transaction ends (created on first use)."""
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
             cursor.execute(
-                f"INSERT INTO {_HEAD} AS h (workspace_id, seq, prev_hash, hash) VALUES (%s, 0, %s, %s) "
+                f"INSERT INTO {AuditHead._meta.db_table} AS h (workspace_id, seq, hash) VALUES (%s, 0, %s) "
                 "ON CONFLICT (workspace_id) DO UPDATE SET seq = h.seq RETURNING h.seq, h.hash",
-                [workspace_id, GENESIS_HASH, GENESIS_HASH],
+                [workspace_id, GENESIS_HASH],
             )
             return cursor.fetchone()
     head, _ = AuditHead.objects.select_for_update().get_or_create(workspace_id=workspace_id)
     return head.seq, head.hash
+
+
+def _write_seals(records: list[dict]) -> None:
+    if connection.vendor != "postgresql":
+        for record in records:
+            AuditRecord.objects.filter(pk=record["id"]).update(
+                seq=record["seq"], prev_hash=record["prev_hash"], hash=record["hash"]
+            )
+        return
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {_RECORD} AS r SET seq = v.seq, prev_hash = v.prev_hash, hash = v.hash "
+            "FROM unnest(%s::bigint[], %s::bigint[], %s::text[], %s::text[]) AS v(id, seq, prev_hash, hash) "
+            "WHERE r.id = v.id",
+            [
+                [r["id"] for r in records],
+                [r["seq"] for r in records],
+                [r["prev_hash"] for r in records],
+                [r["hash"] for r in records],
+            ],
+        )

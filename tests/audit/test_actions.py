@@ -31,7 +31,7 @@ class Caller:
 
 
 def latest(workspace, action: str) -> AuditRecord:
-    return AuditRecord.objects.filter(workspace=workspace, action=action).order_by("-seq").first()
+    return AuditRecord.objects.filter(workspace=workspace, action=action).order_by("-id").first()
 
 
 def test_every_change_named_in_api_md_appends_its_record(client, acme, alice, bob, capsys):

@@ -41,6 +41,21 @@ def test_the_database_refuses_to_update_or_delete_an_audit_record(acme):
     assert AuditRecord.objects.filter(workspace=acme, action="test.appended").count() == 1
 
 
+def test_a_sealed_record_cannot_be_sealed_again_nor_a_record_changed_while_sealing(acme):
+    from audit.services import audit_seal
+
+    audit_append(workspace_id=acme.pk, actor="system", action="test.appended", object="x")
+    with pytest.raises(REFUSED, match="never changed"):
+        sql(
+            "UPDATE audit_auditrecord SET seq = 99, prev_hash = 'a', hash = 'b', actor = 'mallory' "
+            "WHERE workspace_id = %s AND hash IS NULL",
+            [acme.pk],
+        )
+    audit_seal(workspace_id=acme.pk)
+    with pytest.raises(REFUSED, match="never changed"):
+        sql("UPDATE audit_auditrecord SET hash = repeat('0', 64) WHERE workspace_id = %s", [acme.pk])
+
+
 def test_a_workspace_with_history_cannot_be_deleted(acme):
     from django.db.models import ProtectedError
 

@@ -8,7 +8,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from audit.models import AuditRecord
-from audit.services import AuditEntry, audit_append, audit_append_many
+from audit.services import AuditEntry, audit_append, audit_append_many, audit_seal
 from tests.helpers import make_token
 
 from .helpers import assert_chain, export
@@ -25,7 +25,7 @@ def verify(slug: str, capsys) -> tuple[int, str]:
 
 
 def test_it_chains_records_so_an_independent_implementation_recomputes_every_hash(client, acme, alice):
-    # One record through PostgreSQL's one-statement append, a batch through Python's: one chain.
+    # One record appended alone, a batch in one INSERT: sealed into one chain by the export.
     audit_append(
         workspace_id=acme.pk,
         actor="alice@acme.test",
@@ -71,6 +71,7 @@ def test_a_rolled_back_change_leaves_no_gap_in_seq(acme):
         audit_append(workspace_id=acme.pk, actor="system", action="doomed", object="x")
         raise RuntimeError("the change failed")
     audit_append(workspace_id=acme.pk, actor="system", action="kept", object="y")
+    audit_seal(workspace_id=acme.pk)
 
     seqs = list(AuditRecord.objects.filter(workspace=acme).values_list("seq", flat=True))
     assert seqs == list(range(1, before + 2))
@@ -108,6 +109,7 @@ def _tamper(sql: str, params: list) -> None:
 def test_audit_verify_names_the_first_record_changed_in_sql(acme, capsys, tampering):
     for n in range(8):
         audit_append(workspace_id=acme.pk, actor="system", action="test.appended", object=str(n))
+    audit_seal(workspace_id=acme.pk)
     _tamper(tampering, [acme.pk])
 
     code, message = verify("acme", capsys)
@@ -119,6 +121,7 @@ def test_audit_verify_names_the_first_record_changed_in_sql(acme, capsys, tamper
 def test_audit_verify_notices_records_cut_off_the_end(acme, capsys):
     for n in range(5):
         audit_append(workspace_id=acme.pk, actor="system", action="test.appended", object=str(n))
+    audit_seal(workspace_id=acme.pk)
     last = AuditRecord.objects.filter(workspace=acme).order_by("-seq").values_list("seq", flat=True)[0]
     _tamper("DELETE FROM audit_auditrecord WHERE workspace_id = %s AND seq = %s", [acme.pk, last])
 
@@ -140,3 +143,26 @@ def test_records_keep_the_time_they_were_appended_to_the_microsecond(client, acm
     audit_append(workspace_id=acme.pk, actor="system", action="timed", object="t", at=at)
     [record] = [r for r in export(client, make_token(acme, user=alice)) if r["action"] == "timed"]
     assert record["at"] == at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def test_records_are_sealed_in_the_order_they_were_appended_and_only_once(acme):
+    for n in range(3):
+        audit_append(workspace_id=acme.pk, actor="system", action="test.appended", object=str(n))
+    assert AuditRecord.objects.filter(workspace=acme, hash__isnull=True).count() >= 3
+
+    first = audit_seal(workspace_id=acme.pk)
+    again = audit_seal(workspace_id=acme.pk)
+
+    assert first >= 3 and again == 0
+    rows = list(AuditRecord.objects.filter(workspace=acme).order_by("id").values_list("seq", flat=True))
+    assert rows == list(range(1, len(rows) + 1))
+
+
+def test_the_scheduled_task_seals_every_workspace(acme, globex):
+    from audit.tasks import seal_all
+
+    audit_append(workspace_id=acme.pk, actor="system", action="a", object="1")
+    audit_append(workspace_id=globex.pk, actor="system", action="g", object="1")
+
+    assert seal_all() >= 2
+    assert not AuditRecord.objects.filter(hash__isnull=True).exists()
