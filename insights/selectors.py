@@ -52,9 +52,17 @@ FROM (
            CASE WHEN status IN ('approved', 'rejected')
                 THEN extract(epoch FROM decided_at - created_at)::float8 END AS secs,
            execution_status = 'failed' AS failed
-    FROM {ApprovalRequest._meta.db_table}
-    WHERE workspace_id = %(workspace)s AND created_at >= %(start)s AND created_at < %(end)s
-      AND (status <> 'pending' OR expires_at <= %(now)s)
+    FROM (
+        -- Decided rows through the history's partial index, overdue pending ones through
+        -- apr_overdue: the requests still waiting (most of the open days' rows) are never read.
+        SELECT * FROM {ApprovalRequest._meta.db_table}
+        WHERE workspace_id = %(workspace)s AND created_at >= %(start)s AND created_at < %(end)s
+          AND status IN ('approved', 'rejected', 'expired')
+        UNION ALL
+        SELECT * FROM {ApprovalRequest._meta.db_table}
+        WHERE workspace_id = %(workspace)s AND created_at >= %(start)s AND created_at < %(end)s
+          AND status = 'pending' AND expires_at <= %(now)s
+    ) AS resolved
 ) AS requests
 GROUP BY GROUPING SETS ((day, outcome, config_id, rule_id, reviewer), (day, reviewer), (day), (reviewer), ())
 """

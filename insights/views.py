@@ -1,5 +1,6 @@
 """The Insights page (/hitl/insights/): admins see the workspace, reviewers their own decisions."""
 
+from django.core.cache import cache
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
@@ -18,9 +19,14 @@ def insights(request: HttpRequest) -> HttpResponse:
     ctx = {"tab": "insights", "config": None, "own": not request.actor.is_admin}
     if workspace.hitl_available:
         now = timezone.now()
-        data = insights_for(
-            workspace=workspace, reviewer=None if request.actor.is_admin else request.user.email, now=now
-        )
+        reviewer = None if request.actor.is_admin else request.user.email
+        # Cached for the minute: the two open days are aggregated live, and at a busy workspace's
+        # volume that is most of the page's time (bench/audit.py); a minute old is fresh enough.
+        key = f"insights:{workspace.pk}:{reviewer or '*'}:{int(now.timestamp()) // 60}"
+        data = cache.get(key)
+        if data is None:
+            data = insights_for(workspace=workspace, reviewer=reviewer, now=now)
+            cache.set(key, data, timeout=90)
         totals = data.totals
         ctx.update(
             data=data,

@@ -16,6 +16,13 @@ PAGE = "/hitl/insights/"
 pytestmark = pytest.mark.postgres
 
 
+@pytest.fixture(autouse=True)
+def _no_page_cache(request, settings):
+    """The page is cached for a minute; these tests read it fresh (but for the test of the cache)."""
+    if "cached" not in request.node.name:
+        settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.dummy.DummyCache"}}
+
+
 def decided(config, *, days_ago: float, status: str, seconds: float, by: str = "bob@acme.test", **fields):
     created = timezone.now() - timedelta(days=days_ago)
     return make_approval(
@@ -138,3 +145,14 @@ def test_the_sqlite_fallback_computes_what_postgresql_computes(acme, history):
     python_by_key = {key(row): rounded(row) for row in in_python}
     for row in in_sql:
         assert rounded(row) == python_by_key[key(row)], row
+
+
+def test_the_page_is_cached_for_the_minute(client, alice, history, settings):
+    settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "insights"}}
+    client.force_login(alice)
+    with CaptureQueriesContext(connection) as first:
+        client.get(PAGE)
+    with CaptureQueriesContext(connection) as second:
+        html = client.get(PAGE).content.decode()
+    assert len(second) < len(first)
+    assert "2 approved, 1 rejected, 0 expired" in html
