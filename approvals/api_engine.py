@@ -82,10 +82,7 @@ WAIT_PARAMETER = OpenApiParameter(
 
 
 def _get_approval(request, public_id: str) -> ApprovalRequest:
-    approval = selectors.approval_by_public_id(workspace=request.actor.workspace, public_id=public_id)
-    if approval is None:
-        raise NotFound(f"No approval request {public_id} in this workspace.")
-    return approval
+    return selectors.approval_get(workspace=request.actor.workspace, public_id=public_id)
 
 
 def _validated_registration(body) -> dict:
@@ -187,9 +184,9 @@ def register_approval(request) -> Response:
     registration = services.approval_register(
         workspace=request.actor.workspace,
         engine_key=request.actor.engine_key,
-        data=data,
         idempotency_key=idempotency_key,
         fingerprint=_fingerprint(body) if idempotency_key else "",
+        **data,  # the serializer's fields are the service's keyword arguments
     )
     if registration.approval is None:
         return Response({"status": "inert", "notice": services.INERT_NOTICE}, status=200)
@@ -297,7 +294,7 @@ class ApprovalOutcomeView(APIView):
             ),
             400: _error("Bad JSON, an unknown status, or a field over its limit."),
             **AUTH_ERRORS,
-            404: _error("No such request in this workspace."),
+            404: _error("No such request in this workspace, or one registered by another engine key."),
             409: _error("`conflict`: the request is not approved (pending, rejected or expired)."),
         },
         tags=["engines"],
@@ -305,7 +302,10 @@ class ApprovalOutcomeView(APIView):
     def post(self, request, apr: str) -> Response:
         serializer = OutcomeSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        approval, already = services.approval_report_outcome(
-            approval=_get_approval(request, apr), **serializer.validated_data
-        )
+        approval = _get_approval(request, apr)
+        if approval.engine_key_id != request.auth.pk:
+            # Only the engine that registered the call ran it: another key's report would be a guess,
+            # and a first report stands. Answered like a missing id, so keys cannot probe each other.
+            raise NotFound(f"No approval request {apr} registered by this engine key.")
+        approval, already = services.approval_report_outcome(approval=approval, **serializer.validated_data)
         return Response({**approval_as_dict(approval), "already_reported": already})

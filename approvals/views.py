@@ -13,10 +13,11 @@ from rules.selectors import configs_for
 from workspaces.decorators import member_required
 
 from . import selectors
+from .exceptions import ApprovalNotFound, WrongDecision
 from .forms import DecisionForm, HistoryFilterForm
-from .models import ApprovalRequest
-from .services import WrongDecision, approval_decide
-from .templatetags.approval_cards import decision_line
+from .permissions import DECIDERS_ONLY, may_decide
+from .presenters import decided_line
+from .services import approval_decide
 
 
 def _queue_context(request: HttpRequest) -> dict:
@@ -45,12 +46,14 @@ def queue_cards(request: HttpRequest) -> HttpResponse:
 @require_POST
 @member_required
 def decide(request: HttpRequest, public_id: str) -> HttpResponse:
-    if not request.actor.can_review:
-        raise PermissionDenied("Only a reviewer or an admin of this workspace may decide.")
+    if not may_decide(request.actor):
+        raise PermissionDenied(DECIDERS_ONLY)
     try:
         approval = selectors.approval_get(workspace=request.actor.workspace, public_id=public_id)
-    except ApprovalRequest.DoesNotExist:
-        raise Http404("No such approval request in this workspace.") from None
+    except ApprovalNotFound as missing:
+        raise Http404(missing.message) from None
+    if not may_decide(request.actor, approval):
+        raise PermissionDenied(DECIDERS_ONLY)
     form = DecisionForm(request.POST)
     error = ""
     if form.is_valid():
@@ -72,18 +75,10 @@ def decide(request: HttpRequest, public_id: str) -> HttpResponse:
         messages.error(request, error)
         return redirect("approvals:queue")
     if not request.htmx:
-        messages.success(request, _outcome_text(approval, already))
+        messages.success(request, decided_line(approval, already=already))
         return redirect("approvals:queue")
-    ctx = {"approval": approval, "already": already, "outcome": _outcome_text(approval, already)}
+    ctx = {"approval": approval, "already": already, "outcome": decided_line(approval, already=already)}
     return render(request, "approvals/_decided.html", ctx)
-
-
-def _outcome_text(approval: ApprovalRequest, already: bool) -> str:
-    """What the reviewer is told after pressing a button: their decision, or the first one."""
-    line = decision_line(approval)
-    if already and approval.status != "expired":
-        return f"Already {line[0].lower()}{line[1:]}"
-    return line
 
 
 @require_GET

@@ -27,10 +27,11 @@ PORT = int(os.environ.get("BENCH_AUDIT_PORT", "18713"))
 
 
 def _registration_rounds(world, *, rounds: int, concurrency: int, duration: float) -> dict:
-    import bench.__main__ as harness
-    from bench.__main__ import Server, load, log
+    import bench.server
+    from bench.harness import log
+    from bench.server import Server, load
 
-    harness.PORT = PORT
+    bench.server.PORT = PORT
 
     on, off = [], []
     body = world.registration_body()
@@ -169,7 +170,7 @@ def _write_chain(workspace_id: int, count: int) -> None:
 
 
 def run(*, quick: bool, rounds: int | None, duration: float | None) -> dict:
-    from bench.__main__ import RESULTS, World, log, recreate_database, setup_django, vacuum
+    from bench.harness import RESULTS, World, log, recreate_database, setup_django, vacuum
 
     url = os.environ.get("BENCH_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/hitl_bench")
     total = 100_000 if quick else 1_000_000

@@ -7,9 +7,9 @@ from django.utils import timezone
 
 from audit.services import actor_of, audit_append
 from contacts.models import Contact
-from hitl_portal.errors import PlanRequired
 from workspaces.models import Workspace
 
+from .exceptions import PlanRequired
 from .models import Config, ConfigVersion, Rule
 
 RULE_FIELDS = ("kind", "match", "point", "enabled", "message", "order")

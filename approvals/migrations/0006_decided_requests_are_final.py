@@ -84,5 +84,5 @@ def backwards(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-    dependencies = [("approvals", "0004_registration_indexes")]
+    dependencies = [("approvals", "0005_history_is_protected")]
     operations = [migrations.RunPython(forwards, backwards)]

@@ -1,0 +1,197 @@
+"""How a request reads to a person — card, history, CLI, messages (and notifications) — in one place.
+
+The API's shape is not here: that is `serializers.approval_as_dict`, the contract engines read.
+"""
+
+import json
+import unicodedata
+from datetime import datetime, timedelta
+
+from django.utils import timezone
+
+from .models import ApprovalKind, ApprovalRequest, Status
+
+# Engine-supplied text shown to people: control and bidi characters made visible, never obeyed.
+# A `\r` or an ANSI escape in a target rewrites a line of `hitl pending`; a U+202E turns
+# "prod_db.\u202egnp.tmp_" into what looks like "prod_db._pmt.png". Every surface that shows engine
+# text (CLI, cards, history, notifications) passes it through `visible()`, so a reviewer sees `\r`,
+# `\x1b`, `\u202e` where those characters are. The stored text is untouched (the call digest is
+# over the exact bytes).
+#
+# Cc: C0/C1 controls and DEL; Cf: format characters (bidi embeddings, overrides and isolates,
+# zero-width joiners and spaces, BOM, tags); Zl/Zp: line and paragraph separators.
+HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp"})
+NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def escape_char(char: str) -> str:
+    if char in NAMED:
+        return NAMED[char]
+    code = ord(char)
+    if code <= 0xFF:
+        return f"\\x{code:02x}"
+    if code <= 0xFFFF:
+        return f"\\u{code:04x}"
+    return f"\\U{code:08x}"
+
+
+def visible(text: object, *, keep_newlines: bool = False) -> str:
+    """`text` with every control, bidi and invisible format character written as its escape.
+
+    keep_newlines: leave "\\n" as a line break (multi-line text in a page's <pre>); the CLI,
+    whose rows are one line each, escapes it like the rest.
+    """
+    if text is None:
+        return ""
+    text = str(text)
+    if text.isprintable():  # the common case (no Cc/Cf/Zl/Zp among its characters): nothing to do
+        return text
+    return "".join(
+        char
+        if (keep_newlines and char == "\n") or unicodedata.category(char) not in HIDDEN_CATEGORIES
+        else escape_char(char)
+        for char in text
+    )
+
+
+POINT_WORDS = {"entry": "before the call", "exit": "before its result returns"}
+
+LEVEL_HINTS = {
+    "none": "This config passes only the target and operation (level none), so there is no summary or arguments.",
+    "summary": "This config passes a short summary, not the exact arguments (level summary).",
+    "full": "This config passes the exact arguments (level full): this is what will run.",
+}
+
+EXPIRED_LINE = "Expired — nobody answered; counted as rejected"
+
+
+def _named(noun: str, target: str) -> str:
+    """'cell 12' stays 'cell 12'; '12' becomes 'cell 12'."""
+    if target.lower().startswith(noun + " "):
+        return target
+    return f"{noun} {target}".strip()
+
+
+def card_title(approval: ApprovalRequest) -> str:
+    """An imperative naming the act and its object (seed 000's card vocabulary), engine text made visible."""
+    return visible(_card_title(approval))
+
+
+def _card_title(approval: ApprovalRequest) -> str:
+    if approval.kind == ApprovalKind.TOKEN_CAP:
+        return "Token cap reached"
+    target = approval.target or "(no target given)"
+    if approval.boundary == "delete":
+        return f"Delete {target}"
+    if approval.boundary == "mcp_server":
+        return f"Call {approval.operation} on {target}" if approval.operation else f"Call {target}"
+    if approval.boundary == "cell":
+        return f"Run {_named('cell', approval.target)}"
+    if approval.boundary == "worker":
+        return f"Start {_named('worker', approval.target)}"
+    return f"{approval.operation or 'Act on'} {target}"
+
+
+def point_words(point: str) -> str:
+    return POINT_WORDS.get(point, "")
+
+
+def level_hint(level: str) -> str:
+    return LEVEL_HINTS.get(level, "")
+
+
+def waited_for(approval: ApprovalRequest, now: datetime | None = None) -> timedelta | None:
+    """How long the request waited for its answer (to the deadline, for an expired one)."""
+    status = approval.effective_status(now)
+    if status == Status.EXPIRED:
+        return approval.expires_at - approval.created_at
+    if approval.decided_at:
+        return approval.decided_at - approval.created_at
+    return None
+
+
+def waited(approval: ApprovalRequest) -> str:
+    return duration(waited_for(approval))
+
+
+def duration(value: timedelta | None) -> str:
+    """3m 12s · 1h 02m · 2d 3h."""
+    if value is None:
+        return "—"
+    seconds = max(0, int(value.total_seconds()))
+    days, seconds = divmod(seconds, 86400)
+    hours, seconds = divmod(seconds, 3600)
+    minutes, seconds = divmod(seconds, 60)
+    if days:
+        return f"{days}d {hours}h"
+    if hours:
+        return f"{hours}h {minutes:02d}m"
+    if minutes:
+        return f"{minutes}m {seconds:02d}s"
+    return f"{seconds}s"
+
+
+def meter_percent(approval: ApprovalRequest) -> int:
+    """The share of the cap used, for the meter (which stops at 100%)."""
+    if not approval.token_cap or approval.tokens_used is None:
+        return 100
+    return max(0, min(100, round(approval.tokens_used * 100 / approval.token_cap)))
+
+
+def cap_percent(approval: ApprovalRequest) -> int:
+    """The share of the cap used, unclamped (the meter itself stops at 100%)."""
+    if not approval.token_cap or approval.tokens_used is None:
+        return 0
+    return round(approval.tokens_used * 100 / approval.token_cap)
+
+
+def thousands(value) -> str:
+    """51200 → 51,200: token counts are read at a glance."""
+    return f"{value:,}" if isinstance(value, int) else ""
+
+
+def pretty_json(value) -> str:
+    # JSON escapes control characters itself; bidi and zero-width ones it leaves raw.
+    return visible(json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False), keep_newlines=True)
+
+
+def visible_lines(text) -> str:
+    """Multi-line text (a summary, a rule's message): line breaks kept, every other control made visible."""
+    return visible(text, keep_newlines=True)
+
+
+def when(moment: datetime | None) -> str:
+    if moment is None:
+        return "—"
+    return timezone.localtime(moment, timezone.get_fixed_timezone(0)).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def decision_line(approval: ApprovalRequest) -> str:
+    """'Approved by X at T', 'Rejected by X at T', or the expired line."""
+    status = approval.effective_status()
+    if status == Status.EXPIRED:
+        return EXPIRED_LINE
+    if status == Status.PENDING:
+        return "Waiting for a decision"
+    who = approval.decided_by_email or "a deleted user"
+    return f"{status.capitalize()} by {who} at {when(approval.decided_at)}"
+
+
+def decided_line(approval: ApprovalRequest, *, already: bool) -> str:
+    """What the person who pressed a button is told: their decision, or the first one if it came too late."""
+    line = decision_line(approval)
+    if already and approval.effective_status() != Status.EXPIRED:
+        return f"Already {line[0].lower()}{line[1:]}"
+    return line
+
+
+def outcome_line(approval: ApprovalRequest) -> str:
+    """What the engine reported after an approval: a separate fact from the decision."""
+    if approval.effective_status() != Status.APPROVED:
+        return "not run (halted)"
+    if not approval.execution_status:
+        return "outcome not reported"
+    line = approval.get_execution_status_display().lower()
+    if approval.execution_id:
+        line += f" · {visible(approval.execution_id)}"
+    return line
