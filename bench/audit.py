@@ -163,7 +163,7 @@ def _write_chain(workspace_id: int, count: int) -> None:
                 )
                 prev = digest
         cursor.execute(
-            "INSERT INTO audit_audithead (workspace_id, seq, prev_hash, hash) VALUES (%s, %s, '', %s) "
+            "INSERT INTO audit_audithead (workspace_id, seq, hash) VALUES (%s, %s, %s) "
             "ON CONFLICT (workspace_id) DO UPDATE SET seq = EXCLUDED.seq, hash = EXCLUDED.hash",
             [workspace_id, count, prev],
         )
@@ -200,6 +200,7 @@ def run(*, quick: bool, rounds: int | None, duration: float | None) -> dict:
     )
     vacuum()
     results["insights_small"] = _insights_page(world, repeats=15)
+    log(f"  insights near-empty: {results['insights_small']}")
     connection.close()
 
     for concurrency in (1, 8):
@@ -209,6 +210,7 @@ def run(*, quick: bool, rounds: int | None, duration: float | None) -> dict:
         )
     log(f"audit: decisions in-process, audit on/off, {rounds} rounds")
     results["decision"] = _decision_rounds(world, rounds=rounds, per_round=300 if quick else 1000)
+    log(f"  decisions: {results['decision']}")
 
     log(f"audit: seeding {total:,} requests over 60 days")
     from django.db import connection as conn
@@ -237,6 +239,7 @@ def run(*, quick: bool, rounds: int | None, duration: float | None) -> dict:
     vacuum()
     log("audit: insights page, big table")
     results["insights_big"] = _insights_page(world, repeats=15)
+    log(f"  insights {total:,}: {results['insights_big']}")
 
     log(f"audit: writing a {total:,}-record chain, then hitl audit verify")
     from workspaces.services import workspace_create
