@@ -3,6 +3,8 @@
 from django.db import connection
 
 CHANNEL = "hitl_approvals"
+# A token stopped being worth anything (`token:<id>`, `user:<id>`): sent by triggers, workspaces/migrations/0002.
+TOKENS_CHANNEL = "hitl_tokens"
 
 
 def notify_changed(public_id: str) -> None:
@@ -10,7 +12,7 @@ def notify_changed(public_id: str) -> None:
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
             cursor.execute("SELECT pg_notify(%s, %s)", [CHANNEL, public_id])
-    # SQLite has no NOTIFY: waiters there poll (see approvals.api_engine).
+    # SQLite has no NOTIFY: waiters there poll (see approvals.waiting).
 
 
 def notify_changed_many(public_ids: list[str]) -> None:

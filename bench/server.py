@@ -13,7 +13,8 @@ from pathlib import Path
 from bench.harness import RESULTS, ROOT, World
 
 PORT = 8731
-GUNICORN = ["--worker-class", "gthread", "--workers", "4", "--threads", "8", "--keep-alive", "30", "--timeout", "60"]
+# The production server (Makefile: make serve): gunicorn supervising uvicorn workers, one per core.
+GUNICORN = ["--worker-class", "uvicorn_worker.UvicornWorker", "--workers", "2", "--keep-alive", "30", "--timeout", "60"]
 
 
 class Server:
@@ -24,7 +25,7 @@ class Server:
         self.process = subprocess.Popen(
             [
                 str(Path(sys.executable).parent / "gunicorn"),
-                "hitl_portal.wsgi",
+                "hitl_portal.asgi:application",
                 "--bind",
                 f"127.0.0.1:{PORT}",
                 *GUNICORN,
@@ -35,18 +36,7 @@ class Server:
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise SystemExit(f"gunicorn exited with {self.process.returncode}; see bench/results/gunicorn.log")
-            try:
-                conn = http.client.HTTPConnection("127.0.0.1", PORT, timeout=5)
-                conn.request("GET", "/login/")
-                if conn.getresponse().status == 200:
-                    return
-            except OSError:
-                time.sleep(0.2)
-        raise SystemExit("gunicorn did not answer within 60 s")
+        wait_until_answering(self.process, name="gunicorn", log="bench/results/gunicorn.log")
 
     def stop(self) -> None:
         if self.process.poll() is None:
@@ -57,6 +47,24 @@ class Server:
                 os.killpg(self.process.pid, signal.SIGKILL)
                 self.process.wait()
         self.log.close()
+
+
+def wait_until_answering(
+    process: subprocess.Popen, *, name: str, log: str, port: int = PORT, seconds: float = 60
+) -> None:
+    """Until the server on `port` serves the login page; SystemExit if it exits or stays silent."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise SystemExit(f"{name} exited with {process.returncode}; see {log}")
+        try:
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+            conn.request("GET", "/login/")
+            if conn.getresponse().status == 200:
+                return
+        except OSError:
+            time.sleep(0.2)
+    raise SystemExit(f"{name} did not answer within {seconds:.0f} s")
 
 
 def load(world: World, *, method: str, path: str, concurrency: int, duration: float, **extra) -> dict:

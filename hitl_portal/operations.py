@@ -8,9 +8,6 @@ it), so counting them gives a true counter.
 
 import hmac
 import os
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 from django.db import DatabaseError, connection
 from django.http import HttpRequest, HttpResponse, JsonResponse
@@ -26,30 +23,11 @@ from rest_framework.decorators import api_view, authentication_classes, permissi
 from rest_framework.permissions import AllowAny
 
 from approvals.models import ApprovalRequest
+from approvals.waiting import waiting_count
 
 # Seconds: from "decided within a second" (rubber-stamping) to a day (the default lifetime).
 DECISION_BUCKETS = (1, 5, 15, 60, 300, 900, 3600, 4 * 3600, 24 * 3600)
 
-
-class _WaitingEngines:
-    """How many long-polls this process holds right now (the waiting module counts them in and out)."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self.count = 0
-
-    @contextmanager
-    def holding(self) -> Iterator[None]:
-        with self._lock:
-            self.count += 1
-        try:
-            yield
-        finally:
-            with self._lock:
-                self.count -= 1
-
-
-waiting_engines = _WaitingEngines()
 
 _TABLE = ApprovalRequest._meta.db_table
 _BUCKET_COLUMNS = ", ".join(f"count(*) FILTER (WHERE seconds <= {bound})" for bound in DECISION_BUCKETS)
@@ -102,7 +80,7 @@ class PortalCollector(Collector):
             sum_value=decided_sum,
         )
         yield GaugeMetricFamily(
-            "hitl_waiting_engines", "Long-polls this server process holds open now.", value=waiting_engines.count
+            "hitl_waiting_engines", "Long-polls this server process holds open now.", value=waiting_count()
         )
         # Notification deliveries (issue 10) are not in this build yet: the family is declared, empty.
         yield CounterMetricFamily(

@@ -1,8 +1,9 @@
 from django import forms
+from django.urls import reverse
 
 from .models import ANY, Config, Rule, RuleKind
 
-# The "Which one" field's label and hint per kind; the edit form switches them as the kind changes.
+# The "Which one" field's label and hint per kind; htmx swaps them in as the kind changes (views.which_one).
 WHICH_ONE = {
     RuleKind.DELETE: ("Which delete operation", "An operation name such as delete_file or drop_table, or Any."),
     RuleKind.MCP_SERVER: (
@@ -12,6 +13,10 @@ WHICH_ONE = {
     RuleKind.CELL: ("Which cell", "A notebook or cell id, such as nb_warehouse, or Any."),
     RuleKind.WORKER: ("Which worker", "The worker or sub-agent's name, such as researcher, or Any."),
 }
+
+
+def which_one_for(kind: str) -> tuple[str, str]:
+    return WHICH_ONE.get(kind, WHICH_ONE[RuleKind.DELETE])
 
 
 class ConfigForm(forms.ModelForm):
@@ -34,11 +39,26 @@ class RuleForm(forms.ModelForm):
         model = Rule
         fields = ["kind", "which", "match", "point", "enabled", "message", "order"]
         widgets = {"message": forms.Textarea(attrs={"rows": 2})}
-        labels = {"match": "Selector"}
+        labels = {
+            "kind": "Boundary",
+            "match": "Selector",
+            "point": "Point",
+            "enabled": "Enabled",
+            "message": "Message for the reviewer",
+            "order": "Order",
+        }
+        help_texts = {"order": "Lower numbers gate first."}
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["match"].required = False
+        # Changing the kind asks the server for its "Which one" label and hint (rules/_which_one.html).
+        self.fields["kind"].widget.attrs.update(
+            {"hx-get": reverse("rules:which_one"), "hx-target": "#which-label", "hx-swap": "outerHTML"}
+        )
+        # Typing a selector picks "This one" (static/js/portal.js).
+        one = [value for value, _ in self.fields["which"].choices].index("one")
+        self.fields["match"].widget.attrs["data-checks"] = f"{self['which'].auto_id}_{one}"
         if not self.is_bound:
             self.initial["which"] = "any" if self.instance.match == ANY else "one"
             if self.instance.match == ANY:
@@ -52,8 +72,7 @@ class RuleForm(forms.ModelForm):
 
     @property
     def which_one(self) -> tuple[str, str]:
-        kind = self["kind"].value() or RuleKind.DELETE
-        return WHICH_ONE.get(kind, WHICH_ONE[RuleKind.DELETE])
+        return which_one_for(self["kind"].value() or RuleKind.DELETE)
 
 
 class SettingsForm(forms.ModelForm):

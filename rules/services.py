@@ -2,14 +2,13 @@
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.db.models import Max
 from django.utils import timezone
 
 from audit.services import actor_of, audit_append
-from contacts.models import Contact
 from workspaces.models import Workspace
 
-from .exceptions import PlanRequired
+from . import selectors
+from .exceptions import NothingToPublish, PlanRequired
 from .models import Config, ConfigVersion, Rule
 
 RULE_FIELDS = ("kind", "match", "point", "enabled", "message", "order")
@@ -24,6 +23,16 @@ def _audit(*, config: Config, user, action: str, object: str, data: dict) -> Non
         action=action,
         object=object,
         data={"config_id": config.public_id, **data},
+    )
+
+
+def _rule_changed(*, rule: Rule, user, change: str) -> None:
+    _audit(
+        config=rule.config,
+        user=user,
+        action="rule.changed",
+        object=rule.public_id,
+        data={"change": change, "rule": rule.frozen()},
     )
 
 
@@ -61,16 +70,6 @@ def config_update(*, config: Config, user=None, **changes) -> Config:
     return config
 
 
-def _rule_changed(*, rule: Rule, user, change: str) -> None:
-    _audit(
-        config=rule.config,
-        user=user,
-        action="rule.changed",
-        object=rule.public_id,
-        data={"change": change, "rule": rule.frozen()},
-    )
-
-
 @transaction.atomic
 def rule_create(*, config: Config, user=None, **fields) -> Rule:
     """A new rule starts as "approve every delete" unless told otherwise."""
@@ -96,43 +95,6 @@ def rule_update(*, rule: Rule, user=None, **changes) -> Rule:
 def rule_delete(*, rule: Rule, user=None) -> None:
     _rule_changed(rule=rule, user=user, change="deleted")
     rule.delete()
-
-
-def _contact_changed(*, contact: Contact, user, change: str) -> None:
-    # A contact holds `${HITL_…}` references, never an address or secret: safe to record whole.
-    _audit(
-        config=contact.config,
-        user=user,
-        action="contact.changed",
-        object=contact.public_id,
-        data={"change": change, "contact": contact.frozen()},
-    )
-
-
-@transaction.atomic
-def contact_create(*, config: Config, name: str, channel: str, channel_ref: str = "", user=None) -> Contact:
-    contact = Contact(config=config, name=name, channel=channel, channel_ref=channel_ref)
-    contact.full_clean(exclude=["config", "public_id"])
-    contact.save()
-    _contact_changed(contact=contact, user=user, change="created")
-    return contact
-
-
-@transaction.atomic
-def contact_update(*, contact: Contact, user=None, **changes) -> Contact:
-    for field in ("name", "channel", "channel_ref"):
-        if field in changes:
-            setattr(contact, field, changes[field])
-    contact.full_clean(exclude=["config", "public_id"])
-    contact.save()
-    _contact_changed(contact=contact, user=user, change="updated")
-    return contact
-
-
-@transaction.atomic
-def contact_delete(*, contact: Contact, user=None) -> None:
-    _contact_changed(contact=contact, user=user, change="deleted")
-    contact.delete()
 
 
 def plan_refusal(*, workspace: Workspace, enabled_rules: int) -> str | None:
@@ -161,7 +123,15 @@ def config_publish(*, config: Config, user, note: str = "") -> ConfigVersion:
         raise PlanRequired(refusal)
     if len(note) > 2000:
         raise ValidationError({"note": "note is at most 2,000 characters"})
-    number = (config.versions.aggregate(n=Max("number"))["n"] or 0) + 1
+    latest = config.versions.order_by("-number").first()
+    if latest is not None and not selectors.draft_differs(selectors.draft_frozen(config), latest):
+        served = config.pinned_version or latest.number
+        raise NothingToPublish(
+            f"The draft matches v{latest.number}: there is nothing new to publish. Change a rule, a contact or "
+            "a setting first"
+            + (f", or pin v{latest.number} to serve it instead of v{served}." if served != latest.number else ".")
+        )
+    number = latest.number + 1 if latest is not None else 1
     version = ConfigVersion.objects.create(
         config=config,
         number=number,

@@ -10,7 +10,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from approvals.services import approval_decide, approval_sweep_overdue
-from hitl_portal.operations import waiting_engines
+from approvals.waiting import slots
 from tests.approvals.factories import make_approval
 from tests.helpers import make_config, travel
 
@@ -76,8 +76,13 @@ def test_metrics_count_pending_decisions_and_time_to_decision(client, acme, bob,
 
 
 def test_waiting_engines_counts_long_polls_held_now(client, db, metrics_token):
-    with waiting_engines.holding(), waiting_engines.holding():
+    slots.take(None)
+    slots.take(None)
+    try:
         assert scrape(client, metrics_token)[("hitl_waiting_engines", ())] == 2
+    finally:
+        slots.give_back(None)
+        slots.give_back(None)
     assert scrape(client, metrics_token)[("hitl_waiting_engines", ())] == 0
 
 
