@@ -84,5 +84,5 @@ def backwards(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-    dependencies = [("approvals", "0005_history_is_protected")]
+    dependencies = [("approvals", "0006_no_default_ordering")]
     operations = [migrations.RunPython(forwards, backwards)]
