@@ -52,6 +52,12 @@ def test_every_change_named_in_api_md_appends_its_record(client, acme, alice, bo
         201,
     )
     as_alice.post(f"/api/v1/configs/{config['id']}/publish", {"note": "first"}, 201)
+    as_alice.client.patch(
+        f"/api/v1/configs/{config['id']}/rules/{rule['id']}",
+        json.dumps({"message": "Look twice"}),
+        content_type="application/json",
+        HTTP_AUTHORIZATION=as_alice.auth,
+    )
     as_alice.post(f"/api/v1/configs/{config['id']}/publish", {"note": "second"}, 201)
     as_alice.post(f"/api/v1/configs/{config['id']}/pin", {"version": 1}, 200)
 
@@ -97,7 +103,8 @@ def test_every_change_named_in_api_md_appends_its_record(client, acme, alice, bo
 
     assert one("config.changed", config["id"])["actor"] == "alice@acme.test"
     assert one("config.changed", config["id"])["data"]["pass_information_level"] == "full"
-    assert one("rule.changed", rule["id"])["data"]["change"] == "created"
+    assert [r["data"]["change"] for r in by_action["rule.changed"]] == ["created", "updated"]
+    assert one("rule.changed", rule["id"])["data"]["rule"]["message"] == "Look twice"
     assert one("contact.changed", contact["id"])["data"]["contact"]["channel_ref"] == "${HITL_ONCALL_EMAIL}"
     assert [r["data"]["version"] for r in by_action["config.published"]] == [1, 2]
     assert one("config.pinned", config["id"])["data"] == {"config_id": config["id"], "version": 1}

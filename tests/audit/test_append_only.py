@@ -8,7 +8,7 @@ from django.db import IntegrityError, connection, transaction
 from approvals.models import ApprovalRequest, Status
 from approvals.services import approval_decide, approval_report_outcome, approval_sweep_overdue
 from audit.services import audit_append
-from tests.approvals.factories import make_approval
+from tests.factories import make_approval
 from tests.helpers import make_config, travel
 
 pytestmark = pytest.mark.postgres

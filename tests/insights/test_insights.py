@@ -8,7 +8,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from insights.models import DailyRollup, RolledUpDay
-from tests.approvals.factories import make_approval
+from tests.factories import make_approval
 from tests.helpers import make_config, make_member
 
 PAGE = "/hitl/insights/"

@@ -11,7 +11,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from approvals.services import approval_decide, approval_sweep_overdue
 from approvals.waiting import slots
-from tests.approvals.factories import make_approval
+from tests.factories import make_approval
 from tests.helpers import make_config, travel
 
 ROOT = Path(__file__).resolve().parents[2]
