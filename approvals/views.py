@@ -1,6 +1,6 @@
 """The Approvals tab: the live queue, deciding from a card, and the history."""
 
-from datetime import timedelta
+from datetime import date, timedelta
 
 from django.conf import settings
 from django.contrib import messages
@@ -108,6 +108,6 @@ def _audit_range(*, filters) -> str:
     query = QueryDict(mutable=True)
     if filters.date_from:
         query["since"] = f"{filters.date_from.isoformat()}T00:00:00Z"
-    if filters.date_to:
+    if filters.date_to and filters.date_to < date.max:  # To 9999-12-31 means no end
         query["until"] = f"{(filters.date_to + timedelta(days=1)).isoformat()}T00:00:00Z"
     return query.urlencode()
