@@ -11,6 +11,8 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import DateField, DateTimeField, F, Field
 from django.utils import timezone
 
+from audit.services import APPEND_CTE, SYSTEM, AuditEntry, actor_of, append_params, audit_append, audit_append_many
+from audit.services import audit_enabled as _audit_enabled
 from contacts.models import Delivery, DeliveryEvent
 from contacts.outbox import deliveries_for_registration, deliveries_for_resolution, kick_sender
 from rules.exceptions import ConfigNotFound
@@ -56,6 +58,14 @@ def approval_decide(
             reason=reason,
         )
         if won:
+            audit_append(
+                workspace_id=approval.workspace_id,
+                actor=actor_of(user=user),
+                action="approval.decided",
+                object=approval.public_id,
+                data={"outcome": status, "action": action, "reason": reason},
+                at=now,
+            )
             notify_changed(approval.public_id)
             # Every way a request resolves tells its contacts, in the deciding transaction.
             deliveries_for_resolution(approvals=[approval], event=DeliveryEvent.DECIDED)
@@ -77,21 +87,43 @@ def expire_requests(queryset) -> int:
     """Mark the overdue pending requests of `queryset` expired; returns how many were."""
     now = timezone.now()
     with transaction.atomic():
-        overdue = queryset.filter(status=Status.PENDING, expires_at__lte=now)
-        public_ids = list(overdue.values_list("public_id", flat=True))
-        if not public_ids:
+        # Locked, so the rows read are exactly the rows expired (a decision in between drops out).
+        overdue = list(
+            queryset.filter(status=Status.PENDING, expires_at__lte=now)
+            .select_for_update()
+            .values_list("pk", "workspace_id", "public_id", "expires_at")
+        )
+        if not overdue:
             return 0
-        count = ApprovalRequest.objects.filter(
-            public_id__in=public_ids, status=Status.PENDING, expires_at__lte=now
-        ).update(status=Status.EXPIRED, decided_at=F("expires_at"), reason=EXPIRED_REASON, decision_action="")
-        notify_changed_many(public_ids)
-        expired = ApprovalRequest.objects.filter(public_id__in=public_ids, status=Status.EXPIRED).only(*_RESOLVED)
-        deliveries_for_resolution(approvals=list(expired), event=DeliveryEvent.EXPIRED)
+        count = ApprovalRequest.objects.filter(pk__in=[row[0] for row in overdue], status=Status.PENDING).update(
+            status=Status.EXPIRED, decided_at=F("expires_at"), reason=EXPIRED_REASON, decision_action=""
+        )
+        _audit_expired(overdue=[row[1:] for row in overdue], now=now)
+        notify_changed_many([row[2] for row in overdue])
+        expired = ApprovalRequest.objects.filter(pk__in=[row[0] for row in overdue], status=Status.EXPIRED)
+        deliveries_for_resolution(approvals=list(expired.only(*_RESOLVED)), event=DeliveryEvent.EXPIRED)
     return count
 
 
 # What deliveries_for_resolution reads of a resolved request.
 _RESOLVED = ("id", "workspace_id", "rule_id", "config_id", "config_version")
+
+
+def _audit_expired(*, overdue: list[tuple], now) -> None:
+    """One `approval.expired` record per (workspace_id, public_id, expires_at), by the system."""
+    audit_append_many(
+        entries=[
+            AuditEntry(
+                workspace_id=workspace_id,
+                actor=SYSTEM,
+                action="approval.expired",
+                object=public_id,
+                data={"expires_at": expires_at.isoformat()},
+                at=now,
+            )
+            for workspace_id, public_id, expires_at in overdue
+        ]
+    )
 
 
 def approval_sweep_overdue(*, batch_size: int = 1000) -> int:
@@ -108,17 +140,12 @@ def approval_sweep_overdue(*, batch_size: int = 1000) -> int:
         claimed = list(
             ApprovalRequest.objects.overdue(now).order_by("expires_at").values_list("pk", flat=True)[:batch_size]
         )
-        count = ApprovalRequest.objects.filter(pk__in=claimed, status=Status.PENDING).update(
-            status=Status.EXPIRED, decided_at=F("expires_at"), reason=EXPIRED_REASON, decision_action=""
-        )
-        expired = ApprovalRequest.objects.filter(pk__in=claimed, status=Status.EXPIRED).only(*_RESOLVED)
-        deliveries_for_resolution(approvals=list(expired), event=DeliveryEvent.EXPIRED)
-        return count
+        return expire_requests(ApprovalRequest.objects.filter(pk__in=claimed))
 
 
 # One statement per batch — claim, expire and notify — costing one round trip: within 2x of a
-# bare UPDATE of the same rows (bench/). It returns what the outbox needs, so the `expired`
-# deliveries are written in the same transaction.
+# bare UPDATE of the same rows (bench/). It returns what the outbox and the audit log need, so
+# the `expired` deliveries and records are written in the same transaction.
 _SWEEP_SQL = f"""
 WITH claimed AS (
     SELECT id FROM {ApprovalRequest._meta.db_table}
@@ -131,9 +158,10 @@ WITH claimed AS (
     SET status = %(expired)s, decided_at = apr.expires_at, reason = %(reason)s, decision_action = ''
     FROM claimed
     WHERE apr.id = claimed.id AND apr.status = %(pending)s
-    RETURNING apr.id, apr.public_id, apr.workspace_id, apr.rule_id, apr.config_id, apr.config_version
+    RETURNING apr.id, apr.workspace_id, apr.rule_id, apr.config_id, apr.config_version, apr.public_id, apr.expires_at
 )
-SELECT id, workspace_id, rule_id, config_id, config_version, pg_notify(%(channel)s, public_id) FROM swept
+SELECT id, workspace_id, rule_id, config_id, config_version, public_id, expires_at, pg_notify(%(channel)s, public_id)
+FROM swept
 """
 
 
@@ -151,6 +179,7 @@ def _sweep_batch_postgres(*, now, batch_size: int) -> int:
         rows = cursor.fetchall()
         swept = [ApprovalRequest(**dict(zip(_RESOLVED, row[:5], strict=True))) for row in rows]
         deliveries_for_resolution(approvals=swept, event=DeliveryEvent.EXPIRED)
+        _audit_expired(overdue=[(row[1], row[5], row[6]) for row in rows], now=now)
     return len(rows)
 
 
@@ -267,11 +296,12 @@ def approval_register(
     # The outbox rows are written with the request (one statement), or neither is.
     deliveries = deliveries_for_registration(approval=approval, rule=rule, version=version) if kind == "gate" else []
     try:
-        if connection.in_atomic_block or (deliveries and connection.vendor != "postgresql"):
-            with transaction.atomic():  # a savepoint, so a refused INSERT leaves the caller's transaction usable
-                _insert(approval, deliveries=deliveries)
+        if connection.in_atomic_block or connection.vendor != "postgresql":
+            # A savepoint, so a refused INSERT leaves the caller's transaction usable.
+            with transaction.atomic():
+                _insert(approval, engine_key=engine_key, deliveries=deliveries)
         else:
-            _insert(approval, deliveries=deliveries)  # autocommit: one statement, no BEGIN/COMMIT round trips
+            _insert(approval, engine_key=engine_key, deliveries=deliveries)  # autocommit: one statement
     except IntegrityError as error:
         if idempotency_key and _refused_by(error) == IDEMPOTENCY_CONSTRAINT:
             first = _idempotent_replay(engine_key=engine_key, idempotency_key=idempotency_key, fingerprint=fingerprint)
@@ -321,6 +351,8 @@ _INSERT_SQL = "INSERT INTO {table} ({columns}) VALUES ({values}) RETURNING id".f
     columns=", ".join(f'"{field.column}"' for field in _INSERT_FIELDS),
     values=", ".join(["%s"] * len(_INSERT_FIELDS)),
 )
+# _insert wraps it as a CTE beside its `approval.registered` audit record and its outbox rows, one
+# statement: if the INSERT is refused (an idempotent replay) neither is written.
 
 
 def _check_insert_fields() -> None:
@@ -351,26 +383,52 @@ _NEEDS_PREPARING = [
 ]
 
 
-def _insert(approval: ApprovalRequest, *, deliveries: list[Delivery] = ()) -> None:
-    """INSERT the request, and its outbox rows in the same statement (a CTE): atomic in autocommit."""
+def _registered(approval: ApprovalRequest, *, engine_key: ApiToken) -> AuditEntry:
+    data = {"kind": approval.kind, "config_id": approval.config.public_id, "config_version": approval.config_version}
+    if approval.kind == ApprovalKind.GATE:
+        data.update(rule_id=approval.rule_id, target=approval.target, operation=approval.operation)
+        data.update(call_digest=approval.call_digest)
+    else:
+        data.update(scope=approval.scope, tokens_used=approval.tokens_used, token_cap=approval.token_cap)
+    data.update(run_id=approval.run_id)
+    return AuditEntry(
+        workspace_id=approval.workspace_id,
+        actor=actor_of(engine_key=engine_key),
+        action="approval.registered",
+        object=approval.public_id,
+        data=data,
+        at=approval.created_at,
+    )
+
+
+def _insert(approval: ApprovalRequest, *, engine_key: ApiToken, deliveries: list[Delivery] = ()) -> None:
+    """INSERT the request with its audit record and outbox rows in one statement (CTEs): atomic in autocommit."""
+    audited = _audit_enabled()
     if connection.vendor != "postgresql":
-        approval.save(force_insert=True)
+        approval.save(force_insert=True)  # the caller's savepoint holds the request, its record and deliveries
         for delivery in deliveries:
             delivery.approval = approval
         Delivery.objects.bulk_create(deliveries)
+        if audited:
+            audit_append_many(entries=[_registered(approval, engine_key=engine_key)])
         return
     approval.ensure_public_id()
     values = approval.__dict__
     params = [values[field.attname] for field in _INSERT_FIELDS]
     for index, field in _NEEDS_PREPARING:
         params[index] = field.get_db_prep_save(params[index], connection)
-    sql = _INSERT_SQL
+    ctes = [f"apr AS ({_INSERT_SQL})"]
+    tail = "SELECT id FROM apr"
+    if audited:
+        ctes.append(APPEND_CTE)
+        params += append_params(_registered(approval, engine_key=engine_key))
     if deliveries:
-        sql = _WITH_DELIVERIES_SQL.format(values=", ".join([_DELIVERY_ROW] * len(deliveries)))
+        tail = _DELIVERIES_INSERT.format(values=", ".join([_DELIVERY_ROW] * len(deliveries)))
         for delivery in deliveries:
             params += [
                 field.get_db_prep_save(getattr(delivery, field.attname), connection) for field in _DELIVERY_FIELDS
             ]
+    sql = "WITH " + ", ".join(ctes) + " " + tail
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         approval.pk = cursor.fetchone()[0]
@@ -378,13 +436,12 @@ def _insert(approval: ApprovalRequest, *, deliveries: list[Delivery] = ()) -> No
     approval._state.db = connection.alias
 
 
-# The request's INSERT as a CTE feeding its deliveries' INSERT: one round trip, no BEGIN/COMMIT.
+# The deliveries' INSERT, fed by the request's INSERT as a CTE: one round trip, no BEGIN/COMMIT.
 _DELIVERY_FIELDS = [
     field for field in Delivery._meta.concrete_fields if not field.primary_key and field.name != "approval"
 ]
 _DELIVERY_ROW = "(" + ", ".join(f"%s::{field.db_type(connection)}" for field in _DELIVERY_FIELDS) + ")"
-_WITH_DELIVERIES_SQL = (
-    f"WITH apr AS ({_INSERT_SQL}) "
+_DELIVERIES_INSERT = (
     f'INSERT INTO {Delivery._meta.db_table} ("approval_id", '
     + ", ".join(f'"{field.column}"' for field in _DELIVERY_FIELDS)
     + ") SELECT apr.id, v.* FROM apr, (VALUES {values}) AS v RETURNING (SELECT id FROM apr)"
@@ -440,10 +497,21 @@ def approval_report_outcome(
     lets exactly one report through; a later one gets the first back, unchanged.
     """
     approval_expire_if_overdue(approval=approval)
-    reported = ApprovalRequest.objects.filter(pk=approval.pk, status=Status.APPROVED, execution_status="").update(
-        execution_status=status, execution_id=execution_id, execution_detail=detail, executed_at=timezone.now()
-    )
-    approval.refresh_from_db(from_queryset=ApprovalRequest.objects.select_related("config"))
+    now = timezone.now()
+    with transaction.atomic():
+        reported = ApprovalRequest.objects.filter(pk=approval.pk, status=Status.APPROVED, execution_status="").update(
+            execution_status=status, execution_id=execution_id, execution_detail=detail, executed_at=now
+        )
+        approval.refresh_from_db(from_queryset=ApprovalRequest.objects.select_related("config", "engine_key"))
+        if reported:
+            audit_append(
+                workspace_id=approval.workspace_id,
+                actor=actor_of(engine_key=approval.engine_key) if approval.engine_key else SYSTEM,
+                action="approval.outcome",
+                object=approval.public_id,
+                data={"status": status, "execution_id": execution_id, "detail": detail},
+                at=now,
+            )
     if not reported and approval.status != Status.APPROVED:
         raise NotApproved(
             f"{approval.public_id} is {approval.status}, not approved: an outcome is reported only for an "

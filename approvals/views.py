@@ -1,9 +1,11 @@
 """The Approvals tab: the live queue, deciding from a card, and the history."""
 
+from datetime import date, timedelta
+
 from django.conf import settings
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import redirect, render
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -103,6 +105,8 @@ def history(request: HttpRequest) -> HttpResponse:
         if next_cursor:
             query["cursor"] = next_cursor
         ctx.update(rows=rows, next_cursor=next_cursor, next_query=query.urlencode())
+    if request.actor.is_admin:
+        ctx["audit_query"] = _audit_range(filters=form.filters() if request.GET else selectors.HistoryFilters())
     return render(request, "approvals/history.html", ctx)
 
 
@@ -150,3 +154,13 @@ def link(request: HttpRequest, token: str) -> HttpResponse:
     except WrongDecision as wrong:
         return render(request, "approvals/link.html", {"link": opened, "token": token, "error": str(wrong)}, status=400)
     return render(request, "approvals/link.html", {"link": opened, "token": token})
+
+
+def _audit_range(*, filters) -> str:
+    """The history's date range as the audit export's since/until (whole UTC days, To inclusive)."""
+    query = QueryDict(mutable=True)
+    if filters.date_from:
+        query["since"] = f"{filters.date_from.isoformat()}T00:00:00Z"
+    if filters.date_to and filters.date_to < date.max:  # To 9999-12-31 means no end
+        query["until"] = f"{(filters.date_to + timedelta(days=1)).isoformat()}T00:00:00Z"
+    return query.urlencode()
