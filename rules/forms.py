@@ -1,6 +1,6 @@
 from django import forms
 
-from .models import ANY, Config, Rule, RuleKind
+from .models import ANY, MAX_APPROVALS_REQUIRED, Config, Rule, RuleKind
 
 # The "Which one" field's label and hint per kind; the edit form switches them as the kind changes.
 WHICH_ONE = {
@@ -32,13 +32,33 @@ class RuleForm(forms.ModelForm):
 
     class Meta:
         model = Rule
-        fields = ["kind", "which", "match", "point", "enabled", "message", "order"]
-        widgets = {"message": forms.Textarea(attrs={"rows": 2})}
-        labels = {"match": "Selector"}
+        fields = [
+            "kind",
+            "which",
+            "match",
+            "point",
+            "enabled",
+            "message",
+            "order",
+            "approvals_required",
+            "self_approval",
+            "allow_run_grant",
+        ]
+        widgets = {
+            "message": forms.Textarea(attrs={"rows": 2}),
+            "approvals_required": forms.NumberInput(attrs={"min": 1, "max": MAX_APPROVALS_REQUIRED}),
+        }
+        labels = {
+            "match": "Selector",
+            "approvals_required": "Approvals required",
+            "self_approval": "The person the run acts for may approve it",
+            "allow_run_grant": "Reviewers may approve the rest of a run at once",
+        }
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["match"].required = False
+        self.fields["approvals_required"].required = False  # left out: one approval, as before the policy
         if not self.is_bound:
             self.initial["which"] = "any" if self.instance.match == ANY else "one"
             if self.instance.match == ANY:
@@ -48,6 +68,8 @@ class RuleForm(forms.ModelForm):
         data = super().clean()
         if data.get("which") == "any":
             data["match"] = ANY
+        if data.get("approvals_required") is None and "approvals_required" not in self.errors:
+            data["approvals_required"] = 1
         return data
 
     @property

@@ -11,7 +11,17 @@ from workspaces.models import Workspace
 
 from .models import Config, ConfigVersion, Rule
 
-RULE_FIELDS = ("kind", "match", "point", "enabled", "message", "order")
+RULE_FIELDS = (
+    "kind",
+    "match",
+    "point",
+    "enabled",
+    "message",
+    "order",
+    "approvals_required",
+    "self_approval",
+    "allow_run_grant",
+)
 CONFIG_FIELDS = ("name", "pass_information_level", "token_cap_per_turn", "token_cap_mode")
 
 
