@@ -71,6 +71,17 @@ def can_decide(*, user, workspace: Workspace) -> bool:
     return Membership.objects.filter(user=user, workspace=workspace, role__in=[Role.ADMIN, Role.REVIEWER]).exists()
 
 
+def refuses_self_approval(*, approval: ApprovalRequest, user) -> bool:
+    """Four eyes: the person a run acts for (requested_by) may not approve it, unless its rule allows it.
+
+    The one check behind the decide service, the card's hidden Approve button and the CLI.
+    """
+    if approval.self_approval or not approval.requested_by:
+        return False
+    email = getattr(user, "email", "") or ""
+    return email.casefold() == approval.requested_by.casefold()
+
+
 def with_status(queryset: QuerySet, status: str, now: datetime) -> QuerySet:
     """Filter by the status a reader sees: an overdue pending request is expired, not pending."""
     if status == Status.PENDING:

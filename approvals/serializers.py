@@ -17,6 +17,13 @@ class DecisionSerializer(serializers.Serializer):
     decided_at = serializers.DateTimeField()
     reason = serializers.CharField(allow_blank=True)
     expired = serializers.BooleanField()
+    grant_id = serializers.CharField(allow_null=True, help_text="the run grant (grt_…) that approved it, or null")
+
+
+class ApprovingVoteSerializer(serializers.Serializer):
+    by = serializers.EmailField(allow_null=True)
+    at = serializers.DateTimeField()
+    reason = serializers.CharField(allow_blank=True)
 
 
 class ExecutionSerializer(serializers.Serializer):
@@ -54,6 +61,9 @@ class ApprovalRequestSerializer(serializers.Serializer):
     expires_at = serializers.DateTimeField()
     decision = DecisionSerializer(allow_null=True)
     execution = ExecutionSerializer(allow_null=True)
+    requested_by = serializers.EmailField(allow_null=True, help_text="the person the run acts for (four eyes)")
+    approvals_required = serializers.IntegerField(help_text="distinct reviewers who must approve (from the rule)")
+    approvals = ApprovingVoteSerializer(many=True, help_text="the approving votes so far, oldest first")
 
     def to_representation(self, instance: ApprovalRequest) -> dict:
         return approval_as_dict(instance)
@@ -100,4 +110,7 @@ def approval_as_dict(approval: ApprovalRequest, now=None) -> dict:
         "expires_at": _iso(approval.expires_at),
         "decision": decision,
         "execution": execution,
+        "requested_by": approval.requested_by or None,
+        "approvals_required": approval.approvals_required,
+        "approvals": [{**vote, "at": _iso(vote["at"])} for vote in approval.approving_votes(now)],
     }

@@ -6,16 +6,18 @@ from datetime import timedelta
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, connection, transaction
-from django.db.models import F
+from django.db.models import Count, F, OuterRef, Subquery
 from django.utils import timezone
 from rest_framework.exceptions import NotFound
 
-from hitl_portal.errors import Conflict, Unprocessable
+from hitl_portal.errors import Conflict, SelfApproval, Unprocessable
+from hitl_portal.ids import new_public_id
 from rules.models import Config, ConfigVersion, PassInformationLevel
 from workspaces.models import ApiToken, Workspace
 
+from . import selectors
 from .digest import call_digest
-from .models import EXPIRED_REASON, Action, ApprovalKind, ApprovalRequest, Scope, Status
+from .models import EXPIRED_REASON, Action, ApprovalKind, ApprovalRequest, Grant, Scope, Status, Vote
 from .notify import CHANNEL, notify_changed, notify_changed_many
 
 # decision word → (the kind it decides, resulting status, the action the engine takes)
@@ -28,16 +30,38 @@ DECISIONS: dict[str, tuple[str, str, str]] = {
 
 
 class WrongDecision(ValueError):
-    """approve/reject on a token cap card, or proceed/stop on a gate request."""
+    """approve/reject on a token cap card, proceed/stop on a gate request, or a grant the rule does not allow."""
+
+    def __init__(self, message: str, *, field: str = "decision") -> None:
+        super().__init__(message)
+        self.field = field
+
+
+# Run grants: how long one lives (API.md, Reviewers).
+GRANT_TTL_DEFAULT = 3600
+GRANT_TTL_MIN = 60
+GRANT_TTL_MAX = 8 * 3600
 
 
 def approval_decide(
-    *, approval: ApprovalRequest, user, decision: str, reason: str = ""
+    *,
+    approval: ApprovalRequest,
+    user,
+    decision: str,
+    reason: str = "",
+    grant_ttl_seconds: int | None = None,
 ) -> tuple[ApprovalRequest, bool]:
-    """Record a decision once. Returns the request as it now is, and whether it was already decided.
+    """Decide, or vote on, a request. Returns it as it now is, and whether nothing changed.
 
-    A conditional UPDATE on (status = pending, not yet expired) is the arbiter: of two reviewers
-    deciding at the same instant exactly one updates the row; the other gets the first decision.
+    Nothing changed (`True`) when the request was already decided or expired (the first decision
+    stands), or — the request still pending — when this reviewer had already voted on it.
+
+    - One approval needed: a conditional UPDATE on (pending, not yet expired) is the arbiter; of two
+      reviewers deciding at once exactly one updates the row, the other gets the first decision.
+    - A quorum (approvals_required N > 1): `approve` records a Vote; the N-th flips the request (see
+      _approval_vote). One `reject` decides it rejected, through the same conditional UPDATE.
+    - Four eyes: the person the run acts for may not approve unless the rule allows it (SelfApproval).
+    - `grant_ttl_seconds`: approve and grant the rest of the run (config, rule, run id) that long.
     """
     if decision not in DECISIONS:
         raise WrongDecision(f"decision must be one of {', '.join(DECISIONS)}")
@@ -45,7 +69,17 @@ def approval_decide(
     if approval.kind != kind:
         pair = "approve or reject" if approval.kind == ApprovalKind.GATE else "proceed or stop"
         raise WrongDecision(f"A {approval.get_kind_display().lower()} request is decided with {pair}, not {decision}")
+    if grant_ttl_seconds is not None:
+        _check_grant(approval=approval, decision=decision, ttl_seconds=grant_ttl_seconds)
+    if status == Status.APPROVED and selectors.refuses_self_approval(approval=approval, user=user):
+        raise SelfApproval(
+            f"{approval.public_id} acts for {approval.requested_by}, and its rule needs another reviewer's "
+            "approval (four eyes). You may reject it; ask another reviewer to approve it."
+        )
     now = timezone.now()
+    if status == Status.APPROVED and approval.approvals_required > 1:
+        return _approval_vote(approval=approval, user=user, reason=reason, now=now)
+    grant_id = new_public_id("grt") if grant_ttl_seconds is not None else None
     with transaction.atomic():
         won = ApprovalRequest.objects.filter(pk=approval.pk, status=Status.PENDING, expires_at__gt=now).update(
             status=status,
@@ -54,13 +88,100 @@ def approval_decide(
             decided_by=user,
             decided_by_email=getattr(user, "email", "") or "",
             reason=reason,
+            grant_id=grant_id,
         )
         if won:
+            if grant_id:
+                _grant_create(public_id=grant_id, approval=approval, user=user, now=now, ttl_seconds=grant_ttl_seconds)
             notify_changed(approval.public_id)
     if not won:
         approval_expire_if_overdue(approval=approval)
     approval.refresh_from_db()
     return approval, not won
+
+
+def _check_grant(*, approval: ApprovalRequest, decision: str, ttl_seconds: int) -> None:
+    if decision != "approve":
+        raise WrongDecision("A run grant comes with an approval: send decision approve with grant run.", field="grant")
+    if not approval.allow_run_grant:
+        why = (
+            f"its rule needs {approval.approvals_required} approvals"
+            if approval.approvals_required > 1
+            else "its rule does not allow run grants"
+        )
+        raise WrongDecision(f"{approval.public_id} cannot be approved for the rest of its run: {why}.", field="grant")
+    if not GRANT_TTL_MIN <= ttl_seconds <= GRANT_TTL_MAX:
+        raise WrongDecision(
+            f"grant_ttl_seconds is from {GRANT_TTL_MIN} to {GRANT_TTL_MAX:,} seconds (8 hours); "
+            f"leave it out for {GRANT_TTL_DEFAULT:,}.",
+            field="grant_ttl_seconds",
+        )
+
+
+def _grant_create(*, public_id: str, approval: ApprovalRequest, user, now, ttl_seconds: int) -> Grant:
+    return Grant.objects.create(
+        public_id=public_id,
+        workspace_id=approval.workspace_id,
+        config_id=approval.config_id,
+        rule_id=approval.rule_id,
+        run_id=approval.run_id,
+        approval=approval,
+        granted_by=user,
+        granted_by_email=getattr(user, "email", "") or "",
+        created_at=now,
+        expires_at=now + timedelta(seconds=ttl_seconds),
+    )
+
+
+def _approval_vote(*, approval: ApprovalRequest, user, reason: str, now) -> tuple[ApprovalRequest, bool]:
+    """Record one reviewer's approval of a quorum request; the N-th flips it, exactly once.
+
+    The request's row lock queues every vote behind the one before, so each sees all earlier votes
+    and the pending check and vote INSERT cannot outrun a decision. The flip is a conditional UPDATE
+    over the vote count — the database compares, never Python — and only it wakes long-polls.
+    """
+    with transaction.atomic():
+        pending = (
+            ApprovalRequest.objects.select_for_update()
+            .filter(pk=approval.pk, status=Status.PENDING, expires_at__gt=now)
+            .values_list("pk", flat=True)
+        )
+        if pending:
+            if Vote.objects.filter(approval_id=approval.pk, reviewer=user).exists():
+                approval.refresh_from_db()
+                return approval, True  # already voted: nothing changes
+            Vote.objects.create(approval_id=approval.pk, reviewer=user, reviewer_email=user.email, at=now, note=reason)
+            votes = (
+                Vote.objects.filter(approval_id=OuterRef("pk"))
+                .order_by()
+                .values("approval_id")
+                .annotate(n=Count("id"))
+                .values("n")
+            )
+            flipped = ApprovalRequest.objects.filter(
+                pk=approval.pk, status=Status.PENDING, approvals_required__lte=Subquery(votes)
+            ).update(
+                status=Status.APPROVED,
+                decision_action=Action.RESUME,
+                decided_at=now,
+                decided_by=user,
+                decided_by_email=user.email,
+                reason=reason,
+            )
+            if flipped:
+                notify_changed(approval.public_id)
+            approval.refresh_from_db()
+            return approval, False
+    approval_expire_if_overdue(approval=approval)
+    approval.refresh_from_db()
+    return approval, True
+
+
+def grant_revoke(*, grant: Grant) -> Grant:
+    """Revoke at once: the next registration of that run pends again. Revoking twice changes nothing."""
+    Grant.objects.filter(pk=grant.pk, revoked_at__isnull=True).update(revoked_at=timezone.now())
+    grant.refresh_from_db()
+    return grant
 
 
 def approval_expire_if_overdue(*, approval: ApprovalRequest) -> ApprovalRequest:
@@ -184,6 +305,7 @@ def approval_register(
         expires_at=now + timedelta(seconds=data.get("ttl_seconds") or settings.APPROVAL_TTL_SECONDS),
         idempotency_key=idempotency_key,
         request_fingerprint=fingerprint if idempotency_key else "",
+        requested_by=data.get("requested_by") or "",
     )
 
     if data["kind"] == ApprovalKind.GATE:
@@ -217,6 +339,9 @@ def approval_register(
         approval.boundary = rule["kind"]
         approval.point = rule["point"]
         approval.message = rule["message"]
+        approval.approvals_required = rule["approvals_required"]
+        approval.self_approval = rule["self_approval"]
+        approval.allow_run_grant = rule["allow_run_grant"]
         approval.target = data["target"]
         approval.operation = data["operation"]
         approval.summary = summary
@@ -239,9 +364,9 @@ def approval_register(
     try:
         if connection.in_atomic_block:
             with transaction.atomic():  # a savepoint, so a refused INSERT leaves the caller's transaction usable
-                _insert(approval)
+                _insert(approval, now=now)
         else:
-            _insert(approval)  # autocommit: one statement, no BEGIN/COMMIT round trips
+            _insert(approval, now=now)  # autocommit: one statement, no BEGIN/COMMIT round trips
     except IntegrityError:
         first = None
         if idempotency_key:
@@ -269,8 +394,42 @@ _NEEDS_PREPARING = [
 ]
 
 
-def _insert(approval: ApprovalRequest) -> None:
+# A rule that allows run grants inserts through this form of the same statement: a CTE reads the
+# live grant of (config, rule, run) and the row goes in already approved when there is one. Still
+# one statement and one round trip, so a request no grant covers pays only an index probe (bench/policy.py).
+_GRANTED = {
+    "status": f"CASE WHEN live.public_id IS NULL THEN %s ELSE '{Status.APPROVED.value}' END",
+    "grant_id": "live.public_id",
+    "decided_at": "CASE WHEN live.public_id IS NULL THEN NULL ELSE %s::timestamptz END",
+    "decided_by_id": "live.granted_by_id",
+    "decided_by_email": "COALESCE(live.granted_by_email, %s)",
+    "decision_action": f"CASE WHEN live.public_id IS NULL THEN %s ELSE '{Action.RESUME.value}' END",
+    "reason": "CASE WHEN live.public_id IS NULL THEN %s "
+    "ELSE 'Approved for the rest of this run by ' || live.granted_by_email || ' (' || live.public_id || ')' END",
+}
+_GRANTED_INSERT_SQL = """
+WITH live AS (
+    SELECT public_id, granted_by_id, granted_by_email FROM {grants}
+    WHERE config_id = %s AND rule_id = %s AND run_id = %s AND revoked_at IS NULL AND expires_at > %s
+      AND (%s OR lower(granted_by_email) <> lower(%s))
+    ORDER BY expires_at DESC
+    LIMIT 1
+)
+INSERT INTO {table} ({columns})
+SELECT {values} FROM (SELECT 1) AS one LEFT JOIN live ON TRUE
+RETURNING id, status, grant_id, decided_at, decided_by_id, decided_by_email, decision_action, reason
+""".format(
+    grants=Grant._meta.db_table,
+    table=ApprovalRequest._meta.db_table,
+    columns=", ".join(f'"{field.column}"' for field in _INSERT_FIELDS),
+    values=", ".join(_GRANTED.get(field.column, "%s") for field in _INSERT_FIELDS),
+)
+
+
+def _insert(approval: ApprovalRequest, *, now) -> None:
     if connection.vendor != "postgresql":
+        if approval.allow_run_grant:
+            _apply_grant(approval, _live_grant(approval, now=now), now=now)
         approval.save(force_insert=True)
         return
     approval.ensure_public_id()
@@ -279,10 +438,63 @@ def _insert(approval: ApprovalRequest) -> None:
     for index, field in _NEEDS_PREPARING:
         params[index] = field.get_db_prep_save(params[index], connection)
     with connection.cursor() as cursor:
-        cursor.execute(_INSERT_SQL, params)
-        approval.pk = cursor.fetchone()[0]
+        if not approval.allow_run_grant:
+            cursor.execute(_INSERT_SQL, params)
+            approval.pk = cursor.fetchone()[0]
+        else:
+            # A grant never approves for the person the run acts for when the rule wants four eyes.
+            lookup = [approval.config_id, approval.rule_id, approval.run_id, now]
+            lookup += [approval.self_approval or not approval.requested_by, approval.requested_by]
+            cursor.execute(_GRANTED_INSERT_SQL, lookup + _granted_params(params, now=now))
+            row = cursor.fetchone()
+            approval.pk = row[0]
+            (
+                approval.status,
+                approval.grant_id,
+                approval.decided_at,
+                approval.decided_by_id,
+                approval.decided_by_email,
+                approval.decision_action,
+                approval.reason,
+            ) = row[1:]
     approval._state.adding = False
     approval._state.db = connection.alias
+
+
+def _granted_params(params: list, *, now) -> list:
+    """The plain INSERT's parameters for _GRANTED_INSERT_SQL: the ungranted value stays each column's
+    own; grant_id and decided_by_id come from the grant alone; decided_at is now when granted."""
+    out = []
+    for index, field in enumerate(_INSERT_FIELDS):
+        expression = _GRANTED.get(field.column)
+        if expression is None:
+            out.append(params[index])
+        elif field.column == "decided_at":
+            out.append(now)
+        elif "%s" in expression:
+            out.append(params[index])
+    return out
+
+
+def _live_grant(approval: ApprovalRequest, *, now) -> Grant | None:
+    grants = Grant.objects.live(now).filter(
+        config_id=approval.config_id, rule_id=approval.rule_id, run_id=approval.run_id
+    )
+    if approval.requested_by and not approval.self_approval:
+        grants = grants.exclude(granted_by_email__iexact=approval.requested_by)
+    return grants.order_by("-expires_at").first()
+
+
+def _apply_grant(approval: ApprovalRequest, grant: Grant | None, *, now) -> None:
+    if grant is None:
+        return
+    approval.status = Status.APPROVED
+    approval.grant_id = grant.public_id
+    approval.decided_at = now
+    approval.decided_by_id = grant.granted_by_id
+    approval.decided_by_email = grant.granted_by_email
+    approval.decision_action = Action.RESUME
+    approval.reason = f"Approved for the rest of this run by {grant.granted_by_email} ({grant.public_id})"
 
 
 def _inert_or_replay(*, engine_key: ApiToken, idempotency_key: str, fingerprint: str) -> Registration:

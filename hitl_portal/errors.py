@@ -27,6 +27,14 @@ class PlanRequired(exceptions.APIException):
     default_detail = "Human-in-the-Loop needs a Pro or Enterprise plan."
 
 
+class SelfApproval(exceptions.APIException):
+    """Four eyes: the person a run acts for may not approve its requests (rejecting is allowed)."""
+
+    status_code = status.HTTP_403_FORBIDDEN
+    default_code = "self_approval"
+    default_detail = "The run acts for you, so another reviewer must approve it; you may reject it."
+
+
 class Conflict(exceptions.APIException):
     status_code = status.HTTP_409_CONFLICT
     default_code = "conflict"
