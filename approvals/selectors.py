@@ -6,13 +6,13 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 
 from django.db import connection
-from django.db.models import Q, QuerySet
+from django.db.models import Count, F, Q, QuerySet
 from django.utils import timezone
 
 from rules.models import Config
 from workspaces.models import Membership, Role, Workspace
 
-from .models import ApprovalKind, ApprovalRequest, Status
+from .models import ApprovalKind, ApprovalRequest, Grant, Status
 
 # The queue shows at most this many cards; a reviewer works the oldest first anyway, and a
 # page of thousands of cards helps nobody. One more is fetched to know that there are more.
@@ -80,6 +80,16 @@ def refuses_self_approval(*, approval: ApprovalRequest, user) -> bool:
         return False
     email = getattr(user, "email", "") or ""
     return email.casefold() == approval.requested_by.casefold()
+
+
+def grants_for(workspace: Workspace, *, active: bool | None = None, now: datetime | None = None) -> QuerySet:
+    """A workspace's run grants with `uses` (requests approved through them, not the one that created them)."""
+    grants = Grant.objects.for_workspace(workspace).select_related("config")
+    if active is True:
+        grants = grants.live(now)
+    elif active is False:
+        grants = grants.exclude(pk__in=Grant.objects.live(now).values("pk"))
+    return grants.annotate(uses=Count("approvals", filter=~Q(approvals__pk=F("approval_id"))))
 
 
 def with_status(queryset: QuerySet, status: str, now: datetime) -> QuerySet:
