@@ -97,7 +97,7 @@ def list_approvals(request) -> Response:
     paginator = ApprovalPagination()
     # A reviewer works the queue oldest first; everything else reads newest first.
     paginator.ordering = ("created_at", "id") if wanted.get("status") == Status.PENDING else ("-created_at", "-id")
-    page = paginator.paginate_queryset(rows, request)
+    page = selectors.with_votes(paginator.paginate_queryset(rows, request))
     return paginator.get_paginated_response([approval_as_dict(approval, now) for approval in page])
 
 

@@ -3,12 +3,13 @@
 from django.core.management.base import CommandError
 from django.utils import timezone
 
+from hitl_portal.errors import SelfApproval
 from workspaces.cli import get_user, get_workspace
 
 from . import selectors
-from .models import ApprovalKind, ApprovalRequest
+from .models import ApprovalKind, ApprovalRequest, Status
 from .services import approval_decide
-from .templatetags.approval_cards import EXPIRED_LINE, decision_line, duration
+from .templatetags.approval_cards import EXPIRED_LINE, decision_line, duration, quorum_line
 
 MAX_REASON = 2000
 
@@ -50,9 +51,17 @@ def _decide(cmd, options, *, yes: bool, reason: str) -> None:
         decision = "proceed" if yes else "stop"
     else:
         decision = "approve" if yes else "reject"
-    approval, already = approval_decide(approval=approval, user=user, decision=decision, reason=reason)
+    try:
+        approval, already = approval_decide(approval=approval, user=user, decision=decision, reason=reason)
+    except SelfApproval as refused:
+        raise CommandError(str(refused.detail)) from None
     title = selectors.card_title(approval)
     line = decision_line(approval)
+    if approval.status == Status.PENDING:
+        # A vote on a quorum request: recorded (or recorded before), the request still waits.
+        done = "already approved" if already else "approved"
+        cmd.stdout.write(f"{user.email} {done} {approval.public_id} ({title}): {quorum_line(approval)}.")
+        return
     if already:
         # The first decision stands; say what it was rather than failing.
         first = line if line == EXPIRED_LINE else f"already {line[0].lower()}{line[1:]}"

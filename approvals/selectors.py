@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 
 from django.db import connection
-from django.db.models import Count, F, Q, QuerySet
+from django.db.models import Count, F, Q, QuerySet, prefetch_related_objects
 from django.utils import timezone
 
 from rules.models import Config
@@ -82,6 +82,22 @@ def refuses_self_approval(*, approval: ApprovalRequest, user) -> bool:
     return email.casefold() == approval.requested_by.casefold()
 
 
+def reviewer_emails(workspace: Workspace) -> list[str]:
+    """Everyone who may decide this workspace's requests (reviewers and admins), for "who may still vote"."""
+    return list(
+        Membership.objects.filter(workspace=workspace, role__in=[Role.ADMIN, Role.REVIEWER], user__is_active=True)
+        .order_by("user__email")
+        .values_list("user__email", flat=True)
+    )
+
+
+def may_still_approve(*, approval: ApprovalRequest, reviewers: list[str]) -> list[str]:
+    """The reviewers who have not voted yet and whom four eyes does not exclude."""
+    voted = {vote["by"] for vote in approval.approving_votes()}
+    requester = approval.requested_by.casefold() if approval.requested_by and not approval.self_approval else None
+    return [email for email in reviewers if email not in voted and email.casefold() != requester]
+
+
 def grants_for(workspace: Workspace, *, active: bool | None = None, now: datetime | None = None) -> QuerySet:
     """A workspace's run grants with `uses` (requests approved through them, not the one that created them)."""
     grants = Grant.objects.for_workspace(workspace).select_related("config")
@@ -112,7 +128,13 @@ def pending_queue(*, workspace: Workspace, now: datetime | None = None) -> tuple
     """The Approvals tab: pending requests, oldest first; and whether more wait beyond the limit."""
     now = now or timezone.now()
     rows = list(approvals_for(workspace).pending(now).order_by("created_at", "id")[: QUEUE_LIMIT + 1])
-    return rows[:QUEUE_LIMIT], len(rows) > QUEUE_LIMIT
+    return with_votes(rows[:QUEUE_LIMIT]), len(rows) > QUEUE_LIMIT
+
+
+def with_votes(approvals: list[ApprovalRequest]) -> list[ApprovalRequest]:
+    """Load the votes of the quorum requests among `approvals` in one query (none if there are none)."""
+    prefetch_related_objects([approval for approval in approvals if approval.approvals_required > 1], "votes")
+    return approvals
 
 
 @dataclass(frozen=True)
@@ -182,7 +204,7 @@ def history_page(
     candidates = [row for part in parts for row in part.order_by("-created_at", "-id")[: page_size + 1]]
     page = sorted(candidates, key=lambda row: (row.created_at, row.pk), reverse=True)[: page_size + 1]
     next_cursor = encode_cursor(page[page_size - 1]) if len(page) > page_size else None
-    return page[:page_size], next_cursor
+    return with_votes(page[:page_size]), next_cursor
 
 
 # Overdue requests the sweep has not reached yet are normally a minute's worth. Fetched by

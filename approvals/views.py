@@ -7,19 +7,23 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
+from hitl_portal.errors import SelfApproval
 from rules.selectors import configs_for
 from workspaces.decorators import member_required
 
-from . import selectors
+from . import selectors, services
 from .forms import DecisionForm, HistoryFilterForm
-from .models import ApprovalRequest
+from .models import ApprovalRequest, Grant, Status
 from .services import WrongDecision, approval_decide
-from .templatetags.approval_cards import decision_line
+from .templatetags.approval_cards import decision_line, quorum_line
 
 
 def _queue_context(request: HttpRequest) -> dict:
-    cards, more = selectors.pending_queue(workspace=request.actor.workspace)
-    return {"cards": cards, "more": more, "limit": selectors.QUEUE_LIMIT}
+    workspace = request.actor.workspace
+    cards, more = selectors.pending_queue(workspace=workspace)
+    # Who may still vote is shown on quorum cards only; one query for the whole queue.
+    reviewers = selectors.reviewer_emails(workspace) if any(c.approvals_required > 1 for c in cards) else []
+    return {"cards": cards, "more": more, "limit": selectors.QUEUE_LIMIT, "reviewers": reviewers}
 
 
 @require_GET
@@ -58,16 +62,26 @@ def decide(request: HttpRequest, public_id: str) -> HttpResponse:
                 user=request.user,
                 decision=form.cleaned_data["decision"],
                 reason=form.cleaned_data["reason"],
+                grant_ttl_seconds=form.grant_ttl(),
             )
         except WrongDecision as wrong:
             error = str(wrong)
+        except SelfApproval as refused:
+            error = str(refused.detail)
     else:
         error = " ".join(e for errors in form.errors.values() for e in errors)
-    if error:
+    if error or approval.status == Status.PENDING:
+        # An error, or a vote that leaves a quorum request pending: the card stays, updated.
+        notice = "" if error else ("You had already approved it." if already else "Your approval is recorded.")
         if request.htmx:
-            # 200, so htmx swaps the card back in with the error beside the buttons.
-            return render(request, "approvals/_card.html", {"approval": approval, "error": error})
-        messages.error(request, error)
+            # 200, so htmx swaps the card back in with the error (or the vote) beside the buttons.
+            reviewers = selectors.reviewer_emails(request.actor.workspace)
+            ctx = {"approval": approval, "error": error, "notice": notice, "reviewers": reviewers}
+            return render(request, "approvals/_card.html", ctx)
+        if error:
+            messages.error(request, error)
+        else:
+            messages.success(request, f"{notice} {quorum_line(approval)}.")
         return redirect("approvals:queue")
     if not request.htmx:
         messages.success(request, _outcome_text(approval, already))
@@ -102,3 +116,28 @@ def history(request: HttpRequest) -> HttpResponse:
             query["cursor"] = next_cursor
         ctx.update(rows=rows, next_cursor=next_cursor, next_query=query.urlencode())
     return render(request, "approvals/history.html", ctx)
+
+
+@require_GET
+@member_required
+def grants(request: HttpRequest) -> HttpResponse:
+    """Live run grants, newest first, with their uses; reviewers may revoke each."""
+    if not request.actor.can_review:
+        raise PermissionDenied("Only a reviewer or an admin of this workspace sees its run grants.")
+    rows = list(selectors.grants_for(request.actor.workspace, active=True)[: selectors.QUEUE_LIMIT])
+    return render(request, "approvals/grants.html", {"tab": "approvals", "config": None, "grants": rows})
+
+
+@require_POST
+@member_required
+def grant_revoke(request: HttpRequest, public_id: str) -> HttpResponse:
+    if not request.actor.can_review:
+        raise PermissionDenied("Only a reviewer or an admin of this workspace may revoke a run grant.")
+    grant = Grant.objects.for_workspace(request.actor.workspace).filter(public_id=public_id).first()
+    if grant is None:
+        raise Http404("No such run grant in this workspace.")
+    grant = services.grant_revoke(grant=grant)
+    messages.success(
+        request, f"Revoked {grant.public_id}: the next request of run {grant.run_id} waits for a reviewer."
+    )
+    return redirect("approvals:grants")

@@ -101,3 +101,41 @@ def outcome_line(approval: ApprovalRequest) -> str:
     if approval.execution_id:
         line += f" · {approval.execution_id}"
     return line
+
+
+# The approver policy on cards, the history and the CLI ---------------------------------------
+
+GRANT_DURATIONS = [(900, "15 minutes"), (3600, "1 hour"), (7200, "2 hours"), (14400, "4 hours"), (28800, "8 hours")]
+
+
+@register.filter
+def quorum_line(approval: ApprovalRequest) -> str:
+    """'1 of 2 approvals — ana@acme.test' (the approving votes so far, oldest first)."""
+    votes = approval.approving_votes()
+    line = f"{len(votes)} of {approval.approvals_required} approval{'s' if approval.approvals_required != 1 else ''}"
+    names = ", ".join(vote["by"] or "a deleted user" for vote in votes)
+    return f"{line} — {names}" if names else line
+
+
+@register.filter
+def self_refused(approval: ApprovalRequest, user) -> bool:
+    """Four eyes: the card hides Approve from the person the run acts for."""
+    return selectors.refuses_self_approval(approval=approval, user=user)
+
+
+@register.filter
+def voted(approval: ApprovalRequest, user) -> bool:
+    email = getattr(user, "email", "")
+    return approval.approvals_required > 1 and any(vote["by"] == email for vote in approval.approving_votes())
+
+
+@register.simple_tag
+def still_may_approve(approval: ApprovalRequest, reviewers) -> str:
+    """Who may still cast an approving vote on a quorum card ('none left' when nobody can)."""
+    emails = selectors.may_still_approve(approval=approval, reviewers=reviewers)
+    return ", ".join(emails) if emails else "nobody else — no reviewer is left who may approve"
+
+
+@register.simple_tag
+def grant_durations() -> list[tuple[int, str]]:
+    return GRANT_DURATIONS
