@@ -196,6 +196,7 @@ class ApprovalRequest(models.Model):
                 "decided_at": self.expires_at,
                 "reason": EXPIRED_REASON,
                 "expired": True,
+                "grant_id": None,
             }
         return {
             "outcome": status,

@@ -23,9 +23,11 @@ from pathlib import Path
 
 import psycopg
 
+from bench import policy
+
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
-PORT = 8731
+PORT = int(os.environ.get("BENCH_PORT", "8731"))  # another port when several benches share a machine
 GUNICORN = ["--worker-class", "gthread", "--workers", "4", "--threads", "8", "--keep-alive", "30", "--timeout", "60"]
 
 
@@ -575,6 +577,8 @@ def main() -> None:
         results["long_poll"]["floor"] = load(
             world, method="GET", path="/bench/floor/approvals/{id}", concurrency=1, duration=duration, ids_file=ids_file
         )
+        log("approver policy: registration on a rule with allow_run_grant, without and with a live grant")
+        results["policy"] = policy.measure_policy(world, load=load, rounds=rounds, duration=duration)
     finally:
         server.stop()
 
@@ -674,6 +678,7 @@ def summarise(results: dict) -> list[dict]:
                 big["queries"] == small["queries"],
             )
         )
+    rows += policy.policy_rows(results["policy"], row)
     sw = results["sweep"]
     ratio = statistics.median(sw["ratios"])
     rows.append(

@@ -9,7 +9,7 @@ import pytest
 from approvals.models import ApprovalRequest, Grant, Status, Vote
 from tests.helpers import Api, error_of, make_config, make_member, make_rule, make_token, publish, travel
 
-from .engine_support import gate_body, token_cap_body
+from .engine_support import count_queries, gate_body, token_cap_body
 
 
 def policy_config(workspace, user=None, name: str = "Support agent", **policy):
@@ -268,3 +268,16 @@ def test_it_shows_and_revokes_grants_only_to_reviewers_of_the_workspace(
     assert charlie_api.delete(f"/api/v1/grants/{grant_id}").status_code == 404
     assert Grant.objects.get().revoked_at is None
     assert bob_api.get("/api/v1/grants?active=maybe").status_code == 400
+
+
+def test_it_checks_for_a_grant_inside_the_registration_insert_without_another_query(engine_api, bob_api, acme, alice):
+    config = policy_config(acme, alice)  # rule 0 plain, rule 1 allows grants
+    register(engine_api, config, run_id="warm-up")  # the frozen version is cached per process
+    with count_queries() as plain:
+        register(engine_api, config, run_id="run_plain")
+    with count_queries() as grantable:
+        assert register(engine_api, config, rule=1, run_id="run_2")["status"] == "pending"
+    decide(bob_api, register(engine_api, config, rule=1, run_id="run_3"), grant="run")
+    with count_queries() as granted:
+        assert register(engine_api, config, rule=1, run_id="run_3")["status"] == "approved"
+    assert len(grantable) == len(plain) == len(granted), (plain.statements, grantable.statements)
