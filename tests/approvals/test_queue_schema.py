@@ -70,3 +70,27 @@ def test_it_describes_the_decision_as_it_answers(document, bob_api, engine_api, 
         _validate(document, path, "post", status, response.json())
     response = bob_api.post("/api/v1/approvals/apr_missing/decision", {"decision": "approve"})
     _validate(document, path, "post", 404, response.json())
+
+
+def test_it_describes_votes_four_eyes_and_grants_as_it_answers(document, bob_api, alice_api, engine_api, acme, alice):
+    support = make_config(acme, "Support agent")
+    decision = "/api/v1/approvals/{apr}/decision"
+    quorum = make_approval(support, approvals_required=2)
+    voted = bob_api.post(f"/api/v1/approvals/{quorum.public_id}/decision", {"decision": "approve"})
+    _validate(document, decision, "post", 200, voted.json())
+    assert voted.json()["approvals"][0]["by"] == "bob@acme.test"
+    mine = make_approval(support, requested_by="bob@acme.test")
+    refused = bob_api.post(f"/api/v1/approvals/{mine.public_id}/decision", {"decision": "approve"})
+    assert refused.status_code == 403
+    _validate(document, decision, "post", 403, refused.json())
+    grantable = make_approval(support, allow_run_grant=True)
+    granted = bob_api.post(f"/api/v1/approvals/{grantable.public_id}/decision", {"decision": "approve", "grant": "run"})
+    _validate(document, decision, "post", 200, granted.json())
+    listed = bob_api.get("/api/v1/grants", params={"active": "true"})
+    assert len(listed.json()["results"]) == 1
+    _validate(document, "/api/v1/grants", "get", 200, listed.json())
+    _validate(document, "/api/v1/grants", "get", 400, bob_api.get("/api/v1/grants?active=maybe").json())
+    grant_id = granted.json()["decision"]["grant_id"]
+    assert set(document["paths"]["/api/v1/grants/{grt}"]["delete"]["responses"]) >= {"204", "404"}
+    _validate(document, "/api/v1/grants/{grt}", "delete", 404, bob_api.delete("/api/v1/grants/grt_nope").json())
+    assert bob_api.delete(f"/api/v1/grants/{grant_id}").status_code == 204
