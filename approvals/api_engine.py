@@ -82,10 +82,7 @@ WAIT_PARAMETER = OpenApiParameter(
 
 
 def _get_approval(request, public_id: str) -> ApprovalRequest:
-    approval = selectors.approval_by_public_id(workspace=request.actor.workspace, public_id=public_id)
-    if approval is None:
-        raise NotFound(f"No approval request {public_id} in this workspace.")
-    return approval
+    return selectors.approval_get(workspace=request.actor.workspace, public_id=public_id)
 
 
 def _validated_registration(body) -> dict:
@@ -187,9 +184,9 @@ def register_approval(request) -> Response:
     registration = services.approval_register(
         workspace=request.actor.workspace,
         engine_key=request.actor.engine_key,
-        data=data,
         idempotency_key=idempotency_key,
         fingerprint=_fingerprint(body) if idempotency_key else "",
+        **data,  # the serializer's fields are the service's keyword arguments
     )
     if registration.approval is None:
         return Response({"status": "inert", "notice": services.INERT_NOTICE}, status=200)

@@ -10,10 +10,10 @@ from rest_framework.views import APIView
 
 from hitl_portal.errors import ErrorSerializer
 from hitl_portal.pagination import CursorPagination
-from workspaces.permissions import IsReviewer
 
 from . import selectors
 from .models import Grant
+from .permissions import MayDecide
 from .services import grant_revoke
 
 TAG = ["grants"]
@@ -77,7 +77,7 @@ ERRORS = {
 
 
 class GrantListView(APIView):
-    permission_classes = [IsReviewer]
+    permission_classes = [MayDecide]
 
     @extend_schema(
         tags=TAG,
@@ -98,7 +98,7 @@ class GrantListView(APIView):
 
 
 class GrantDetailView(APIView):
-    permission_classes = [IsReviewer]
+    permission_classes = [MayDecide]
 
     @extend_schema(
         tags=TAG,

@@ -1,29 +1,22 @@
 """Reviewer endpoints (API.md, Reviewers): list requests and decide."""
 
-from django.shortcuts import get_object_or_404
 from django.utils import timezone
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers
-from rest_framework.exceptions import ValidationError
+from rest_framework.exceptions import NotFound
 from rest_framework.response import Response
+from rest_framework.utils.urls import replace_query_param
 from rest_framework.views import APIView
 
 from hitl_portal.errors import ErrorSerializer
 from hitl_portal.pagination import CursorPagination
 from rules.models import RuleKind
-from workspaces.permissions import IsReviewer
 
 from . import selectors
 from .models import ApprovalKind, Status
+from .permissions import MayDecide
 from .serializers import ApprovalRequestSerializer, approval_as_dict
-from .services import (
-    DECISIONS,
-    GRANT_TTL_DEFAULT,
-    GRANT_TTL_MAX,
-    GRANT_TTL_MIN,
-    WrongDecision,
-    approval_decide,
-)
+from .services import DECISIONS, GRANT_TTL_DEFAULT, GRANT_TTL_MAX, GRANT_TTL_MIN, approval_decide
 
 KIND_FILTERS = [*ApprovalKind.values, *RuleKind.values]
 
@@ -48,6 +41,8 @@ class ApprovalPageSerializer(serializers.Serializer):
 
 
 class ApprovalPagination(CursorPagination):
+    """Only its `limit` handling (default 50, at most 200): the keyset is selectors.history_page's."""
+
     page_size = 50
 
 
@@ -60,6 +55,8 @@ LIST_PARAMETERS = [
         "expired includes overdue requests no sweep has marked yet.",
     ),
     OpenApiParameter("config", str, description="a config id (cfg_…)"),
+    OpenApiParameter("cursor", str, description="the position `next` carries; take it from there"),
+    OpenApiParameter("limit", int, description="results per page, 1–200 (default 50)"),
     OpenApiParameter(
         "kind",
         str,
@@ -82,23 +79,29 @@ LIST_SCHEMA = extend_schema(
 
 
 def list_approvals(request) -> Response:
-    """GET /api/v1/approvals (the collection view's GET; its POST registers)."""
+    """GET /api/v1/approvals (the collection view's GET; its POST registers): the History page's query."""
     filters = ListFilters(data=request.query_params)
     filters.is_valid(raise_exception=True)
     wanted = filters.validated_data
+    cursor = request.query_params.get("cursor", "")
+    if cursor and selectors.decode_cursor(cursor) is None:
+        raise NotFound("Invalid cursor")
     now = timezone.now()
-    rows = selectors.approvals_for(request.actor.workspace)
-    if "status" in wanted:
-        rows = selectors.with_status(rows, wanted["status"], now)
-    if "config" in wanted:
-        rows = rows.filter(config__public_id=wanted["config"])
-    if "kind" in wanted:
-        rows = selectors.with_kind(rows, wanted["kind"])
-    paginator = ApprovalPagination()
-    # A reviewer works the queue oldest first; everything else reads newest first.
-    paginator.ordering = ("created_at", "id") if wanted.get("status") == Status.PENDING else ("-created_at", "-id")
-    page = selectors.with_votes(paginator.paginate_queryset(rows, request))
-    return paginator.get_paginated_response([approval_as_dict(approval, now) for approval in page])
+    rows, next_cursor = selectors.history_page(
+        workspace=request.actor.workspace,
+        filters=selectors.HistoryFilters(
+            status=wanted.get("status", ""),
+            config=wanted.get("config", ""),
+            kind=wanted.get("kind", ""),
+            include_pending=True,
+        ),
+        cursor=cursor,
+        now=now,
+        page_size=ApprovalPagination().get_page_size(request),
+    )
+    next_url = replace_query_param(request.build_absolute_uri(), "cursor", next_cursor) if next_cursor else None
+    rows = selectors.with_votes(rows)
+    return Response({"results": [approval_as_dict(approval, now) for approval in rows], "next": next_url})
 
 
 class DecisionInput(serializers.Serializer):
@@ -123,7 +126,7 @@ class DecisionInput(serializers.Serializer):
 
     def validate(self, data: dict) -> dict:
         if "grant_ttl_seconds" in data and "grant" not in data:
-            raise ValidationError({"grant_ttl_seconds": ['grant_ttl_seconds goes with "grant": "run".']})
+            raise serializers.ValidationError({"grant_ttl_seconds": ['grant_ttl_seconds goes with "grant": "run".']})
         return data
 
     def grant_ttl(self) -> int | None:
@@ -147,7 +150,7 @@ class DecisionOutput(ApprovalRequestSerializer):
 
 
 class DecisionView(APIView):
-    permission_classes = [IsReviewer]
+    permission_classes = [MayDecide]
 
     @extend_schema(
         operation_id="approvals_decide",
@@ -171,19 +174,17 @@ class DecisionView(APIView):
         },
     )
     def post(self, request, apr: str) -> Response:
-        approval = get_object_or_404(selectors.approvals_for(request.actor.workspace), public_id=apr)
+        approval = selectors.approval_get(workspace=request.actor.workspace, public_id=apr)
+        self.check_object_permissions(request, approval)
         body = DecisionInput(data=request.data)
         body.is_valid(raise_exception=True)
-        try:
-            approval, already = approval_decide(
-                approval=approval,
-                user=request.actor.user,
-                decision=body.validated_data["decision"],
-                reason=body.validated_data["reason"],
-                grant_ttl_seconds=body.grant_ttl(),
-            )
-        except WrongDecision as wrong:
-            raise ValidationError({wrong.field: [str(wrong)]}) from None
+        approval, already = approval_decide(
+            approval=approval,
+            user=request.actor.user,
+            decision=body.validated_data["decision"],
+            reason=body.validated_data["reason"],
+            grant_ttl_seconds=body.grant_ttl(),
+        )
         pending = approval.status == Status.PENDING
         return Response(
             {

@@ -3,13 +3,15 @@
 from django.core.management.base import CommandError
 from django.utils import timezone
 
-from hitl_portal.errors import SelfApproval
+from workspaces.access import actor_for_user
 from workspaces.cli import get_user, get_workspace
 
 from . import selectors
+from .exceptions import ApprovalNotFound, SelfApproval
 from .models import ApprovalKind, ApprovalRequest, Status
+from .permissions import may_decide
+from .presenters import EXPIRED_LINE, card_title, decision_line, duration, quorum_line
 from .services import approval_decide
-from .templatetags.approval_cards import EXPIRED_LINE, decision_line, duration, quorum_line
 
 MAX_REASON = 2000
 
@@ -28,7 +30,7 @@ def pending(cmd, options) -> None:
                     approval.public_id,
                     approval.workspace.slug,
                     f"{approval.config.public_id}@{approval.config_version}",
-                    selectors.card_title(approval),
+                    card_title(approval),
                     approval.caller or "—",
                     f"expires in {duration(approval.expires_at - now)}",
                 ]
@@ -41,11 +43,12 @@ def pending(cmd, options) -> None:
 def _decide(cmd, options, *, yes: bool, reason: str) -> None:
     if len(reason) > MAX_REASON:
         raise CommandError(f"The reason is {len(reason)} characters; keep it to {MAX_REASON}.")
-    approval = ApprovalRequest.objects.select_related("workspace", "config").filter(public_id=options["id"]).first()
-    if approval is None:
-        raise CommandError(f"No approval request {options['id']!r}; list them with `hitl pending`.")
+    try:
+        approval = selectors.approval_get(workspace=None, public_id=options["id"])
+    except ApprovalNotFound:
+        raise CommandError(f"No approval request {options['id']!r}; list them with `hitl pending`.") from None
     user = get_user(options["as_email"])
-    if not selectors.can_decide(user=user, workspace=approval.workspace):
+    if not may_decide(actor_for_user(user=user, workspace=approval.workspace), approval):
         raise CommandError(f"{user.email} is not a reviewer or admin of {approval.workspace.slug}; they cannot decide.")
     if approval.kind == ApprovalKind.TOKEN_CAP:
         decision = "proceed" if yes else "stop"
@@ -54,8 +57,8 @@ def _decide(cmd, options, *, yes: bool, reason: str) -> None:
     try:
         approval, already = approval_decide(approval=approval, user=user, decision=decision, reason=reason)
     except SelfApproval as refused:
-        raise CommandError(str(refused.detail)) from None
-    title = selectors.card_title(approval)
+        raise CommandError(refused.message) from None
+    title = card_title(approval)
     line = decision_line(approval)
     if approval.status == Status.PENDING:
         # A vote on a quorum request: recorded (or recorded before), the request still waits.
@@ -69,7 +72,7 @@ def _decide(cmd, options, *, yes: bool, reason: str) -> None:
     else:
         action = approval.get_decision_action_display().lower()
         cmd.stdout.write(f"{line}: {approval.public_id} ({title}) — the engine will {action}.")
-    if approval.reason and not approval.decision()["expired"]:
+    if approval.reason and approval.effective_status() != Status.EXPIRED:
         cmd.stdout.write(f"Reason: {approval.reason}")
 
 

@@ -184,53 +184,6 @@ class ApprovalRequest(models.Model):
     def halt_action(self) -> str:
         return Action.STOP_RUN if self.is_token_cap else Action.HALT
 
-    def decision(self, now=None) -> dict | None:
-        status = self.effective_status(now)
-        if status == Status.PENDING:
-            return None
-        if status == Status.EXPIRED:
-            return {
-                "outcome": "rejected",
-                "action": self.halt_action,
-                "decided_by": None,
-                "decided_at": self.expires_at,
-                "reason": EXPIRED_REASON,
-                "expired": True,
-                "grant_id": None,
-            }
-        return {
-            "outcome": status,
-            "action": self.decision_action,
-            "decided_by": self.decided_by_email or None,
-            "decided_at": self.decided_at,
-            "reason": self.reason,
-            "expired": False,
-            "grant_id": self.grant_id,
-        }
-
-    def approving_votes(self, now=None) -> list[dict]:
-        """The approvals so far, oldest first: `{by, at, reason}`.
-
-        A request needing one approval has no vote rows: its decision is the one approval (and a
-        request a grant approved carries the granting reviewer). A quorum reads its Vote rows
-        (prefetched by the lists, one query otherwise).
-        """
-        if self.approvals_required > 1:
-            return [{"by": vote.reviewer_email, "at": vote.at, "reason": vote.note} for vote in self.votes.all()]
-        if self.effective_status(now) == Status.APPROVED:
-            return [{"by": self.decided_by_email or None, "at": self.decided_at, "reason": self.reason}]
-        return []
-
-    def execution(self) -> dict | None:
-        if not self.execution_status:
-            return None
-        return {
-            "status": self.execution_status,
-            "execution_id": self.execution_id or None,
-            "detail": self.execution_detail,
-            "reported_at": self.executed_at,
-        }
-
 
 class Vote(models.Model):
     """One reviewer's approval of a request that needs several (approvals_required > 1).

@@ -1,4 +1,4 @@
-"""Reads on approval requests: the queue, the history, who may decide, and how a card reads."""
+"""Reads on approval requests: one request, the queue, the history (wording: presenters.py)."""
 
 import base64
 import binascii
@@ -12,7 +12,9 @@ from django.utils import timezone
 from rules.models import Config
 from workspaces.models import Membership, Role, Workspace
 
+from .exceptions import ApprovalNotFound
 from .models import ApprovalKind, ApprovalRequest, Grant, Status
+from .permissions import refuses_self_approval
 
 # The queue shows at most this many cards; a reviewer works the oldest first anyway, and a
 # page of thousands of cards helps nobody. One more is fetched to know that there are more.
@@ -24,11 +26,6 @@ DECIDED = (Status.APPROVED, Status.REJECTED, Status.EXPIRED)
 def approvals_for(workspace: Workspace) -> QuerySet:
     """Every request of a workspace: the one place the workspace scope of approvals is applied."""
     return ApprovalRequest.objects.for_workspace(workspace).select_related("config")
-
-
-def approval_get(*, workspace: Workspace, public_id: str) -> ApprovalRequest:
-    """One request of this workspace; another workspace's id raises DoesNotExist like a missing one."""
-    return approvals_for(workspace).get(public_id=public_id)
 
 
 # The engines' hot path — every poll of every waiting run — reads one request by its public id.
@@ -46,10 +43,25 @@ _BY_PUBLIC_ID_SQL = (
 _CONVERTED = [(index, field) for index, field in enumerate(_FIELDS) if hasattr(field, "from_db_value")]
 
 
-def approval_by_public_id(*, workspace: Workspace, public_id: str) -> ApprovalRequest | None:
-    """One request of this workspace, its config loaded (public id only); None for a foreign or unknown id."""
-    if connection.vendor != "postgresql":  # the SQL reads PostgreSQL's types as they come; elsewhere, the ORM
-        return approvals_for(workspace).filter(public_id=public_id).order_by().first()
+def approval_get(*, workspace: Workspace | None, public_id: str) -> ApprovalRequest:
+    """The one way to load a request by its public id, its config loaded; raises ApprovalNotFound.
+
+    Scoped to `workspace`: another workspace's request reads exactly like a missing one. Only the
+    host's CLI, which acts across workspaces and then asks `may_decide`, passes workspace=None.
+    """
+    if workspace is None:
+        approval = ApprovalRequest.objects.select_related("workspace", "config").filter(public_id=public_id)
+        approval = approval.order_by().first()
+    elif connection.vendor == "postgresql":
+        approval = _by_public_id_postgres(workspace=workspace, public_id=public_id)
+    else:  # the SQL reads PostgreSQL's types as they come; elsewhere, the ORM
+        approval = approvals_for(workspace).filter(public_id=public_id).order_by().first()
+    if approval is None:
+        raise ApprovalNotFound(public_id)
+    return approval
+
+
+def _by_public_id_postgres(*, workspace: Workspace, public_id: str) -> ApprovalRequest | None:
     with connection.cursor() as cursor:
         cursor.execute(_BY_PUBLIC_ID_SQL, [public_id, workspace.pk])
         row = cursor.fetchone()
@@ -64,22 +76,24 @@ def approval_by_public_id(*, workspace: Workspace, public_id: str) -> ApprovalRe
     return approval
 
 
-def can_decide(*, user, workspace: Workspace) -> bool:
-    """Reviewers and admins of the workspace decide; nobody else (engines never)."""
-    if user is None or not getattr(user, "is_authenticated", False):
-        return False
-    return Membership.objects.filter(user=user, workspace=workspace, role__in=[Role.ADMIN, Role.REVIEWER]).exists()
+def approving_votes(approval: ApprovalRequest, now: datetime | None = None) -> list[dict]:
+    """The approvals so far, oldest first: `{by, at, reason}`.
 
-
-def refuses_self_approval(*, approval: ApprovalRequest, user) -> bool:
-    """Four eyes: the person a run acts for (requested_by) may not approve it, unless its rule allows it.
-
-    The one check behind the decide service, the card's hidden Approve button and the CLI.
+    A request needing one approval has no vote rows: its decision is the one approval (for a request
+    a grant approved, the granting reviewer's). A quorum reads its Vote rows (prefetched by the
+    queue, the history and the list — `with_votes` — one query otherwise).
     """
-    if approval.self_approval or not approval.requested_by:
-        return False
-    email = getattr(user, "email", "") or ""
-    return email.casefold() == approval.requested_by.casefold()
+    if approval.approvals_required > 1:
+        return [{"by": vote.reviewer_email, "at": vote.at, "reason": vote.note} for vote in approval.votes.all()]
+    if approval.effective_status(now) == Status.APPROVED:
+        return [{"by": approval.decided_by_email or None, "at": approval.decided_at, "reason": approval.reason}]
+    return []
+
+
+def with_votes(approvals: list[ApprovalRequest]) -> list[ApprovalRequest]:
+    """Load the votes of the quorum requests among `approvals` in one query (none if there are none)."""
+    prefetch_related_objects([approval for approval in approvals if approval.approvals_required > 1], "votes")
+    return approvals
 
 
 def reviewer_emails(workspace: Workspace) -> list[str]:
@@ -93,9 +107,10 @@ def reviewer_emails(workspace: Workspace) -> list[str]:
 
 def may_still_approve(*, approval: ApprovalRequest, reviewers: list[str]) -> list[str]:
     """The reviewers who have not voted yet and whom four eyes does not exclude."""
-    voted = {vote["by"] for vote in approval.approving_votes()}
-    requester = approval.requested_by.casefold() if approval.requested_by and not approval.self_approval else None
-    return [email for email in reviewers if email not in voted and email.casefold() != requester]
+    voted = {vote["by"] for vote in approving_votes(approval)}
+    return [
+        email for email in reviewers if email not in voted and not refuses_self_approval(approval=approval, email=email)
+    ]
 
 
 def grants_for(workspace: Workspace, *, active: bool | None = None, now: datetime | None = None) -> QuerySet:
@@ -106,15 +121,6 @@ def grants_for(workspace: Workspace, *, active: bool | None = None, now: datetim
     elif active is False:
         grants = grants.exclude(pk__in=Grant.objects.live(now).values("pk"))
     return grants.annotate(uses=Count("approvals", filter=~Q(approvals__pk=F("approval_id"))))
-
-
-def with_status(queryset: QuerySet, status: str, now: datetime) -> QuerySet:
-    """Filter by the status a reader sees: an overdue pending request is expired, not pending."""
-    if status == Status.PENDING:
-        return queryset.pending(now)
-    if status == Status.EXPIRED:
-        return queryset.filter(Q(status=Status.EXPIRED) | Q(status=Status.PENDING, expires_at__lte=now))
-    return queryset.filter(status=status)
 
 
 def with_kind(queryset: QuerySet, kind: str) -> QuerySet:
@@ -131,12 +137,6 @@ def pending_queue(*, workspace: Workspace, now: datetime | None = None) -> tuple
     return with_votes(rows[:QUEUE_LIMIT]), len(rows) > QUEUE_LIMIT
 
 
-def with_votes(approvals: list[ApprovalRequest]) -> list[ApprovalRequest]:
-    """Load the votes of the quorum requests among `approvals` in one query (none if there are none)."""
-    prefetch_related_objects([approval for approval in approvals if approval.approvals_required > 1], "votes")
-    return approvals
-
-
 @dataclass(frozen=True)
 class HistoryFilters:
     status: str = ""
@@ -144,6 +144,7 @@ class HistoryFilters:
     kind: str = ""
     date_from: date | None = None
     date_to: date | None = None
+    include_pending: bool = False  # the API's list without a status; the History page shows decided ones only
 
 
 def encode_cursor(approval: ApprovalRequest) -> str:
@@ -172,10 +173,11 @@ def history_page(
     now: datetime | None = None,
     page_size: int = HISTORY_PAGE_SIZE,
 ) -> tuple[list[ApprovalRequest], str | None]:
-    """Decided and expired requests, newest first, one keyset page; and the next page's cursor.
+    """One keyset page of requests, for the History page and the API's list alike; and the next page's cursor.
 
-    Keyset pagination on (created_at, id): each page costs the same however deep it is, and
-    nothing counts the whole table.
+    Newest first, except `pending`, which a reviewer works oldest first. Statuses are as a reader
+    sees them: an overdue pending request is expired. Keyset pagination on (created_at, id): each
+    page costs the same however deep it is, and nothing counts the whole table.
     """
     now = now or timezone.now()
     rows = approvals_for(workspace)
@@ -187,22 +189,29 @@ def history_page(
         rows = rows.filter(created_at__gte=_start_of(filters.date_from))
     if filters.date_to:
         rows = rows.filter(created_at__lt=_start_of(filters.date_to + timedelta(days=1)))
+    status = filters.status
+    oldest_first = status == Status.PENDING
     position = decode_cursor(cursor) if cursor else None
     if position:
         created_at, pk = position
-        rows = rows.filter(Q(created_at__lt=created_at) | Q(created_at=created_at, pk__lt=pk))
+        if oldest_first:
+            rows = rows.filter(Q(created_at__gt=created_at) | Q(created_at=created_at, pk__gt=pk))
+        else:
+            rows = rows.filter(Q(created_at__lt=created_at) | Q(created_at=created_at, pk__lt=pk))
     # Two index-driven reads merged, rather than one OR: the decided rows walk the partial index
     # apr_history_decided newest first without stepping over the (many, recent) pending rows, and
     # overdue requests the sweep has not reached yet (a minute's worth) come from apr_overdue.
-    status = filters.status
     if status == Status.PENDING:
         parts = [rows.pending(now)]
+    elif status:
+        parts = [rows.filter(status=status)] + ([_overdue(rows, now)] if status == Status.EXPIRED else [])
+    elif filters.include_pending:
+        parts = [rows]
     else:
-        parts = [rows.filter(status=status) if status else rows.filter(status__in=DECIDED)]
-        if status in ("", Status.EXPIRED):
-            parts.append(_overdue(rows, now))
-    candidates = [row for part in parts for row in part.order_by("-created_at", "-id")[: page_size + 1]]
-    page = sorted(candidates, key=lambda row: (row.created_at, row.pk), reverse=True)[: page_size + 1]
+        parts = [rows.filter(status__in=DECIDED), _overdue(rows, now)]
+    order = ("created_at", "id") if oldest_first else ("-created_at", "-id")
+    candidates = [row for part in parts for row in part.order_by(*order)[: page_size + 1]]
+    page = sorted(candidates, key=lambda row: (row.created_at, row.pk), reverse=not oldest_first)[: page_size + 1]
     next_cursor = encode_cursor(page[page_size - 1]) if len(page) > page_size else None
     return with_votes(page[:page_size]), next_cursor
 
@@ -222,53 +231,3 @@ def _overdue(rows: QuerySet, now: datetime) -> QuerySet:
 
 def _start_of(day: date) -> datetime:
     return datetime.combine(day, time.min, tzinfo=UTC)
-
-
-# How a card reads -------------------------------------------------------------------------
-
-POINT_WORDS = {"entry": "before the call", "exit": "before its result returns"}
-
-LEVEL_HINTS = {
-    "none": "This config passes only the target and operation (level none), so there is no summary or arguments.",
-    "summary": "This config passes a short summary, not the exact arguments (level summary).",
-    "full": "This config passes the exact arguments (level full): this is what will run.",
-}
-
-
-def _named(noun: str, target: str) -> str:
-    """'cell 12' stays 'cell 12'; '12' becomes 'cell 12'."""
-    if target.lower().startswith(noun + " "):
-        return target
-    return f"{noun} {target}".strip()
-
-
-def card_title(approval: ApprovalRequest) -> str:
-    """An imperative naming the act and its object (seed 000's card vocabulary)."""
-    if approval.kind == ApprovalKind.TOKEN_CAP:
-        return "Token cap reached"
-    target = approval.target or "(no target given)"
-    if approval.boundary == "delete":
-        return f"Delete {target}"
-    if approval.boundary == "mcp_server":
-        return f"Call {approval.operation} on {target}" if approval.operation else f"Call {target}"
-    if approval.boundary == "cell":
-        return f"Run {_named('cell', approval.target)}"
-    if approval.boundary == "worker":
-        return f"Start {_named('worker', approval.target)}"
-    return f"{approval.operation or 'Act on'} {target}"
-
-
-def waited(approval: ApprovalRequest, now: datetime | None = None) -> timedelta | None:
-    """How long the request waited for its answer (to the deadline, for an expired one)."""
-    status = approval.effective_status(now)
-    if status == Status.EXPIRED:
-        return approval.expires_at - approval.created_at
-    if approval.decided_at:
-        return approval.decided_at - approval.created_at
-    return None
-
-
-def meter_percent(approval: ApprovalRequest) -> int:
-    if not approval.token_cap or approval.tokens_used is None:
-        return 100
-    return max(0, min(100, round(approval.tokens_used * 100 / approval.token_cap)))

@@ -7,7 +7,8 @@ from rest_framework import serializers
 
 from rules.models import PassInformationLevel
 
-from .models import Action, ApprovalKind, ApprovalRequest, ExecutionStatus, Scope, Status
+from .models import EXPIRED_REASON, Action, ApprovalKind, ApprovalRequest, ExecutionStatus, Scope, Status
+from .selectors import approving_votes
 
 
 class DecisionSerializer(serializers.Serializer):
@@ -75,15 +76,47 @@ def _iso(value) -> str | None:
     return value.astimezone(datetime.UTC).isoformat().replace("+00:00", "Z")
 
 
+def _decision(approval: ApprovalRequest, now) -> dict | None:
+    status = approval.effective_status(now)
+    if status == Status.PENDING:
+        return None
+    if status == Status.EXPIRED:
+        return {
+            "outcome": "rejected",
+            "action": approval.halt_action,
+            "decided_by": None,
+            "decided_at": _iso(approval.expires_at),
+            "reason": EXPIRED_REASON,
+            "expired": True,
+            "grant_id": None,
+        }
+    return {
+        "outcome": status,
+        "action": approval.decision_action,
+        "decided_by": approval.decided_by_email or None,
+        "decided_at": _iso(approval.decided_at),
+        "reason": approval.reason,
+        "expired": False,
+        "grant_id": approval.grant_id,
+    }
+
+
+def _execution(approval: ApprovalRequest) -> dict | None:
+    if not approval.execution_status:
+        return None
+    return {
+        "status": approval.execution_status,
+        "execution_id": approval.execution_id or None,
+        "detail": approval.execution_detail,
+        "reported_at": _iso(approval.executed_at),
+    }
+
+
 def approval_as_dict(approval: ApprovalRequest, now=None) -> dict:
     """Needs `approval.config` loaded (select_related) to avoid a query per request."""
     now = now or timezone.now()
-    decision = approval.decision(now)
-    if decision is not None:
-        decision["decided_at"] = _iso(decision["decided_at"])
-    execution = approval.execution()
-    if execution is not None:
-        execution["reported_at"] = _iso(execution["reported_at"])
+    decision = _decision(approval, now)
+    execution = _execution(approval)
     return {
         "id": approval.public_id,
         "kind": approval.kind,
@@ -112,5 +145,5 @@ def approval_as_dict(approval: ApprovalRequest, now=None) -> dict:
         "execution": execution,
         "requested_by": approval.requested_by or None,
         "approvals_required": approval.approvals_required,
-        "approvals": [{**vote, "at": _iso(vote["at"])} for vote in approval.approving_votes(now)],
+        "approvals": [{**vote, "at": _iso(vote["at"])} for vote in approving_votes(approval, now)],
     }

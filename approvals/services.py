@@ -2,23 +2,31 @@
 
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, connection, transaction
 from django.db.models import Count, F, OuterRef, Subquery
 from django.utils import timezone
-from rest_framework.exceptions import NotFound
 
-from hitl_portal.errors import Conflict, SelfApproval, Unprocessable
 from hitl_portal.ids import new_public_id
+from rules.exceptions import ConfigNotFound
 from rules.models import Config, ConfigVersion, PassInformationLevel
 from workspaces.models import ApiToken, Workspace
 
-from . import selectors
 from .digest import call_digest
+from .exceptions import (
+    GrantNotAllowed,
+    GrantTtlOutOfRange,
+    IdempotencyKeyReused,
+    NotApproved,
+    SelfApproval,
+    WrongDecision,
+)
 from .models import EXPIRED_REASON, Action, ApprovalKind, ApprovalRequest, Grant, Scope, Status, Vote
 from .notify import CHANNEL, notify_changed, notify_changed_many
+from .permissions import refuses_self_approval
 
 # decision word → (the kind it decides, resulting status, the action the engine takes)
 DECISIONS: dict[str, tuple[str, str, str]] = {
@@ -27,14 +35,6 @@ DECISIONS: dict[str, tuple[str, str, str]] = {
     "proceed": (ApprovalKind.TOKEN_CAP, Status.APPROVED, Action.PROCEED_PAST_CAP),
     "stop": (ApprovalKind.TOKEN_CAP, Status.REJECTED, Action.STOP_RUN),
 }
-
-
-class WrongDecision(ValueError):
-    """approve/reject on a token cap card, proceed/stop on a gate request, or a grant the rule does not allow."""
-
-    def __init__(self, message: str, *, field: str = "decision") -> None:
-        super().__init__(message)
-        self.field = field
 
 
 # Run grants: how long one lives (API.md, Reviewers).
@@ -71,7 +71,7 @@ def approval_decide(
         raise WrongDecision(f"A {approval.get_kind_display().lower()} request is decided with {pair}, not {decision}")
     if grant_ttl_seconds is not None:
         _check_grant(approval=approval, decision=decision, ttl_seconds=grant_ttl_seconds)
-    if status == Status.APPROVED and selectors.refuses_self_approval(approval=approval, user=user):
+    if status == Status.APPROVED and refuses_self_approval(approval=approval, user=user):
         raise SelfApproval(
             f"{approval.public_id} acts for {approval.requested_by}, and its rule needs another reviewer's "
             "approval (four eyes). You may reject it; ask another reviewer to approve it."
@@ -102,19 +102,18 @@ def approval_decide(
 
 def _check_grant(*, approval: ApprovalRequest, decision: str, ttl_seconds: int) -> None:
     if decision != "approve":
-        raise WrongDecision("A run grant comes with an approval: send decision approve with grant run.", field="grant")
+        raise GrantNotAllowed("A run grant comes with an approval: send decision approve with grant run.")
     if not approval.allow_run_grant:
         why = (
             f"its rule needs {approval.approvals_required} approvals"
             if approval.approvals_required > 1
             else "its rule does not allow run grants"
         )
-        raise WrongDecision(f"{approval.public_id} cannot be approved for the rest of its run: {why}.", field="grant")
+        raise GrantNotAllowed(f"{approval.public_id} cannot be approved for the rest of its run: {why}.")
     if not GRANT_TTL_MIN <= ttl_seconds <= GRANT_TTL_MAX:
-        raise WrongDecision(
+        raise GrantTtlOutOfRange(
             f"grant_ttl_seconds is from {GRANT_TTL_MIN} to {GRANT_TTL_MAX:,} seconds (8 hours); "
-            f"leave it out for {GRANT_TTL_DEFAULT:,}.",
-            field="grant_ttl_seconds",
+            f"leave it out for {GRANT_TTL_DEFAULT:,}."
         )
 
 
@@ -265,11 +264,6 @@ def _sweep_batch_postgres(*, now, batch_size: int) -> int:
 INERT_NOTICE = "HITL: inert (Free plan or no enabled rules) — the call may proceed"
 
 
-class IdempotencyKeyReused(Unprocessable):
-    default_code = "idempotency_key_reused"
-    default_detail = "This Idempotency-Key was already used with a different body."
-
-
 @dataclass(frozen=True)
 class Registration:
     """What a registration did: `approval` is None when HITL is inert and nothing was stored."""
@@ -279,48 +273,67 @@ class Registration:
 
 
 def approval_register(
-    *, workspace: Workspace, engine_key: ApiToken, data: dict, idempotency_key: str = "", fingerprint: str = ""
+    *,
+    workspace: Workspace,
+    engine_key: ApiToken,
+    kind: str,
+    config_id: str,
+    config_version: int,
+    run_id: str,
+    thread_id: str,
+    caller: str,
+    ttl_seconds: int | None = None,
+    rule_id: str = "",
+    target: str = "",
+    operation: str = "",
+    summary: str = "",
+    arguments: Any = None,
+    scope: str = "",
+    tokens_used: int | None = None,
+    token_cap: int | None = None,
+    requested_by: str = "",
+    idempotency_key: str = "",
+    fingerprint: str = "",
 ) -> Registration:
-    """Register a gate or token cap request against the frozen version it names.
+    """Register a gate (rule_id, target, operation, summary, arguments) or a token cap breach (scope,
+    tokens_used, token_cap) against the frozen version `config_id`@`config_version`.
 
     Idempotent per (engine key, Idempotency-Key): a replay returns the first request, another body
     with the same key is refused. Two identical registrations racing are decided by the unique
     constraint, never by a check-then-insert: the loser's INSERT fails and it returns the winner.
     """
-    version = _frozen_version(workspace=workspace, config_id=data["config_id"], number=data["config_version"])
+    version = _frozen_version(workspace=workspace, config_id=config_id, number=config_version)
     label = f"{version.config.public_id}@{version.number}"
     level = version.pass_information_level
     now = timezone.now()
     approval = ApprovalRequest(
         workspace=workspace,
         engine_key=engine_key,
-        kind=data["kind"],
+        kind=kind,
         config=version.config,
         config_version=version.number,
-        run_id=data["run_id"],
-        thread_id=data["thread_id"],
-        caller=data["caller"],
+        run_id=run_id,
+        thread_id=thread_id,
+        caller=caller,
         pass_information_level=level,
         created_at=now,
-        expires_at=now + timedelta(seconds=data.get("ttl_seconds") or settings.APPROVAL_TTL_SECONDS),
+        expires_at=now + timedelta(seconds=ttl_seconds or settings.APPROVAL_TTL_SECONDS),
         idempotency_key=idempotency_key,
         request_fingerprint=fingerprint if idempotency_key else "",
-        requested_by=data.get("requested_by") or "",
+        requested_by=requested_by,
     )
 
-    if data["kind"] == ApprovalKind.GATE:
+    if kind == ApprovalKind.GATE:
         # HITL state as the engine was told it at serve time: inert stores nothing.
         if not workspace.hitl_available or not version.enabled_rules:
             return _inert_or_replay(engine_key=engine_key, idempotency_key=idempotency_key, fingerprint=fingerprint)
-        rule = version.rule(data["rule_id"])
+        rule = version.rule(rule_id)
         if rule is None:
             raise ValidationError(
-                {"rule_id": f"Rule {data['rule_id']} is not in {label}: take rule ids from that version's gates."}
+                {"rule_id": f"Rule {rule_id} is not in {label}: take rule ids from that version's gates."}
             )
         if not rule["enabled"]:
-            raise ValidationError({"rule_id": f"Rule {data['rule_id']} is disabled in {label}: it gates nothing."})
-        arguments = data.get("arguments")
-        summary = data.get("summary") or ""
+            raise ValidationError({"rule_id": f"Rule {rule_id} is disabled in {label}: it gates nothing."})
         if arguments is not None and level != PassInformationLevel.FULL:
             raise ValidationError(
                 {
@@ -342,22 +355,22 @@ def approval_register(
         approval.approvals_required = rule["approvals_required"]
         approval.self_approval = rule["self_approval"]
         approval.allow_run_grant = rule["allow_run_grant"]
-        approval.target = data["target"]
-        approval.operation = data["operation"]
+        approval.target = target
+        approval.operation = operation
         approval.summary = summary
         approval.arguments = arguments
-        approval.call_digest = call_digest(target=data["target"], operation=data["operation"], arguments=arguments)
+        approval.call_digest = call_digest(target=target, operation=operation, arguments=arguments)
     else:
         # A token cap is not a rule, so it parks the run on any paid plan; on Free there is no queue to park in.
         if not workspace.hitl_available:
             return _inert_or_replay(engine_key=engine_key, idempotency_key=idempotency_key, fingerprint=fingerprint)
-        if data["scope"] == Scope.TURN and version.token_caps.get("mode") == "stop":
+        if scope == Scope.TURN and version.token_caps.get("mode") == "stop":
             raise ValidationError(
                 {"scope": f"{label}'s per-turn token cap mode is stop: end the run, there is nobody to ask."}
             )
-        approval.scope = data["scope"]
-        approval.tokens_used = data["tokens_used"]
-        approval.token_cap = data["token_cap"]
+        approval.scope = scope
+        approval.tokens_used = tokens_used
+        approval.token_cap = token_cap
 
     # Insert first and look for the first request only when the key's unique constraint refuses
     # the row: a replay costs one more query, a new request none, and a race has one winner.
@@ -367,16 +380,43 @@ def approval_register(
                 _insert(approval, now=now)
         else:
             _insert(approval, now=now)  # autocommit: one statement, no BEGIN/COMMIT round trips
-    except IntegrityError:
-        first = None
-        if idempotency_key:
+    except IntegrityError as error:
+        if idempotency_key and _refused_by(error) == IDEMPOTENCY_CONSTRAINT:
             first = _idempotent_replay(engine_key=engine_key, idempotency_key=idempotency_key, fingerprint=fingerprint)
-        if first is None:
-            # Not the idempotency key: the config was deleted since its version was cached.
+            if first is not None:
+                return Registration(approval=first, created=False)
+        if _refused_by(error) == FOREIGN_KEY:
+            # The config was deleted since its version was cached.
             _FROZEN_VERSIONS.clear()
-            raise NotFound(f"No config {data['config_id']} in this workspace.") from None
-        return Registration(approval=first, created=False)
+            raise ConfigNotFound(f"No config {config_id} in this workspace.") from None
+        raise
     return Registration(approval=approval, created=True)
+
+
+IDEMPOTENCY_CONSTRAINT = "one_request_per_idempotency_key"
+FOREIGN_KEY = "foreign key"
+
+
+def _refused_by(error: IntegrityError) -> str:
+    """Which constraint refused a new request: its name, FOREIGN_KEY, or "" for anything else.
+
+    PostgreSQL names the constraint; SQLite names only the columns of a unique one.
+    """
+    cause = error.__cause__
+    diag = getattr(cause, "diag", None)
+    if diag is not None:
+        if type(cause).__name__ == "ForeignKeyViolation":
+            return FOREIGN_KEY
+        return diag.constraint_name or ""
+    message = str(error)
+    if message == "FOREIGN KEY constraint failed":
+        return FOREIGN_KEY
+    table = ApprovalRequest._meta.db_table
+    for constraint in ApprovalRequest._meta.constraints:
+        columns = (ApprovalRequest._meta.get_field(name).column for name in constraint.fields)
+        if message == "UNIQUE constraint failed: " + ", ".join(f"{table}.{column}" for column in columns):
+            return constraint.name
+    return ""
 
 
 # The INSERT the ORM would send for a new request, written once: on the registration hot path,
@@ -543,8 +583,8 @@ def _frozen_version(*, workspace: Workspace, config_id: str, number: int) -> Con
         _FROZEN_VERSIONS[key] = version
         return version
     if not Config.objects.filter(workspace=workspace, public_id=config_id).exists():
-        raise NotFound(f"No config {config_id} in this workspace.")
-    raise NotFound(f"Config {config_id} has no version {number}: register against a published version it serves.")
+        raise ConfigNotFound(f"No config {config_id} in this workspace.")
+    raise ConfigNotFound(f"Config {config_id} has no version {number}: register against a published version it serves.")
 
 
 def approval_report_outcome(
@@ -561,7 +601,7 @@ def approval_report_outcome(
     )
     approval.refresh_from_db(from_queryset=ApprovalRequest.objects.select_related("config"))
     if not reported and approval.status != Status.APPROVED:
-        raise Conflict(
+        raise NotApproved(
             f"{approval.public_id} is {approval.status}, not approved: an outcome is reported only for an "
             "approved call, which must not run otherwise."
         )

@@ -7,15 +7,16 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from hitl_portal.errors import SelfApproval
 from rules.selectors import configs_for
 from workspaces.decorators import member_required
 
 from . import selectors, services
+from .exceptions import ApprovalNotFound, SelfApproval, WrongDecision
 from .forms import DecisionForm, HistoryFilterForm
-from .models import ApprovalRequest, Grant, Status
-from .services import WrongDecision, approval_decide
-from .templatetags.approval_cards import decision_line, quorum_line
+from .models import Grant, Status
+from .permissions import DECIDERS_ONLY, may_decide
+from .presenters import decided_line, quorum_line
+from .services import approval_decide
 
 
 def _queue_context(request: HttpRequest) -> dict:
@@ -47,12 +48,14 @@ def queue_cards(request: HttpRequest) -> HttpResponse:
 @require_POST
 @member_required
 def decide(request: HttpRequest, public_id: str) -> HttpResponse:
-    if not request.actor.can_review:
-        raise PermissionDenied("Only a reviewer or an admin of this workspace may decide.")
+    if not may_decide(request.actor):
+        raise PermissionDenied(DECIDERS_ONLY)
     try:
         approval = selectors.approval_get(workspace=request.actor.workspace, public_id=public_id)
-    except ApprovalRequest.DoesNotExist:
-        raise Http404("No such approval request in this workspace.") from None
+    except ApprovalNotFound as missing:
+        raise Http404(missing.message) from None
+    if not may_decide(request.actor, approval):
+        raise PermissionDenied(DECIDERS_ONLY)
     form = DecisionForm(request.POST)
     error = ""
     if form.is_valid():
@@ -65,9 +68,9 @@ def decide(request: HttpRequest, public_id: str) -> HttpResponse:
                 grant_ttl_seconds=form.grant_ttl(),
             )
         except WrongDecision as wrong:
-            error = str(wrong)
+            error = wrong.message
         except SelfApproval as refused:
-            error = str(refused.detail)
+            error = refused.message
     else:
         error = " ".join(e for errors in form.errors.values() for e in errors)
     if error or approval.status == Status.PENDING:
@@ -84,18 +87,10 @@ def decide(request: HttpRequest, public_id: str) -> HttpResponse:
             messages.success(request, f"{notice} {quorum_line(approval)}.")
         return redirect("approvals:queue")
     if not request.htmx:
-        messages.success(request, _outcome_text(approval, already))
+        messages.success(request, decided_line(approval, already=already))
         return redirect("approvals:queue")
-    ctx = {"approval": approval, "already": already, "outcome": _outcome_text(approval, already)}
+    ctx = {"approval": approval, "already": already, "outcome": decided_line(approval, already=already)}
     return render(request, "approvals/_decided.html", ctx)
-
-
-def _outcome_text(approval: ApprovalRequest, already: bool) -> str:
-    """What the reviewer is told after pressing a button: their decision, or the first one."""
-    line = decision_line(approval)
-    if already and approval.status != "expired":
-        return f"Already {line[0].lower()}{line[1:]}"
-    return line
 
 
 @require_GET
@@ -122,7 +117,7 @@ def history(request: HttpRequest) -> HttpResponse:
 @member_required
 def grants(request: HttpRequest) -> HttpResponse:
     """Live run grants, newest first, with their uses; reviewers may revoke each."""
-    if not request.actor.can_review:
+    if not may_decide(request.actor):
         raise PermissionDenied("Only a reviewer or an admin of this workspace sees its run grants.")
     rows = list(selectors.grants_for(request.actor.workspace, active=True)[: selectors.QUEUE_LIMIT])
     return render(request, "approvals/grants.html", {"tab": "approvals", "config": None, "grants": rows})
@@ -131,7 +126,7 @@ def grants(request: HttpRequest) -> HttpResponse:
 @require_POST
 @member_required
 def grant_revoke(request: HttpRequest, public_id: str) -> HttpResponse:
-    if not request.actor.can_review:
+    if not may_decide(request.actor):
         raise PermissionDenied("Only a reviewer or an admin of this workspace may revoke a run grant.")
     grant = Grant.objects.for_workspace(request.actor.workspace).filter(public_id=public_id).first()
     if grant is None:

@@ -134,13 +134,28 @@ def policy_rows(result: dict, row) -> list[dict]:
     return rows
 
 
+def run(bench) -> list[dict]:
+    """The section as `python -m bench` runs it (with the server up, on the big table)."""
+    from bench.harness import log
+    from bench.report import row
+    from bench.server import load
+
+    log("approver policy: registration on a rule with allow_run_grant, without and with a live grant")
+    result = bench.results["policy"] = measure_policy(
+        bench.world, load=load, rounds=bench.rounds, duration=bench.duration
+    )
+    return policy_rows(result, row)
+
+
 def main() -> None:
     import argparse
     import json
     import os
     import urllib.parse
 
-    from bench.__main__ import RESULTS, Server, World, load, log, print_table, recreate_database, row, setup_django
+    from bench.harness import RESULTS, World, log, recreate_database, setup_django
+    from bench.report import row, table
+    from bench.server import Server, load
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--duration", type=float, default=3.0, help="seconds per load run")
@@ -167,7 +182,7 @@ def main() -> None:
     finally:
         server.stop()
     (RESULTS / "policy.json").write_text(json.dumps(result, indent=2, default=str))
-    print(print_table(policy_rows(result, row)))
+    print(table(policy_rows(result, row)))
     print(json.dumps({"ratios": result["ratios"], "granted_check": result["granted_check"]}))
 
 

@@ -73,3 +73,48 @@ def insert_requests(
             "step": created_step_ms,
         },
     )
+
+
+def seed_big_table(bench) -> None:
+    """The million rows: 60 days of decided history and `bench.pending` requests from the last 12 hours.
+
+    Then the pending requests' ids, shuffled, for the sections that poll or decide them.
+    """
+    import random
+    import time
+    from datetime import UTC, timedelta
+
+    from django.db import connection
+
+    from bench.harness import log, vacuum
+
+    world, total, pending = bench.world, bench.total, bench.pending
+    log(f"seeding {total:,} requests ({pending:,} pending) with INSERT … SELECT generate_series")
+    now = datetime.now(UTC)
+    t0 = time.perf_counter()
+    history = total - pending
+    span_ms = int(60 * 86400 * 1000 / history)  # 60 days of history
+    decided = {"approved": int(history * 0.6), "rejected": int(history * 0.3)}
+    decided["expired"] = history - sum(decided.values())
+    for (status, count), tag in zip(decided.items(), ("appr", "rejd", "expd"), strict=True):
+        world.seed(
+            count=count, status=status, tag=tag, created_from=now - timedelta(days=61), step_ms=span_ms, ttl_s=86400
+        )
+    world.seed(
+        count=pending,
+        status="pending",
+        tag="pend",
+        created_from=now - timedelta(hours=12),
+        step_ms=max(1, int(12 * 3600 * 1000 / pending)),
+        ttl_s=86400,
+    )
+    vacuum()
+    bench.results["seed_s"] = time.perf_counter() - t0
+    log(f"seeded in {bench.results['seed_s']:.0f} s")
+
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT public_id FROM {TABLE} WHERE public_id LIKE 'apr_pend%%'")
+        ids = [r[0] for r in cursor.fetchall()]
+    random.Random(1).shuffle(ids)
+    bench.pending_ids = ids
+    bench.ids_file.write_text("\n".join(ids[:5000]) + "\n")

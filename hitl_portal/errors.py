@@ -6,7 +6,12 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from django.http import Http404, JsonResponse
 from rest_framework import exceptions, serializers, status
 from rest_framework.response import Response
-from rest_framework.views import exception_handler
+from rest_framework.views import exception_handler, set_rollback
+
+from approvals.exceptions import ApprovalNotFound, IdempotencyKeyReused, NotApproved, SelfApproval, WrongDecision
+from rules.exceptions import ConfigNotFound, PlanRequired
+
+from .exceptions import DomainError
 
 
 class ErrorDetailSerializer(serializers.Serializer):
@@ -19,32 +24,6 @@ class ErrorSerializer(serializers.Serializer):
     """API.md's error shape, {"error": {"code", "message", "fields"}}, for the OpenAPI schema."""
 
     error = ErrorDetailSerializer()
-
-
-class PlanRequired(exceptions.APIException):
-    status_code = status.HTTP_403_FORBIDDEN
-    default_code = "plan_required"
-    default_detail = "Human-in-the-Loop needs a Pro or Enterprise plan."
-
-
-class SelfApproval(exceptions.APIException):
-    """Four eyes: the person a run acts for may not approve its requests (rejecting is allowed)."""
-
-    status_code = status.HTTP_403_FORBIDDEN
-    default_code = "self_approval"
-    default_detail = "The run acts for you, so another reviewer must approve it; you may reject it."
-
-
-class Conflict(exceptions.APIException):
-    status_code = status.HTTP_409_CONFLICT
-    default_code = "conflict"
-    default_detail = "The request conflicts with the object's current state."
-
-
-class Unprocessable(exceptions.APIException):
-    status_code = status.HTTP_422_UNPROCESSABLE_ENTITY
-    default_code = "unprocessable"
-    default_detail = "The request cannot be processed."
 
 
 class PayloadTooLarge(exceptions.APIException):
@@ -64,6 +43,27 @@ CODES = {
     exceptions.NotAcceptable: "not_acceptable",
     exceptions.ValidationError: "invalid",
 }
+
+
+# Every domain error the services raise, and the HTTP status and API.md code it answers with.
+DOMAIN_ERRORS: dict[type[DomainError], tuple[int, str]] = {
+    ApprovalNotFound: (status.HTTP_404_NOT_FOUND, "not_found"),
+    ConfigNotFound: (status.HTTP_404_NOT_FOUND, "not_found"),
+    WrongDecision: (status.HTTP_400_BAD_REQUEST, "invalid"),
+    PlanRequired: (status.HTTP_403_FORBIDDEN, "plan_required"),
+    SelfApproval: (status.HTTP_403_FORBIDDEN, "self_approval"),
+    NotApproved: (status.HTTP_409_CONFLICT, "conflict"),
+    IdempotencyKeyReused: (status.HTTP_422_UNPROCESSABLE_ENTITY, "idempotency_key_reused"),
+    DomainError: (status.HTTP_400_BAD_REQUEST, "invalid"),  # any other refusal: the client must change something
+}
+
+
+def domain_error_response(exc: DomainError) -> Response:
+    status_code, code = next(answer for cls, answer in DOMAIN_ERRORS.items() if isinstance(exc, cls))
+    set_rollback()  # as DRF does for its own exceptions under ATOMIC_REQUESTS
+    if exc.field:
+        return Response(error_body(code, f"{exc.field}: {exc.message}", {exc.field: exc.message}), status=status_code)
+    return Response(error_body(code, exc.message), status=status_code)
 
 
 def error_body(code: str, message: str, fields: dict | None = None) -> dict:
@@ -91,6 +91,8 @@ def _flatten(detail, prefix: str = "") -> dict[str, str]:
 
 
 def api_exception_handler(exc, context):
+    if isinstance(exc, DomainError):
+        return domain_error_response(exc)
     if isinstance(exc, DjangoValidationError):
         exc = exceptions.ValidationError(exc.message_dict if hasattr(exc, "error_dict") else exc.messages)
     elif isinstance(exc, Http404):

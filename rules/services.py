@@ -6,9 +6,9 @@ from django.db.models import Max
 from django.utils import timezone
 
 from contacts.models import Contact
-from hitl_portal.errors import PlanRequired
 from workspaces.models import Workspace
 
+from .exceptions import PlanRequired
 from .models import Config, ConfigVersion, Rule
 
 RULE_FIELDS = (

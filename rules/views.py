@@ -10,10 +10,10 @@ from django.http import Http404
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
-from hitl_portal.errors import PlanRequired
 from workspaces.decorators import admin_required, member_required
 
 from . import selectors, services
+from .exceptions import PlanRequired
 from .forms import WHICH_ONE, ConfigForm, PinForm, PublishForm, RuleForm, SettingsForm
 from .models import Config, ConfigVersion, Rule
 
@@ -185,7 +185,7 @@ def publish(request, cfg: str):
     try:
         version = services.config_publish(config=config, user=request.user, note=form.cleaned_data["note"])
     except PlanRequired as refusal:
-        messages.error(request, str(refusal.detail))
+        messages.error(request, refusal.message)
     else:
         messages.success(request, f"Published v{version.number}; it is served now.")
     return redirect("rules:rules", config.public_id)

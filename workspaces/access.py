@@ -71,3 +71,11 @@ def actor_for_request(request) -> Actor | None:
 
 def actor_for_membership(membership: Membership) -> Actor:
     return Actor(workspace=membership.workspace, user=membership.user, role=membership.role)
+
+
+def actor_for_user(*, user, workspace: Workspace) -> Actor | None:
+    """A person acting in a workspace outside a request (the CLI); None if they are not a member."""
+    membership = Membership.objects.filter(user=user, workspace=workspace).only("role").first()
+    if membership is None:
+        return None
+    return Actor(workspace=workspace, user=user, role=membership.role)

@@ -5,7 +5,8 @@ from rest_framework.permissions import BasePermission
 from .access import actor_for_request
 
 
-def _actor(request):
+def actor_of(request):
+    """The request's actor, resolved once and kept on the request."""
     if not hasattr(request, "actor"):
         request.actor = actor_for_request(request)
     return request.actor
@@ -17,32 +18,22 @@ class IsWorkspaceActor(BasePermission):
     message = "You are not a member of a workspace that can use this."
 
     def has_permission(self, request, view) -> bool:
-        return _actor(request) is not None
+        return actor_of(request) is not None
 
 
 class IsAdmin(BasePermission):
     message = "Only a workspace admin may do this."
 
     def has_permission(self, request, view) -> bool:
-        actor = _actor(request)
+        actor = actor_of(request)
         return actor is not None and actor.is_admin
-
-
-class IsReviewer(BasePermission):
-    """Reviewers and admins (a person, never an engine key)."""
-
-    message = "Only a reviewer or an admin of this workspace may do this."
-
-    def has_permission(self, request, view) -> bool:
-        actor = _actor(request)
-        return actor is not None and actor.can_review
 
 
 class IsEngine(BasePermission):
     message = "Only an engine key may do this."
 
     def has_permission(self, request, view) -> bool:
-        actor = _actor(request)
+        actor = actor_of(request)
         return actor is not None and actor.is_engine
 
 
@@ -50,5 +41,5 @@ class IsEngineOrReviewer(BasePermission):
     message = "Only an engine key, a reviewer or an admin of this workspace may do this."
 
     def has_permission(self, request, view) -> bool:
-        actor = _actor(request)
+        actor = actor_of(request)
         return actor is not None and (actor.is_engine or actor.can_review)

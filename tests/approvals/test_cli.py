@@ -64,7 +64,7 @@ def test_it_denies_with_a_reason_and_stops_a_token_cap_run(support, alice):
     gate, cap = make_approval(support), make_token_cap(support)
     hitl("deny", gate.public_id, "--as", "alice@acme.test", "--reason", "Wrong customer")
     hitl("deny", cap.public_id, "--as", "alice@acme.test", "--reason", "Too expensive")
-    assert ApprovalRequest.objects.get(pk=gate.pk).decision()["reason"] == "Wrong customer"
+    assert ApprovalRequest.objects.get(pk=gate.pk).reason == "Wrong customer"
     assert ApprovalRequest.objects.get(pk=cap.pk).decision_action == "stop_run"
 
 

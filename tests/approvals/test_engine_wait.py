@@ -110,9 +110,7 @@ def test_it_wakes_a_long_poll_within_a_second_of_a_decision_made_from_another_co
 def test_it_leaves_no_listen_behind_on_a_persistent_connection(acme, alice):
     support = make_support_config(acme, alice)
     engine_key, _ = token_create(workspace=acme, engine_name="direct")
-    approval = approval_register(
-        workspace=acme, engine_key=engine_key, data={**gate_body(support), "arguments": None}
-    ).approval
+    approval = approval_register(workspace=acme, engine_key=engine_key, **gate_body(support, arguments=None)).approval
 
     def load() -> ApprovalRequest:
         return ApprovalRequest.objects.select_related("config").get(pk=approval.pk)
@@ -202,9 +200,7 @@ def test_it_polls_when_it_cannot_listen_and_answers_once_decided(acme, alice, bo
     """Inside a transaction (or on SQLite) there is no LISTEN: a short poll loop sees the decision."""
     support = make_support_config(acme, alice)
     engine_key, _ = token_create(workspace=acme, engine_name="direct")
-    approval = approval_register(
-        workspace=acme, engine_key=engine_key, data={**gate_body(support), "arguments": None}
-    ).approval
+    approval = approval_register(workspace=acme, engine_key=engine_key, **gate_body(support, arguments=None)).approval
     reads: list[str] = []
 
     def load() -> ApprovalRequest:

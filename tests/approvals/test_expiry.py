@@ -11,6 +11,7 @@ from django_q.models import Schedule
 
 from approvals import tasks
 from approvals.models import EXPIRED_REASON, ApprovalRequest, Status
+from approvals.serializers import approval_as_dict
 from approvals.services import approval_decide, approval_sweep_overdue
 from tests.helpers import make_config, travel
 
@@ -55,7 +56,7 @@ def test_it_sweeps_overdue_requests_and_leaves_the_rest(support, bob):
     rows = {a.pk: a for a in ApprovalRequest.objects.all()}
     assert rows[overdue.pk].status == Status.EXPIRED and rows[overdue.pk].reason == EXPIRED_REASON
     assert rows[overdue.pk].decided_at == overdue.expires_at and rows[overdue.pk].decided_by is None
-    assert rows[cap.pk].decision()["action"] == "stop_run"
+    assert approval_as_dict(rows[cap.pk])["decision"]["action"] == "stop_run"
     assert rows[fresh.pk].status == Status.PENDING
     assert (rows[decided.pk].status, rows[decided.pk].reason) == (Status.APPROVED, "fine")
 

@@ -92,3 +92,17 @@ def test_it_pages_with_a_cursor(bob_api, support):
 def test_it_lists_a_status_as_the_reader_sees_it(bob_api, support):
     make_approval(support, status=Status.REJECTED)
     assert ids(bob_api.get(LIST, params={"status": "pending"})) == []
+
+
+def test_it_lists_expired_requests_as_the_history_page_does_overdue_ones_included(bob_api, client, bob, support):
+    now = timezone.now()
+    swept = make_approval(support, status=Status.EXPIRED, created_at=now - timedelta(hours=3))
+    overdue = make_approval(support, created_at=now - timedelta(hours=2), ttl=timedelta(minutes=1))
+    make_approval(support, status=Status.REJECTED, created_at=now - timedelta(hours=1))
+    api_ids = ids(bob_api.get(LIST, params={"status": "expired", "limit": 1}))
+    second = bob_api.get(LIST, params={"status": "expired", "limit": 1}).json()["next"]
+    api_ids += ids(bob_api.get(second.replace(bob_api.base_url, "")))
+    client.force_login(bob)
+    page = client.get("/hitl/approvals/history/", {"status": "expired"})
+    assert api_ids == [overdue.public_id, swept.public_id]
+    assert [row.public_id for row in page.context["rows"]] == api_ids

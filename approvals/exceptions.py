@@ -1,0 +1,43 @@
+"""What approval services refuse, in the domain's words (HTTP statuses: hitl_portal/errors.py)."""
+
+from hitl_portal.exceptions import DomainError
+
+
+class ApprovalNotFound(DomainError):
+    """No such request in this workspace; another workspace's request reads the same."""
+
+    def __init__(self, public_id: str) -> None:
+        super().__init__(f"No approval request {public_id} in this workspace.")
+        self.public_id = public_id
+
+
+class WrongDecision(DomainError):
+    """approve/reject on a token cap request, proceed/stop on a gate request, or no decision word at all."""
+
+    field = "decision"
+
+
+class GrantNotAllowed(WrongDecision):
+    """A run grant on a rule that does not allow one, or with anything but an approval."""
+
+    field = "grant"
+
+
+class GrantTtlOutOfRange(WrongDecision):
+    field = "grant_ttl_seconds"
+
+
+class SelfApproval(DomainError):
+    """Four eyes: the person a run acts for (requested_by) may not approve it; rejecting is allowed."""
+
+    default_message = "The run acts for you, so another reviewer must approve it; you may reject it."
+
+
+class IdempotencyKeyReused(DomainError):
+    """The engine key used this Idempotency-Key before, with another body."""
+
+    default_message = "This Idempotency-Key was already used with a different body."
+
+
+class NotApproved(DomainError):
+    """An outcome reported for a request that is not approved (its call must not have run)."""

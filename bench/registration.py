@@ -1,0 +1,26 @@
+"""Section: registration throughput at 1, 8 and 32 concurrent engines, beside the floor's bare INSERT."""
+
+from bench.harness import Bench, log
+from bench.report import load_rows
+from bench.server import paired
+
+
+def run(bench: Bench) -> list[dict]:
+    body = bench.world.registration_body()
+    results = bench.results["registration"] = {}
+    rows = []
+    for concurrency in (1, 8, 32):
+        log(f"registration at {concurrency} concurrent engine(s): floor and portal, {bench.rounds} rounds")
+        results[str(concurrency)] = run_ = paired(
+            bench.world,
+            floor_path="/bench/floor/approvals",
+            portal_path="/api/v1/approvals",
+            rounds=bench.rounds,
+            method="POST",
+            concurrency=concurrency,
+            duration=bench.duration,
+            body=body,
+        )
+        label = f"registration, {concurrency} engine(s)"
+        rows += load_rows(run_, throughput=f"{label}: throughput", latency=label)
+    return rows

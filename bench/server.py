@@ -1,0 +1,120 @@
+"""The portal under gunicorn, and the load generator (`bench/load.py`) run against it in floor/portal pairs."""
+
+import http.client
+import json
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from bench.harness import RESULTS, ROOT, World
+
+PORT = int(os.environ.get("BENCH_PORT", "8731"))  # another port when several benches share a machine
+GUNICORN = ["--worker-class", "gthread", "--workers", "4", "--threads", "8", "--keep-alive", "30", "--timeout", "60"]
+
+
+class Server:
+    def __init__(self, url: str) -> None:
+        env = {**os.environ, "DJANGO_SETTINGS_MODULE": "bench.settings", "BENCH_DATABASE_URL": url}
+        env["PGAPPNAME"] = "hitl-bench-server"
+        self.log = open(RESULTS / "gunicorn.log", "w")
+        self.process = subprocess.Popen(
+            [
+                str(Path(sys.executable).parent / "gunicorn"),
+                "hitl_portal.wsgi",
+                "--bind",
+                f"127.0.0.1:{PORT}",
+                *GUNICORN,
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise SystemExit(f"gunicorn exited with {self.process.returncode}; see bench/results/gunicorn.log")
+            try:
+                conn = http.client.HTTPConnection("127.0.0.1", PORT, timeout=5)
+                conn.request("GET", "/login/")
+                if conn.getresponse().status == 200:
+                    return
+            except OSError:
+                time.sleep(0.2)
+        raise SystemExit("gunicorn did not answer within 60 s")
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait()
+        self.log.close()
+
+
+def load(world: World, *, method: str, path: str, concurrency: int, duration: float, **extra) -> dict:
+    """One run of the separate load-generator process."""
+    command = [
+        sys.executable,
+        "-m",
+        "bench.load",
+        "--port",
+        str(PORT),
+        "--token",
+        world.engine_token,
+        "--method",
+        method,
+        "--path",
+        path,
+        "-c",
+        str(concurrency),
+        "-d",
+        str(duration),
+        "--warmup",
+        "1",
+    ]
+    if "body" in extra:
+        command += ["--body", json.dumps(extra["body"]), "--idempotency"]
+    if "ids_file" in extra:
+        command += ["--ids-file", str(extra["ids_file"])]
+    out = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=duration + 120)
+    if out.returncode != 0:
+        raise SystemExit(f"load generator failed: {out.stderr[-2000:]}")
+    return json.loads(out.stdout)
+
+
+def paired(world: World, *, floor_path: str, portal_path: str, rounds: int, **load_args) -> dict:
+    """Floor and portal back to back, `rounds` times: each round's pair sees the same machine.
+
+    The ratio is the median of the rounds' ratios, so one noisy run on a shared machine moves it
+    less; each side's figures are the medians of its rounds. Every other round runs the portal
+    first, so neither side always meets what the other left behind (autovacuum after inserts).
+    """
+    floors, portals = [], []
+    for round_number in range(rounds):
+        if round_number % 2:
+            portals.append(load(world, path=portal_path, **load_args))
+            floors.append(load(world, path=floor_path, **load_args))
+        else:
+            floors.append(load(world, path=floor_path, **load_args))
+            portals.append(load(world, path=portal_path, **load_args))
+    ratios = [
+        portal["throughput_rps"] / floor["throughput_rps"] if floor["throughput_rps"] else 0.0
+        for floor, portal in zip(floors, portals, strict=True)
+    ]
+    return {"floor": _median_run(floors), "portal": _median_run(portals), "ratios": ratios}
+
+
+def _median_run(runs: list[dict]) -> dict:
+    merged = {key: statistics.median(run[key] for run in runs) for key in runs[0] if key.endswith(("_ms", "_rps"))}
+    for key in ("requests", "ok", "errors"):
+        merged[key] = sum(run[key] for run in runs)
+    merged["rounds"] = runs
+    return merged

@@ -1,0 +1,15 @@
+"""What config and rule services refuse, in the domain's words (HTTP statuses: hitl_portal/errors.py)."""
+
+from hitl_portal.exceptions import DomainError
+
+
+class ConfigNotFound(DomainError):
+    """No such config (or no such version of it) in this workspace; another workspace's reads the same."""
+
+    default_message = "No such config in this workspace."
+
+
+class PlanRequired(DomainError):
+    """The workspace's plan does not allow this (Human-in-the-Loop on the Free plan)."""
+
+    default_message = "Human-in-the-Loop needs a Pro or Enterprise plan."
