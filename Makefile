@@ -23,10 +23,12 @@ run: $(VENV)/.installed
 	  $(VENV)/bin/gunicorn hitl_portal.wsgi --bind $(HOST):$(PORT) --worker-class gthread --workers 2 --threads 8 --timeout 60 --access-logfile - & \
 	  wait
 
-## make test: the whole suite (PostgreSQL when DATABASE_URL is set, SQLite otherwise)
+## make test: the whole suite on PostgreSQL — DATABASE_URL's (CI), or else a throwaway one from the
+## pip-installed pgserver wheel, started for this run and deleted after it (tests/throwaway_postgres.py)
+ON_POSTGRES = $(if $(DATABASE_URL),,$(PY) -m tests.throwaway_postgres)
 test: $(VENV)/.installed
 	$(VENV)/bin/ruff check .
-	$(VENV)/bin/pytest $(PYTEST_ARGS)
+	$(ON_POSTGRES) $(VENV)/bin/pytest $(PYTEST_ARGS)
 
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check .
@@ -41,7 +43,7 @@ clean:
 
 ## make faults: fault tests on PostgreSQL (kills the django-q2 cluster and database connections on purpose)
 faults: $(VENV)/.installed
-	$(VENV)/bin/pytest -m faults tests/faults $(PYTEST_ARGS)
+	$(ON_POSTGRES) $(VENV)/bin/pytest -m faults tests/faults $(PYTEST_ARGS)
 
 ## make bench: by hand, never in `make test` — throwaway PostgreSQL database, gunicorn, figures beside floors
 BENCH_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/hitl_bench

@@ -5,7 +5,7 @@ from .models import ApprovalRequest
 
 @admin.register(ApprovalRequest)
 class ApprovalRequestAdmin(admin.ModelAdmin):
-    """For looking, not deciding: decisions go through the queue so they are recorded once."""
+    """For looking, not deciding or deleting: decisions go through the queue, and history stays."""
 
     list_display = [
         "public_id",
@@ -28,4 +28,7 @@ class ApprovalRequestAdmin(admin.ModelAdmin):
         return False
 
     def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
         return False

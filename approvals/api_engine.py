@@ -294,7 +294,7 @@ class ApprovalOutcomeView(APIView):
             ),
             400: _error("Bad JSON, an unknown status, or a field over its limit."),
             **AUTH_ERRORS,
-            404: _error("No such request in this workspace."),
+            404: _error("No such request in this workspace, or one registered by another engine key."),
             409: _error("`conflict`: the request is not approved (pending, rejected or expired)."),
         },
         tags=["engines"],
@@ -302,7 +302,10 @@ class ApprovalOutcomeView(APIView):
     def post(self, request, apr: str) -> Response:
         serializer = OutcomeSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        approval, already = services.approval_report_outcome(
-            approval=_get_approval(request, apr), **serializer.validated_data
-        )
+        approval = _get_approval(request, apr)
+        if approval.engine_key_id != request.auth.pk:
+            # Only the engine that registered the call ran it: another key's report would be a guess,
+            # and a first report stands. Answered like a missing id, so keys cannot probe each other.
+            raise NotFound(f"No approval request {apr} registered by this engine key.")
+        approval, already = services.approval_report_outcome(approval=approval, **serializer.validated_data)
         return Response({**approval_as_dict(approval), "already_reported": already})

@@ -10,7 +10,7 @@ from . import selectors
 from .exceptions import ApprovalNotFound, SelfApproval
 from .models import ApprovalKind, ApprovalRequest, Status
 from .permissions import may_decide
-from .presenters import EXPIRED_LINE, card_title, decision_line, duration, quorum_line
+from .presenters import EXPIRED_LINE, card_title, decision_line, duration, quorum_line, visible
 from .services import approval_decide
 
 MAX_REASON = 2000
@@ -31,7 +31,7 @@ def pending(cmd, options) -> None:
                     approval.workspace.slug,
                     f"{approval.config.public_id}@{approval.config_version}",
                     card_title(approval),
-                    approval.caller or "—",
+                    visible(approval.caller) or "—",
                     f"expires in {duration(approval.expires_at - now)}",
                 ]
             )
@@ -73,7 +73,7 @@ def _decide(cmd, options, *, yes: bool, reason: str) -> None:
         action = approval.get_decision_action_display().lower()
         cmd.stdout.write(f"{line}: {approval.public_id} ({title}) — the engine will {action}.")
     if approval.reason and approval.effective_status() != Status.EXPIRED:
-        cmd.stdout.write(f"Reason: {approval.reason}")
+        cmd.stdout.write(f"Reason: {visible(approval.reason)}")
 
 
 def approve(cmd, options) -> None:

@@ -68,7 +68,8 @@ class ApprovalRequest(models.Model):
     kind = models.CharField(max_length=16, choices=ApprovalKind.choices, default=ApprovalKind.GATE)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
 
-    config = models.ForeignKey(Config, on_delete=models.CASCADE, related_name="approval_requests")
+    # PROTECT: deleting a config must never take its approval history with it.
+    config = models.ForeignKey(Config, on_delete=models.PROTECT, related_name="approval_requests")
     config_version = models.PositiveIntegerField()
     # The frozen rule, copied from the version so the card never depends on a later draft.
     rule_id = models.CharField(max_length=24, blank=True)
@@ -98,8 +99,9 @@ class ApprovalRequest(models.Model):
 
     # The decision, recorded once (see services.approval_decide).
     decided_at = models.DateTimeField(null=True, blank=True)
+    # PROTECT: who decided is history; a person who decided is deactivated, never deleted.
     decided_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+", db_index=False
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+", db_index=False
     )
     decided_by_email = models.CharField(max_length=254, blank=True)  # kept if the user is deleted
     decision_action = models.CharField(max_length=20, choices=Action.choices, blank=True)

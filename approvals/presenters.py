@@ -4,11 +4,55 @@ The API's shape is not here: that is `serializers.approval_as_dict`, the contrac
 """
 
 import json
+import unicodedata
 from datetime import datetime, timedelta
 
 from django.utils import timezone
 
 from .models import ApprovalKind, ApprovalRequest, Status
+
+# Engine-supplied text shown to people: control and bidi characters made visible, never obeyed.
+# A `\r` or an ANSI escape in a target rewrites a line of `hitl pending`; a U+202E turns
+# "prod_db.\u202egnp.tmp_" into what looks like "prod_db._pmt.png". Every surface that shows engine
+# text (CLI, cards, history, notifications) passes it through `visible()`, so a reviewer sees `\r`,
+# `\x1b`, `\u202e` where those characters are. The stored text is untouched (the call digest is
+# over the exact bytes).
+#
+# Cc: C0/C1 controls and DEL; Cf: format characters (bidi embeddings, overrides and isolates,
+# zero-width joiners and spaces, BOM, tags); Zl/Zp: line and paragraph separators.
+HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp"})
+NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def escape_char(char: str) -> str:
+    if char in NAMED:
+        return NAMED[char]
+    code = ord(char)
+    if code <= 0xFF:
+        return f"\\x{code:02x}"
+    if code <= 0xFFFF:
+        return f"\\u{code:04x}"
+    return f"\\U{code:08x}"
+
+
+def visible(text: object, *, keep_newlines: bool = False) -> str:
+    """`text` with every control, bidi and invisible format character written as its escape.
+
+    keep_newlines: leave "\\n" as a line break (multi-line text in a page's <pre>); the CLI,
+    whose rows are one line each, escapes it like the rest.
+    """
+    if text is None:
+        return ""
+    text = str(text)
+    if text.isprintable():  # the common case (no Cc/Cf/Zl/Zp among its characters): nothing to do
+        return text
+    return "".join(
+        char
+        if (keep_newlines and char == "\n") or unicodedata.category(char) not in HIDDEN_CATEGORIES
+        else escape_char(char)
+        for char in text
+    )
+
 
 POINT_WORDS = {"entry": "before the call", "exit": "before its result returns"}
 
@@ -29,7 +73,11 @@ def _named(noun: str, target: str) -> str:
 
 
 def card_title(approval: ApprovalRequest) -> str:
-    """An imperative naming the act and its object (seed 000's card vocabulary)."""
+    """An imperative naming the act and its object (seed 000's card vocabulary), engine text made visible."""
+    return visible(_card_title(approval))
+
+
+def _card_title(approval: ApprovalRequest) -> str:
     if approval.kind == ApprovalKind.TOKEN_CAP:
         return "Token cap reached"
     target = approval.target or "(no target given)"
@@ -103,7 +151,13 @@ def thousands(value) -> str:
 
 
 def pretty_json(value) -> str:
-    return json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False)
+    # JSON escapes control characters itself; bidi and zero-width ones it leaves raw.
+    return visible(json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False), keep_newlines=True)
+
+
+def visible_lines(text) -> str:
+    """Multi-line text (a summary, a rule's message): line breaks kept, every other control made visible."""
+    return visible(text, keep_newlines=True)
 
 
 def when(moment: datetime | None) -> str:
@@ -139,7 +193,7 @@ def outcome_line(approval: ApprovalRequest) -> str:
         return "outcome not reported"
     line = approval.get_execution_status_display().lower()
     if approval.execution_id:
-        line += f" · {approval.execution_id}"
+        line += f" · {visible(approval.execution_id)}"
     return line
 
 

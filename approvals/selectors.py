@@ -160,8 +160,9 @@ def decode_cursor(cursor: str) -> tuple[datetime, int] | None:
         moment = datetime.fromisoformat(stamp)
         if timezone.is_naive(moment):
             return None
-        return moment, int(pk)
-    except (ValueError, UnicodeDecodeError, binascii.Error):
+        # In UTC, as the database compares it: a moment past year 9999 there is no cursor of ours.
+        return moment.astimezone(UTC), int(pk)
+    except (ValueError, UnicodeDecodeError, binascii.Error, OverflowError):
         return None
 
 
@@ -187,7 +188,7 @@ def history_page(
         rows = with_kind(rows, filters.kind)
     if filters.date_from:
         rows = rows.filter(created_at__gte=_start_of(filters.date_from))
-    if filters.date_to:
+    if filters.date_to and filters.date_to < date.max:  # up to 9999-12-31 is no bound at all
         rows = rows.filter(created_at__lt=_start_of(filters.date_to + timedelta(days=1)))
     status = filters.status
     oldest_first = status == Status.PENDING

@@ -1,24 +1,112 @@
+import io
+
 from django.conf import settings
+from django.core.handlers.asgi import ASGIRequest
+from django.core.handlers.wsgi import LimitedStream
+from django.http import Http404, HttpResponse, HttpResponseBadRequest
 
 from .errors import json_error
 
 
+def _too_large(size: str) -> object:
+    return json_error(
+        "payload_too_large",
+        f"The request body is {size} bytes; the limit is {settings.API_MAX_BODY_BYTES} (256 KiB).",
+        413,
+    )
+
+
+def _unsized_stream(request):
+    """The stream a body without Content-Length can be read from to its end, or None if none can.
+
+    Django sizes a body by Content-Length alone, so a chunked body would be read as empty —
+    a POST creating a rule would create the default one. Read it here instead: under ASGI the
+    server has already received it whole; under WSGI only a server that ends `wsgi.input` at the
+    body's end (gunicorn says so with `wsgi.input_terminated`) can be read without hanging.
+    """
+    if isinstance(request, ASGIRequest):
+        return request._stream
+    if request.META.get("wsgi.input_terminated"):
+        return request.META["wsgi.input"]
+    return None
+
+
 class ApiBodyLimitMiddleware:
-    """Refuse oversized API bodies with 413 before anything reads them (API.md, Limits)."""
+    """Refuse oversized API bodies with 413 before anything reads them (docs/api.md, Limits).
+
+    A body sent without Content-Length (chunked) is read here, at most one byte past the limit,
+    and handed on with its length; where it cannot be read safely it is refused (411), never
+    treated as empty.
+    """
 
     def __init__(self, get_response):
         self.get_response = get_response
 
     def __call__(self, request):
         if request.path.startswith("/api/"):
-            try:
-                length = int(request.META.get("CONTENT_LENGTH") or 0)
-            except ValueError:
-                return json_error("bad_request", "Content-Length must be a number of bytes.", 400)
-            if length > settings.API_MAX_BODY_BYTES:
-                return json_error(
-                    "payload_too_large",
-                    f"The request body is {length} bytes; the limit is {settings.API_MAX_BODY_BYTES} (256 KiB).",
-                    413,
-                )
+            declared = request.META.get("CONTENT_LENGTH")
+            if declared:
+                try:
+                    length = int(declared)
+                except ValueError:
+                    return json_error("bad_request", "Content-Length must be a number of bytes.", 400)
+                if length > settings.API_MAX_BODY_BYTES:
+                    return _too_large(str(length))
+            elif request.META.get("HTTP_TRANSFER_ENCODING"):
+                refusal = self._read_unsized_body(request)
+                if refusal is not None:
+                    return refusal
         return self.get_response(request)
+
+    @staticmethod
+    def _read_unsized_body(request):
+        stream = _unsized_stream(request)
+        if stream is None:
+            return json_error(
+                "length_required",
+                "Send the body with a Content-Length header (this server cannot read it chunked).",
+                411,
+            )
+        body = stream.read(settings.API_MAX_BODY_BYTES + 1)
+        if len(body) > settings.API_MAX_BODY_BYTES:
+            return _too_large(f"more than {settings.API_MAX_BODY_BYTES}")
+        # From here on the request looks as if it had been sent with its length.
+        request.META["CONTENT_LENGTH"] = str(len(body))
+        request._stream = LimitedStream(io.BytesIO(body), len(body))
+        return None
+
+
+FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
+NUL_MESSAGE = "The NUL character (\\u0000, %00) is not allowed in {where}; remove it."
+
+
+class NulGuardMiddleware:
+    """No NUL byte from a path, a query or a form reaches the database (PostgreSQL refuses it in text).
+
+    One place for every page and endpoint, so no view has to remember: an id with a NUL cannot
+    exist (404), a filter or form value with one is bad input (400). JSON bodies are the
+    serializers' to check, where the error can name the field.
+    """
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        if "\x00" in request.path_info:
+            raise Http404("No such page or object.")
+        if _has_nul(request.GET):
+            return self._refuse(request, "the query string")
+        if request.method == "POST" and request.content_type in FORM_TYPES and _has_nul(request.POST):
+            return self._refuse(request, "a form field")
+        return self.get_response(request)
+
+    @staticmethod
+    def _refuse(request, where: str) -> HttpResponse:
+        message = NUL_MESSAGE.format(where=where)
+        if request.path.startswith("/api/"):
+            return json_error("bad_request", message, 400)
+        return HttpResponseBadRequest(message, content_type="text/plain; charset=utf-8")
+
+
+def _has_nul(data) -> bool:
+    return any("\x00" in key or any("\x00" in value for value in values) for key, values in data.lists())

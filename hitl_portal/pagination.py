@@ -1,13 +1,42 @@
+from datetime import UTC, datetime
+
+from django.core.exceptions import ValidationError as DjangoValidationError
 from rest_framework import pagination
+from rest_framework.exceptions import NotFound
 from rest_framework.response import Response
 
 
 class CursorPagination(pagination.CursorPagination):
-    """API.md: {"results": [...], "next": "<url or null>"}; no COUNT(*) over the table."""
+    """docs/api.md: {"results": [...], "next": "<url or null>"}; no COUNT(*) over the table.
+
+    The cursor is client input: base64 that decodes to `p=abc` for an integer ordering, to a
+    datetime PostgreSQL cannot hold (`9999-12-31T23:59:59-23:59` is past year 9999 in UTC), or to
+    a NUL byte for a text one, answers 404 "Invalid cursor" — never a 500 from the database.
+    """
 
     ordering = "-created_at"
     page_size_query_param = "limit"
     max_page_size = 200
+
+    def paginate_queryset(self, queryset, request, view=None):
+        self._model = queryset.model
+        return super().paginate_queryset(queryset, request, view)
+
+    def decode_cursor(self, request):
+        cursor = super().decode_cursor(request)
+        if cursor is not None and cursor.position is not None:
+            ordering = self.ordering if isinstance(self.ordering, str) else self.ordering[0]
+            field = self._model._meta.get_field(ordering.lstrip("-"))
+            try:
+                if "\x00" in cursor.position:
+                    raise ValueError("NUL in a cursor")
+                value = field.to_python(cursor.position)
+                if isinstance(value, datetime):
+                    value.astimezone(UTC)  # overflows for a moment outside years 1-9999 in UTC
+                field.get_prep_value(value)
+            except (ValueError, TypeError, OverflowError, DjangoValidationError):
+                raise NotFound(self.invalid_cursor_message) from None
+        return cursor
 
     def get_paginated_response(self, data) -> Response:
         return Response({"results": data, "next": self.get_next_link()})

@@ -1,5 +1,6 @@
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import redirect, render
+from django.templatetags.static import static
 
 from .errors import json_error
 
@@ -7,6 +8,11 @@ from .errors import json_error
 @login_required
 def home(request):
     return redirect("approvals:queue")
+
+
+def favicon(request):
+    """Browsers ask for /favicon.ico whatever the page says; the icon is a static SVG."""
+    return redirect(static("favicon.svg"), permanent=True)
 
 
 def not_found(request, exception=None):

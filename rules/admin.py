@@ -21,7 +21,7 @@ class ConfigAdmin(admin.ModelAdmin):
 
 @admin.register(ConfigVersion)
 class ConfigVersionAdmin(admin.ModelAdmin):
-    """Read-only: a published version never changes."""
+    """Read-only: a published version never changes and is never deleted (its number is never reused)."""
 
     list_display = ["__str__", "config", "number", "published_at", "published_by", "note"]
     list_filter = ["config__workspace"]
@@ -31,6 +31,9 @@ class ConfigVersionAdmin(admin.ModelAdmin):
         return False
 
     def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
         return False
 
 

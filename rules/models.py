@@ -115,14 +115,22 @@ class ConfigVersionQuerySet(models.QuerySet):
     def update(self, **kwargs):
         raise TypeError("A published config version never changes")
 
+    def delete(self):
+        raise TypeError("A published config version is never deleted: `cfg@N` must always mean the same content")
+
 
 class ConfigVersion(models.Model):
-    """A frozen copy of a config's draft. Immutable: the database refuses any UPDATE."""
+    """A frozen copy of a config's draft. Immutable: the database refuses any UPDATE or DELETE.
 
-    config = models.ForeignKey(Config, on_delete=models.CASCADE, related_name="versions")
+    Never deleted, so a number is never reused: N+1 is always above every number ever published.
+    """
+
+    # PROTECT: a config with published versions cannot be deleted either (engines hold `cfg@N`).
+    config = models.ForeignKey(Config, on_delete=models.PROTECT, related_name="versions")
     number = models.PositiveIntegerField()
     published_at = models.DateTimeField()
-    published_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    # PROTECT, not SET_NULL: the row never changes, so its publisher cannot be deleted (deactivate them).
+    published_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.PROTECT, related_name="+")
     note = models.CharField(max_length=2000, blank=True)
     # Frozen as the API shows them: a list of rule dicts (ids as in the draft), contacts likewise.
     rules = models.JSONField(default=list)
@@ -143,6 +151,9 @@ class ConfigVersion(models.Model):
         if self.pk is not None:
             raise TypeError("A published config version never changes")
         super().save(*args, **kwargs)
+
+    def delete(self, *args, **kwargs):
+        raise TypeError("A published config version is never deleted: `cfg@N` must always mean the same content")
 
     @classmethod
     def from_db(cls, db, field_names, values):

@@ -35,7 +35,7 @@ class Actor:
 
 
 def memberships_of(user) -> list[Membership]:
-    if not getattr(user, "is_authenticated", False):
+    if not getattr(user, "is_authenticated", False) or not getattr(user, "is_active", False):
         return []
     return list(Membership.objects.filter(user=user).select_related("workspace").order_by("workspace__name"))
 
@@ -60,7 +60,7 @@ def actor_for_request(request) -> Actor | None:
         membership = (
             Membership.objects.filter(user_id=token.user_id, workspace_id=token.workspace_id).only("role").first()
         )
-        if membership is None:  # removed from the workspace: the token is worth nothing
+        if membership is None or not token.user.is_active:  # removed or deactivated: the token is worth nothing
             return None
         return Actor(workspace=token.workspace, user=token.user, role=membership.role)
     membership = current_membership(request)
@@ -74,8 +74,8 @@ def actor_for_membership(membership: Membership) -> Actor:
 
 
 def actor_for_user(*, user, workspace: Workspace) -> Actor | None:
-    """A person acting in a workspace outside a request (the CLI); None if they are not a member."""
+    """A person acting in a workspace outside a request (the CLI); None if not an active member."""
     membership = Membership.objects.filter(user=user, workspace=workspace).only("role").first()
-    if membership is None:
+    if membership is None or not user.is_active:
         return None
     return Actor(workspace=workspace, user=user, role=membership.role)

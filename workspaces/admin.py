@@ -1,4 +1,6 @@
 from django.contrib import admin, messages
+from django.contrib.auth import get_user_model
+from django.contrib.auth.admin import UserAdmin
 
 from . import services
 from .models import ApiToken, Membership, Workspace
@@ -45,3 +47,23 @@ class ApiTokenAdmin(admin.ModelAdmin):
         for token in queryset:
             services.token_revoke(token=token)
         self.message_user(request, f"Revoked {queryset.count()} token(s).", messages.SUCCESS)
+
+
+User = get_user_model()
+admin.site.unregister(User)
+
+
+@admin.register(User)
+class PortalUserAdmin(UserAdmin):
+    """A person who published a version or decided a request is history: deactivate them, never delete."""
+
+    def get_deleted_objects(self, objs, request):
+        deleted, counts, perms_needed, protected = super().get_deleted_objects(objs, request)
+        if protected:
+            # Django lists the protected rows; say what to do instead, in words.
+            messages.error(
+                request,
+                "People who published a config version or decided a request cannot be deleted: their "
+                "names stay in the history. Deactivate them instead (untick “Active” and save).",
+            )
+        return deleted, counts, perms_needed, protected

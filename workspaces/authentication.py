@@ -24,6 +24,9 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
             token = ApiToken.objects.active().select_related("workspace", "user").get(digest=hash_token(raw))
         except ApiToken.DoesNotExist:
             raise exceptions.AuthenticationFailed("This token is unknown or has been revoked.") from None
+        if token.user is not None and not token.user.is_active:
+            # A deactivated person's token is worth nothing at once, like a revoked one.
+            raise exceptions.AuthenticationFailed("This token's user has been deactivated.")
         # Engines have no Django user; DRF still wants something truthy-safe in request.user.
         return (token.user, token)
 

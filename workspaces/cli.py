@@ -1,6 +1,7 @@
 """CLI: `hitl workspace …`, `hitl member add`, `hitl token create|revoke` (API.md, CLI)."""
 
 from django.contrib.auth import get_user_model
+from django.core.exceptions import ValidationError
 from django.core.management.base import CommandError
 
 from . import services
@@ -18,6 +19,9 @@ def get_user(email: str):
     user = get_user_model().objects.filter(email__iexact=email).first()
     if user is None:
         raise CommandError(f"No user with email {email!r}; add one with `hitl member add {email} …`.")
+    if not user.is_active:
+        # Deactivated people act nowhere: not through a page, a token or the CLI.
+        raise CommandError(f"{user.email} is deactivated; reactivate them in Django admin first.")
     return user
 
 
@@ -38,12 +42,15 @@ def member_add(cmd, options) -> None:
     email = options["email"]
     if "@" not in email:
         raise CommandError(f"{email!r} is not an email address.")
-    membership = services.member_add(
-        workspace=get_workspace(options["workspace"]),
-        email=email,
-        role=options["role"],
-        password=options.get("password"),
-    )
+    try:
+        membership = services.member_add(
+            workspace=get_workspace(options["workspace"]),
+            email=email,
+            role=options["role"],
+            password=options.get("password"),
+        )
+    except ValidationError as error:
+        raise CommandError("That password is refused: " + " ".join(error.messages)) from None
     cmd.stdout.write(f"{membership.user.email} is {membership.role} of {membership.workspace.slug}.")
 
 

@@ -1,6 +1,7 @@
 """Writes for workspaces, members and tokens: used by the CLI, Django admin and tests alike."""
 
 from django.contrib.auth import get_user_model
+from django.contrib.auth.password_validation import validate_password
 from django.db import transaction
 from django.utils import timezone
 
@@ -21,9 +22,15 @@ def workspace_set_plan(*, workspace: Workspace, plan: str) -> Workspace:
 
 @transaction.atomic
 def member_add(*, workspace: Workspace, email: str, role: str, password: str | None = None) -> Membership:
-    """Add (or re-role) a member, creating the user if this email is new."""
+    """Add (or re-role) a member, creating the user if this email is new.
+
+    A password is held to Django's validators (AUTH_PASSWORD_VALIDATORS), as the admin's forms
+    hold it: raises django.core.exceptions.ValidationError listing what is wrong with it.
+    """
     email = User.objects.normalize_email(email).lower()
     user = User.objects.filter(email__iexact=email).first()
+    if password:
+        validate_password(password, user=user or User(username=email, email=email))
     if user is None:
         user = User.objects.create_user(username=email, email=email, password=password)
     elif password:

@@ -23,6 +23,8 @@ for _name in (
     "when",
     "outcome_line",
     "quorum_line",
+    "visible",  # every engine-supplied string on a card or in the history
+    "visible_lines",
 ):
     register.filter(_name, getattr(presenters, _name))
 

@@ -1,5 +1,48 @@
 // Small behaviours the server-rendered pages share. No framework: htmx does the swapping.
 
+// No inline handlers anywhere (the Content-Security-Policy forbids them): behaviour hangs on data- attributes.
+
+// A <select data-autosubmit> submits its form when changed (the workspace switcher);
+// a <select data-navigate> goes to the URL of the chosen option (the config picker).
+document.addEventListener("change", (event) => {
+  const select = event.target;
+  if (!(select instanceof HTMLSelectElement)) return;
+  if (select.hasAttribute("data-autosubmit") && select.form) select.form.submit();
+  if (select.hasAttribute("data-navigate")) window.location.href = select.value;
+});
+
+// Token meters: the bar's width from data-percent (an inline style="" would be refused).
+function sizeMeters() {
+  document.querySelectorAll("[data-percent]").forEach((el) => {
+    el.style.width = `${Number(el.dataset.percent) || 0}%`;
+  });
+}
+document.addEventListener("DOMContentLoaded", sizeMeters);
+document.addEventListener("htmx:afterSettle", sizeMeters);
+
+// Rule editor: the "Which one" label and hint follow the chosen kind; typing a selector picks "This one".
+function whichOneHints() {
+  const data = document.getElementById("which-one-hints");
+  if (!data) return;
+  const hints = JSON.parse(data.textContent);
+  const kind = document.querySelector('select[name="kind"]');
+  const match = document.querySelector('[name="match"]');
+  if (!kind || !match) return;
+  const form = kind.form;
+  const update = () => {
+    const [label, hint] = hints[kind.value] || hints["delete"];
+    document.getElementById("which-label").textContent = label;
+    document.getElementById("which-hint").textContent = hint;
+  };
+  kind.addEventListener("change", update);
+  match.addEventListener("input", () => {
+    const one = form.querySelector('input[name="which"][value="one"]');
+    if (match.value && one) one.checked = true;
+  });
+  update();
+}
+document.addEventListener("DOMContentLoaded", whichOneHints);
+
 // Confirm before a form marked data-confirm is submitted (pin, roll back, delete).
 document.addEventListener("submit", (event) => {
   const message = event.target.dataset && event.target.dataset.confirm;
@@ -22,6 +65,17 @@ document.addEventListener("htmx:afterRequest", (event) => {
     const notice = document.getElementById("queue-unavailable");
     if (notice) notice.hidden = true;
   }
+});
+
+// The queue's poll skips a hidden tab, and refreshes at once when the tab shows again.
+document.addEventListener("htmx:beforeRequest", (event) => {
+  if (event.detail.elt && event.detail.elt.id === "queue" && document.visibilityState !== "visible") {
+    event.preventDefault();
+  }
+});
+document.addEventListener("visibilitychange", () => {
+  const queue = document.getElementById("queue");
+  if (queue && window.htmx && document.visibilityState === "visible") window.htmx.trigger(queue, "queue-refresh");
 });
 
 // Live countdown to each card's deadline (from data-expires, an ISO 8601 time).

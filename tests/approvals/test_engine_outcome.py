@@ -117,3 +117,19 @@ def test_an_engine_key_may_not_decide_nor_edit_a_config(engine_api, support, pen
     assert decision.status_code == 403
     assert publish.status_code == 403
     assert ApprovalRequest.objects.get(public_id=pending["id"]).status == "pending"
+
+
+def test_it_lets_only_the_registering_engine_key_report_the_outcome(live_server, acme, engine_api, bob, pending):
+    from ..helpers import Api, make_token
+
+    decide(pending["id"], bob, "approve")
+    other_engine = Api(live_server.url, make_token(acme, engine="billing-engine"))
+
+    response = _outcome(other_engine, pending, status="failed", detail="I did not run it")
+
+    assert response.status_code == 404
+    assert error_of(response)["code"] == "not_found"
+    assert ApprovalRequest.objects.get(public_id=pending["id"]).execution_status == ""
+    # The real engine's report is still the first, not an `already_reported` echo of the other's.
+    real = _outcome(engine_api, pending, status="executed", execution_id="exec_7")
+    assert (real.status_code, real.json()["already_reported"]) == (200, False)

@@ -95,3 +95,27 @@ def test_it_exits_2_with_one_line_from_the_command_line(args):
     assert len(result.stderr.strip().splitlines()) == 1, result.stderr
     assert result.stderr.startswith("hitl: ")
     assert result.stdout == ""
+
+
+@pytest.mark.parametrize(
+    ("password", "says"),
+    [
+        ("short", "too short"),
+        ("password123", "too common"),
+        ("48213579120", "entirely numeric"),
+        ("dave@acme.test", "too similar"),
+    ],
+)
+def test_member_add_holds_a_password_to_djangos_validators(acme, password, says):
+    with pytest.raises(CommandError, match=says):
+        hitl("member", "add", "dave@acme.test", "--workspace", "acme", "--role", "reviewer", "--password", password)
+
+    assert not get_user_model().objects.filter(email="dave@acme.test").exists()
+
+
+def test_member_add_accepts_a_good_password(acme):
+    hitl(
+        "member", "add", "dave@acme.test", "--workspace", "acme", "--role", "reviewer", "--password", "plum-kite-orbit"
+    )
+
+    assert get_user_model().objects.get(email="dave@acme.test").check_password("plum-kite-orbit")

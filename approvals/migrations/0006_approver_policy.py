@@ -9,8 +9,8 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('approvals', '0004_registration_indexes'),
-        ('rules', '0003_approver_policy'),
+        ('approvals', '0005_history_is_protected'),
+        ('rules', '0004_approver_policy'),
         ('workspaces', '0001_initial'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]

@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('rules', '0002_versions_are_immutable'),
+        ('rules', '0003_versions_never_deleted'),
     ]
 
     operations = [
