@@ -5,8 +5,13 @@ PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 HOST ?= 127.0.0.1
 PORT ?= 8000
+WORKERS ?= 2
+# The production server (README: Deploying): gunicorn supervising uvicorn workers (ASGI), one per core.
+# A waiting engine costs a socket: give each process the hard limit of open files.
+SERVE = ulimit -n "$$(ulimit -Hn)"; $(VENV)/bin/gunicorn hitl_portal.asgi:application --bind $(HOST):$(PORT) \
+	--worker-class uvicorn_worker.UvicornWorker --workers $(WORKERS) --timeout 60 --keep-alive 30 --access-logfile -
 
-.PHONY: run test lint format bench faults clean
+.PHONY: run serve test lint format bench faults clean
 
 $(VENV)/.installed: requirements.txt requirements-test.txt
 	$(PYTHON) -m venv $(VENV)
@@ -20,8 +25,12 @@ run: $(VENV)/.installed
 	$(PY) manage.py hitl demo --url http://$(HOST):$(PORT)/
 	@trap 'kill 0' INT TERM EXIT; \
 	  $(PY) manage.py qcluster & \
-	  $(VENV)/bin/gunicorn hitl_portal.wsgi --bind $(HOST):$(PORT) --worker-class gthread --workers 2 --threads 8 --timeout 60 --access-logfile - & \
+	  ( $(SERVE) ) & \
 	  wait
+
+## make serve: the web server alone, as deployed (HOST, PORT, WORKERS from the environment); DATABASE_URL as set
+serve: $(VENV)/.installed
+	$(SERVE)
 
 ## make test: the whole suite on PostgreSQL — DATABASE_URL's (CI), or else a throwaway one from the
 ## pip-installed pgserver wheel, started for this run and deleted after it (tests/throwaway_postgres.py)

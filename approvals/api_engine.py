@@ -6,6 +6,7 @@ Thin: a serializer validates, a service decides, `approval_as_dict` renders.
 import hashlib
 import json
 
+from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
     OpenApiExample,
@@ -23,6 +24,7 @@ from hitl_portal.fast_path import SerializerFastPath
 from rules.models import Config
 from rules.selectors import LOG_LINES, hitl_state, served_version
 from rules.serializers import RuleSerializer
+from workspaces.models import ApiToken
 from workspaces.permissions import IsEngine, IsEngineOrReviewer
 
 from . import selectors, services
@@ -38,7 +40,7 @@ from .engine_serializers import (
 )
 from .models import ApprovalKind, ApprovalRequest
 from .serializers import ApprovalRequestSerializer, approval_as_dict
-from .waiting import approval_wait
+from .waiting import DEFER, WAITED, WaitPlan, approval_wait, is_waiting
 
 REGISTRATION_SERIALIZERS = {
     ApprovalKind.GATE: GateRegistrationSerializer,
@@ -76,8 +78,17 @@ WAIT_PARAMETER = OpenApiParameter(
     required=False,
     description=(
         "Long-poll: answer as soon as the request is decided or expires, else after this many seconds (0–30) "
-        "with it still pending."
+        "with it still pending. A revoked key's (or a deactivated user's token's) waits end at once with 401."
     ),
+)
+
+
+RETRY_AFTER_HEADER = OpenApiParameter(
+    "Retry-After",
+    OpenApiTypes.INT,
+    OpenApiParameter.HEADER,
+    response=[429],
+    description="Seconds to wait before retrying.",
 )
 
 
@@ -247,12 +258,19 @@ class ApprovalDetailView(APIView):
             "An overdue request reads as expired even if no worker has swept it. With `wait`, the answer comes as "
             "soon as the request is decided or expires, else after `wait` seconds with it still pending."
         ),
-        parameters=[WAIT_PARAMETER],
+        parameters=[WAIT_PARAMETER, RETRY_AFTER_HEADER],
         responses={
             200: ApprovalRequestSerializer,
             400: _error("`wait` is not a number from 0 to 30."),
             **AUTH_ERRORS,
             404: _error("No such request in this workspace."),
+            429: OpenApiResponse(
+                ErrorSerializer,
+                description=(
+                    "`too_many_waits`: this key already holds HITL_MAX_WAITS_PER_KEY (default 1,000) waits on the "
+                    "server process; `Retry-After` says when to try again."
+                ),
+            ),
         },
         tags=["engines"],
     )
@@ -263,11 +281,26 @@ class ApprovalDetailView(APIView):
             query.is_valid(raise_exception=True)
             wait = query.validated_data.get("wait") or 0
         approval = _get_approval(request, apr)
-        if wait:
+        mode = getattr(request._request, "hitl_wait_mode", None)
+        if wait and mode != WAITED and is_waiting(approval):
+            token = request.auth if isinstance(request.auth, ApiToken) else None
+            until_expiry = (approval.expires_at - timezone.now()).total_seconds()
+            plan = WaitPlan(
+                public_id=approval.public_id,
+                token_id=token.pk if token else None,
+                user_id=token.user_id if token else getattr(request.user, "pk", None),
+                seconds=min(float(wait), until_expiry),
+                ends_at_expiry=until_expiry <= wait,
+            )
+            if mode == DEFER:  # the ASGI view waits in its event loop, without this thread (api_wait.py)
+                request._request.hitl_wait = plan
+                # Sent only if the wait times out with nothing heard: the request as read a moment before it.
+                return Response(approval_as_dict(approval))
             approval = approval_wait(
                 load=lambda: _get_approval(request, apr),
                 approval=approval,
-                seconds=wait,
+                seconds=plan.seconds,
+                token_id=plan.token_id,
             )
         if approval.is_overdue():
             approval = services.approval_expire_if_overdue(approval=approval)

@@ -74,6 +74,7 @@ LIST_SCHEMA = extend_schema(
         400: _error("A filter value is not one of the allowed ones; `fields` names it."),
         401: _error("No or an unknown bearer token."),
         403: _error("Not a member or engine of a workspace."),
+        404: _error("Invalid cursor: take `next` from the previous page as it is."),
     },
 )
 

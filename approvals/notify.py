@@ -3,6 +3,8 @@
 from django.db import connection
 
 CHANNEL = "hitl_approvals"
+# A token stopped being worth anything (`token:<id>`, `user:<id>`): sent by triggers, workspaces/migrations/0002.
+TOKENS_CHANNEL = "hitl_tokens"
 
 
 def notify_changed(public_id: str) -> None:

@@ -1,5 +1,10 @@
 """Long-poll for a decision: `GET /api/v1/approvals/{apr}?wait=S`.
 
+Under the ASGI server (`make serve`) a wait is a future in the event loop: approvals/waiters.py
+(one LISTEN connection per process) and approvals/api_wait.py. What is here is shared by both
+servers — the per-process count of waits and the per-key cap — plus the wait a *thread* does
+under a WSGI server (the test live server, a gthread deploy):
+
 PostgreSQL: LISTEN on the request's own connection (autocommit, no transaction held while
 waiting), re-read once to close the race with a decision made before the LISTEN, then block on
 psycopg's notifies() until our id is announced, the request expires, or the wait is over.
@@ -7,11 +12,17 @@ SQLite has no NOTIFY: a short sleep-poll loop.
 """
 
 import logging
+import threading
 import time
+from collections import Counter
 from collections.abc import Callable
+from dataclasses import dataclass
 
+from django.conf import settings
 from django.db import connection
 from django.utils import timezone
+from rest_framework import status
+from rest_framework.exceptions import APIException
 
 from .models import ApprovalRequest, Status
 from .notify import CHANNEL
@@ -20,22 +31,102 @@ logger = logging.getLogger(__name__)
 
 # SQLite's poll interval: short enough to feel immediate in a demo, long enough to stay cheap.
 POLL_INTERVAL = 0.2
+# What a 429 too_many_waits tells the engine: by then some of its waits have usually been answered.
+RETRY_AFTER_SECONDS = 5
 
 
-def approval_wait(*, load: Callable[[], ApprovalRequest], approval: ApprovalRequest, seconds: float) -> ApprovalRequest:
+# How ApprovalDetailView treats ?wait (request.hitl_wait_mode): under the ASGI server it first runs with
+# DEFER (it leaves a WaitPlan on the request instead of waiting), then, after the wait, with WAITED.
+DEFER, WAITED = "defer", "waited"
+
+
+@dataclass(frozen=True)
+class WaitPlan:
+    public_id: str
+    token_id: int | None  # the cap and revocation go by token; a browser session has none
+    user_id: int | None
+    seconds: float  # the wait asked for, or less: until the request expires
+    ends_at_expiry: bool = False  # then the answer must be read again (it reads as expired)
+
+
+class TooManyWaits(APIException):
+    """API.md, Operations: one wait more than HITL_MAX_WAITS_PER_KEY → 429 with Retry-After."""
+
+    status_code = status.HTTP_429_TOO_MANY_REQUESTS
+    default_code = "too_many_waits"
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(
+            f"This key already holds {limit:,} waits on this server process (HITL_MAX_WAITS_PER_KEY); "
+            f"wait for some to be answered, or poll without ?wait, and retry after {RETRY_AFTER_SECONDS} s."
+        )
+        self.wait = RETRY_AFTER_SECONDS  # DRF's handler turns it into the Retry-After header
+
+
+class WaitSlots:
+    """The waits this process holds, in all and per token: the cap, and the `hitl_waiting_engines` figure.
+
+    Per process, not per deployment: counting across processes would cost a database round trip
+    per wait, so a key may hold up to HITL_MAX_WAITS_PER_KEY × (server processes) waits in all.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()  # WSGI threads and the ASGI event loop alike
+        self._per_token: Counter[int] = Counter()
+        self.total = 0
+
+    def take(self, token_id: int | None) -> None:
+        """Count one wait more, or raise TooManyWaits. A session (no token) is counted, never capped."""
+        limit = settings.HITL_MAX_WAITS_PER_KEY
+        with self._lock:
+            if token_id is not None:
+                if self._per_token[token_id] >= limit:
+                    raise TooManyWaits(limit)
+                self._per_token[token_id] += 1
+            self.total += 1
+
+    def give_back(self, token_id: int | None) -> None:
+        with self._lock:
+            if token_id is not None:
+                self._per_token[token_id] -= 1
+                if not self._per_token[token_id]:
+                    del self._per_token[token_id]
+            self.total -= 1
+
+    def held_by(self, token_id: int) -> int:
+        return self._per_token[token_id]
+
+
+slots = WaitSlots()
+
+
+def waiting_count() -> int:
+    """How many long-polls this process holds right now (for the `hitl_waiting_engines` metric)."""
+    return slots.total
+
+
+def approval_wait(
+    *, load: Callable[[], ApprovalRequest], approval: ApprovalRequest, seconds: float, token_id: int | None = None
+) -> ApprovalRequest:
     """Return the request as soon as it is no longer pending, or after `seconds` with it still pending.
 
-    `load()` re-reads the request (scoped to the caller's workspace, config loaded).
+    `load()` re-reads the request (scoped to the caller's workspace, config loaded). This thread
+    waits: the WSGI servers' way. Raises TooManyWaits when the key holds its cap already.
     """
-    if seconds <= 0 or not _waiting(approval):
+    if seconds <= 0 or not is_waiting(approval):
         return approval
-    deadline = time.monotonic() + seconds
-    if connection.vendor == "postgresql" and not connection.in_atomic_block:
-        return _wait_notified(load=load, approval=approval, deadline=deadline)
-    return _wait_polling(load=load, approval=approval, deadline=deadline)
+    slots.take(token_id)
+    try:
+        deadline = time.monotonic() + seconds
+        if connection.vendor == "postgresql" and not connection.in_atomic_block:
+            return _wait_notified(load=load, approval=approval, deadline=deadline)
+        return _wait_polling(load=load, approval=approval, deadline=deadline)
+    finally:
+        slots.give_back(token_id)
 
 
-def _waiting(approval: ApprovalRequest) -> bool:
+def is_waiting(approval: ApprovalRequest) -> bool:
+    """Still pending now (an overdue request reads as expired): worth waiting for."""
     return approval.effective_status(timezone.now()) == Status.PENDING
 
 
@@ -46,7 +137,7 @@ def _remaining(approval: ApprovalRequest, deadline: float) -> float:
 
 
 def _wait_polling(*, load, approval: ApprovalRequest, deadline: float) -> ApprovalRequest:
-    while _waiting(approval):
+    while is_waiting(approval):
         remaining = _remaining(approval, deadline)
         if remaining <= 0:
             break
@@ -63,7 +154,7 @@ def _wait_notified(*, load, approval: ApprovalRequest, deadline: float) -> Appro
         # A decision committed between our first read and the LISTEN sent its NOTIFY to nobody.
         approval = load()
         pg = connection.connection  # the psycopg 3 connection under Django's wrapper
-        while _waiting(approval):
+        while is_waiting(approval):
             remaining = _remaining(approval, deadline)
             if remaining <= 0:
                 break

@@ -36,6 +36,10 @@ AFTER_SERVER: list[Section] = [sweep.run]
 def main() -> None:
     args = parse_args()
     url = os.environ.get("BENCH_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/hitl_bench")
+    if args.waiting:  # its own run: servers side by side, thousands of waits (bench/waiting.py)
+        from bench.waiting import run_waiting
+
+        return run_waiting(url, servers=args.servers.split(","), levels=args.levels, hold_s=args.duration or 20)
     started = time.monotonic()
     RESULTS.mkdir(parents=True, exist_ok=True)
     log(f"recreating {urllib.parse.urlparse(url).path.lstrip('/')} and migrating")
@@ -66,6 +70,9 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--duration", type=float, default=None, help="seconds per load run (default 5, quick 2)")
     parser.add_argument("--profile", action="store_true", help="pyinstrument the pages and the sweep")
     parser.add_argument("--rounds", type=int, default=None, help="floor/portal pairs per figure (default 5, quick 1)")
+    parser.add_argument("--waiting", action="store_true", help="only the waiting-engines section (bench/waiting.py)")
+    parser.add_argument("--servers", default="gthread,gunicorn+uvicorn", help="--waiting: servers to compare")
+    parser.add_argument("--levels", default=[100, 1000, 3000, 10000], type=lambda v: [int(x) for x in v.split(",")])
     return parser.parse_args()
 
 

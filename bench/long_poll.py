@@ -19,7 +19,7 @@ def run(bench: Bench) -> list[dict]:
     lp["floor"] = load(
         bench.world,
         method="GET",
-        path="/bench/floor/approvals/{id}",
+        path="/api/bench/floor/approvals/{id}",
         concurrency=1,
         duration=bench.duration,
         ids_file=bench.ids_file,

@@ -12,7 +12,7 @@ def run(bench: Bench) -> list[dict]:
         log(f"poll at {concurrency} concurrent engines, {bench.total:,} rows: floor and portal, {bench.rounds} rounds")
         results[str(concurrency)] = run_ = paired(
             bench.world,
-            floor_path="/bench/floor/approvals/{id}",
+            floor_path="/api/bench/floor/approvals/{id}",
             portal_path="/api/v1/approvals/{id}",
             rounds=bench.rounds,
             method="GET",

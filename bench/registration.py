@@ -13,7 +13,7 @@ def run(bench: Bench) -> list[dict]:
         log(f"registration at {concurrency} concurrent engine(s): floor and portal, {bench.rounds} rounds")
         results[str(concurrency)] = run_ = paired(
             bench.world,
-            floor_path="/bench/floor/approvals",
+            floor_path="/api/bench/floor/approvals",
             portal_path="/api/v1/approvals",
             rounds=bench.rounds,
             method="POST",

@@ -13,7 +13,8 @@ from pathlib import Path
 from bench.harness import RESULTS, ROOT, World
 
 PORT = int(os.environ.get("BENCH_PORT", "8731"))  # another port when several benches share a machine
-GUNICORN = ["--worker-class", "gthread", "--workers", "4", "--threads", "8", "--keep-alive", "30", "--timeout", "60"]
+# The production server (Makefile: make serve): gunicorn supervising uvicorn workers, one per core.
+GUNICORN = ["--worker-class", "uvicorn_worker.UvicornWorker", "--workers", "2", "--keep-alive", "30", "--timeout", "60"]
 
 
 class Server:
@@ -24,7 +25,7 @@ class Server:
         self.process = subprocess.Popen(
             [
                 str(Path(sys.executable).parent / "gunicorn"),
-                "hitl_portal.wsgi",
+                "hitl_portal.asgi:application",
                 "--bind",
                 f"127.0.0.1:{PORT}",
                 *GUNICORN,

@@ -18,6 +18,7 @@ DATABASES = {
         conn_health_checks=True,
     )
 }
+pooled_under_asgi(DATABASES["default"])  # noqa: F405
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     # No collectstatic in a benchmark: plain static storage renders {% static %} without a manifest.

@@ -8,7 +8,8 @@ from hitl_portal.urls import urlpatterns as portal_urlpatterns
 from . import floor
 
 urlpatterns = [
-    path("bench/floor/approvals", floor.FloorRegisterView.as_view()),
-    path("bench/floor/approvals/<str:apr>", floor.FloorPollView.as_view()),
+    # Under /api/: a Bearer call there takes the API door, with its minimal middleware, like the real endpoints.
+    path("api/bench/floor/approvals", floor.FloorRegisterView.as_view()),
+    path("api/bench/floor/approvals/<str:apr>", floor.FloorPollView.as_view()),
     *portal_urlpatterns,
 ]

@@ -1,5 +1,6 @@
 import io
 
+from asgiref.sync import iscoroutinefunction, markcoroutinefunction
 from django.conf import settings
 from django.core.handlers.asgi import ASGIRequest
 from django.core.handlers.wsgi import LimitedStream
@@ -88,17 +89,32 @@ class NulGuardMiddleware:
     serializers' to check, where the error can name the field.
     """
 
+    # Async too: the long-poll's chain (settings.LONG_POLL_MIDDLEWARE) must not pin a thread for its wait.
+    sync_capable = True
+    async_capable = True
+
     def __init__(self, get_response):
         self.get_response = get_response
+        self.async_mode = iscoroutinefunction(get_response)
+        if self.async_mode:
+            markcoroutinefunction(self)
 
     def __call__(self, request):
+        if self.async_mode:
+            return self._acall(request)
+        return self._refusal(request) or self.get_response(request)
+
+    async def _acall(self, request):
+        return self._refusal(request) or await self.get_response(request)
+
+    def _refusal(self, request) -> HttpResponse | None:
         if "\x00" in request.path_info:
             raise Http404("No such page or object.")
         if _has_nul(request.GET):
             return self._refuse(request, "the query string")
         if request.method == "POST" and request.content_type in FORM_TYPES and _has_nul(request.POST):
             return self._refuse(request, "a form field")
-        return self.get_response(request)
+        return None
 
     @staticmethod
     def _refuse(request, where: str) -> HttpResponse:

@@ -78,6 +78,21 @@ MIDDLEWARE = [
     "axes.middleware.AxesMiddleware",
 ]
 
+# A call with a Bearer token uses no session, message, CSRF or auth middleware: it skips them
+# (hitl_portal/handlers.py). A long-poll's chain must be all async, so it has no body check (a GET).
+# CommonMiddleware stays: it sets Content-Length (else the ASGI server answers chunked).
+API_MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "hitl_portal.middleware.ApiBodyLimitMiddleware",
+    "hitl_portal.middleware.NulGuardMiddleware",
+    "django.middleware.common.CommonMiddleware",
+]
+LONG_POLL_MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "hitl_portal.middleware.NulGuardMiddleware",
+    "django.middleware.common.CommonMiddleware",
+]
+
 ROOT_URLCONF = "hitl_portal.urls"
 WSGI_APPLICATION = "hitl_portal.wsgi.application"
 
@@ -116,6 +131,23 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     }
     # A file, not :memory:, so the live test server's threads get connections of their own.
     DATABASES["default"]["TEST"] = {"NAME": str(BASE_DIR / "test-db.sqlite3")}
+
+
+def pooled_under_asgi(database: dict) -> dict:
+    """Under the ASGI server (asgi.py sets HITL_ASGI) sync code runs on threads of the moment, so a
+    persistent connection per thread would pile up: PostgreSQL connections come from psycopg's pool
+    instead, at most HITL_DB_POOL_SIZE per server process (plus the two of approvals/waiters.py)."""
+    if os.environ.get("HITL_ASGI") and database["ENGINE"].endswith("postgresql"):
+        database["CONN_MAX_AGE"] = 0  # Django refuses a pool beside persistent connections
+        database.setdefault("OPTIONS", {})["pool"] = {
+            "min_size": 2,
+            "max_size": envint("HITL_DB_POOL_SIZE", "4"),
+            "timeout": 20,  # a request waits this long for a free connection before it fails
+        }
+    return database
+
+
+pooled_under_asgi(DATABASES["default"])
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [  # Django's four, for the admin's forms and `hitl member add --password` alike
@@ -231,6 +263,8 @@ SPECTACULAR_SETTINGS = {
 APPROVAL_TTL_SECONDS = 24 * 60 * 60
 # GET /api/v1/approvals/{apr}?wait=S long-polls at most this long.
 APPROVAL_MAX_WAIT_SECONDS = 30
+# API.md, Operations: each key may hold this many waits at once (per server process); one more → 429.
+HITL_MAX_WAITS_PER_KEY = envint("HITL_MAX_WAITS_PER_KEY", "1000")
 # The Approvals tab refreshes its queue this often (tests shorten it).
 APPROVALS_REFRESH_SECONDS = envint("APPROVALS_REFRESH_SECONDS", "10")
 

@@ -1,6 +1,10 @@
 import os
 
-from django.core.wsgi import get_wsgi_application
+import django
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "hitl_portal.settings")
-application = get_wsgi_application()
+django.setup(set_prefix=False)
+
+from .handlers import PortalWSGI  # noqa: E402  (after setup: the handlers load the middleware)
+
+application = PortalWSGI()

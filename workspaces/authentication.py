@@ -1,7 +1,44 @@
+import threading
+
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import authentication, exceptions
 
 from .models import ApiToken, hash_token
+
+
+class EngineKeyCache:
+    """Engine keys by digest, kept by this process only while its LISTEN connection is up.
+
+    The connection (approvals/waiters.py) hears every change that could make a cached key wrong —
+    a key revoked or deleted, a workspace changed (its plan) — as a NOTIFY on `hitl_tokens`
+    (triggers: workspaces/migrations/0002), and each one empties the cache, so a revocation still
+    takes effect at once. While the connection is down, or in a process without one (WSGI servers,
+    the CLI, tests), nothing is cached. The generation closes the race where a lookup that started
+    before a revocation would store the key after the cache was emptied.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._keys: dict[str, ApiToken] = {}
+        self.generation = 0
+        self.live = False
+
+    def get(self, digest: str) -> ApiToken | None:
+        return self._keys.get(digest) if self.live else None
+
+    def put(self, digest: str, token: ApiToken, generation: int) -> None:
+        with self._lock:
+            if self.live and generation == self.generation and token.is_engine:
+                self._keys[digest] = token
+
+    def invalidate(self, *, live: bool) -> None:
+        with self._lock:
+            self.generation += 1
+            self._keys.clear()
+            self.live = live
+
+
+engine_keys = EngineKeyCache()
 
 
 class BearerTokenAuthentication(authentication.BaseAuthentication):
@@ -19,11 +56,17 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
         raw = raw.strip()
         if not raw or " " in raw:
             raise exceptions.AuthenticationFailed("Send the token as `Authorization: Bearer <token>`.")
+        digest = hash_token(raw)
+        token = engine_keys.get(digest)
+        if token is not None:
+            return (None, token)
+        generation = engine_keys.generation
         try:
             # get(), not first(): on every API request, an ORDER BY costs more to compile than to run.
-            token = ApiToken.objects.active().select_related("workspace", "user").get(digest=hash_token(raw))
+            token = ApiToken.objects.active().select_related("workspace", "user").get(digest=digest)
         except ApiToken.DoesNotExist:
             raise exceptions.AuthenticationFailed("This token is unknown or has been revoked.") from None
+        engine_keys.put(digest, token, generation)
         if token.user is not None and not token.user.is_active:
             # A deactivated person's token is worth nothing at once, like a revoked one.
             raise exceptions.AuthenticationFailed("This token's user has been deactivated.")

@@ -67,11 +67,13 @@ def stop(process: subprocess.Popen, sig: int = signal.SIGTERM) -> None:
             process.wait(timeout=15)
 
 
-def wait_for(predicate: Callable[[], bool], *, timeout: float, what: str, every: float = 0.02) -> None:
+def wait_for(
+    predicate: Callable[[], bool], *, timeout: float, what: str | Callable[[], str], every: float = 0.02
+) -> None:
     deadline = time.monotonic() + timeout
     while not predicate():
         if time.monotonic() > deadline:
-            pytest.fail(f"gave up after {timeout:.0f} s waiting for {what}")
+            pytest.fail(f"gave up after {timeout:.0f} s waiting for {what() if callable(what) else what}")
         time.sleep(every)
 
 

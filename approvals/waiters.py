@@ -1,0 +1,285 @@
+"""Waiting under the ASGI server: one LISTEN connection per process fans NOTIFYs out to every waiter.
+
+A waiter is an asyncio future keyed by its request's public id (and indexed by its token and
+user, for revocation). Per process, whatever the number of waiters, two PostgreSQL connections:
+
+- the *listener* LISTENs on `hitl_approvals` (a request was decided or expired, approvals/notify.py)
+  and `hitl_tokens` (a key was revoked or deleted, a user deactivated or removed from a workspace:
+  triggers in workspaces/migrations/0002) and resolves the matching futures;
+- the *checker* re-reads, in one batched query, every waiter that needs it: each new waiter once
+  it is registered (a decision or a revocation committed between the view's read and now sent its
+  NOTIFY to nobody), and all of them after the listener reconnects (NOTIFYs sent while it was
+  down are lost).
+
+A resolved waiter does not carry the answer: the view reads the request again through the same
+sync code as a plain poll, which also authenticates again (so a revoked key gets its 401 there).
+SQLite has no NOTIFY: `PollingHub` re-reads each waiter every POLL_INTERVAL instead.
+"""
+
+import asyncio
+import logging
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+import psycopg
+from asgiref.sync import sync_to_async
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.db.models import Q
+from django.utils import timezone
+from psycopg.conninfo import make_conninfo
+
+from workspaces.authentication import engine_keys
+from workspaces.models import ApiToken
+
+from .models import ApprovalRequest, Status
+from .notify import CHANNEL, TOKENS_CHANNEL
+from .waiting import POLL_INTERVAL, slots
+
+logger = logging.getLogger(__name__)
+
+APPLICATION_NAME = "hitl-waiting"  # in pg_stat_activity: what the bench counts and the fault tests kill
+RECONNECT_DELAYS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.0)
+
+
+@dataclass(eq=False)
+class Waiter:
+    public_id: str
+    token_id: int | None
+    user_id: int | None
+    future: asyncio.Future = field(repr=False)
+
+    def wake(self) -> None:
+        if not self.future.done():
+            self.future.set_result(None)
+
+
+def _pending_sql() -> str:
+    table = ApprovalRequest._meta.db_table
+    return (
+        f"SELECT public_id FROM {table} WHERE public_id = ANY(%s) AND status = '{Status.PENDING}'"
+        " AND expires_at > now()"
+    )
+
+
+def _live_tokens_sql() -> str:
+    tokens, users = ApiToken._meta.db_table, get_user_model()._meta.db_table
+    return (
+        f"SELECT t.id FROM {tokens} t LEFT JOIN {users} u ON u.id = t.user_id"
+        " WHERE t.id = ANY(%s) AND t.revoked_at IS NULL AND (t.user_id IS NULL OR u.is_active)"
+    )
+
+
+def conninfo() -> str:
+    """Django's default database as a libpq connection string (the pool and options are Django's own)."""
+    db = settings.DATABASES["default"]
+    parts = {"dbname": db["NAME"], "user": db.get("USER"), "password": db.get("PASSWORD"), "host": db.get("HOST")}
+    parts["port"] = str(db["PORT"]) if db.get("PORT") else None
+    return make_conninfo("", **{key: value for key, value in parts.items() if value})
+
+
+class WaitHub:
+    """The waiters of one event loop (one server process) and the two connections that serve them."""
+
+    def __init__(self) -> None:
+        self.by_request: dict[str, set[Waiter]] = defaultdict(set)
+        self.by_token: dict[int, set[Waiter]] = defaultdict(set)
+        self.by_user: dict[int, set[Waiter]] = defaultdict(set)
+        self.listening = asyncio.Event()
+        self.connects = 0  # how many times the listener has (re)connected: the fault tests watch it
+        self._to_check: set[Waiter] = set()
+        self._check_wanted = asyncio.Event()
+        self._checker: psycopg.AsyncConnection | None = None
+        self._tasks = [asyncio.create_task(self._listen()), asyncio.create_task(self._check_forever())]
+
+    @property
+    def count(self) -> int:
+        return sum(len(waiters) for waiters in self.by_request.values())
+
+    async def wait(self, *, public_id: str, token_id: int | None, user_id: int | None, seconds: float) -> bool:
+        """True when the request may have changed (decided, expired, token revoked); False after `seconds`.
+
+        The caller holds a slot (waiting.slots) for the whole wait. Cancelled (the client hung up),
+        the waiter is gone at once: nothing is left behind but the cancelled future.
+        """
+        waiter = Waiter(public_id, token_id, user_id, asyncio.get_running_loop().create_future())
+        self._add(waiter)
+        try:
+            self._check([waiter])
+            await asyncio.wait_for(waiter.future, timeout=seconds)
+            return True
+        except TimeoutError:
+            return False
+        finally:
+            self._remove(waiter)
+
+    # ------------------------------------------------------------------------------------ bookkeeping
+
+    def _add(self, waiter: Waiter) -> None:
+        self.by_request[waiter.public_id].add(waiter)
+        if waiter.token_id is not None:
+            self.by_token[waiter.token_id].add(waiter)
+        if waiter.user_id is not None:
+            self.by_user[waiter.user_id].add(waiter)
+
+    def _remove(self, waiter: Waiter) -> None:
+        for index, key in (
+            (self.by_request, waiter.public_id),
+            (self.by_token, waiter.token_id),
+            (self.by_user, waiter.user_id),
+        ):
+            if key is not None and key in index:
+                index[key].discard(waiter)
+                if not index[key]:
+                    del index[key]
+        self._to_check.discard(waiter)
+
+    def all_waiters(self) -> list[Waiter]:
+        return [waiter for waiters in self.by_request.values() for waiter in waiters]
+
+    def _wake(self, waiters: Iterable[Waiter] | None) -> None:
+        for waiter in list(waiters or ()):
+            waiter.wake()
+
+    def _dispatch(self, channel: str, payload: str) -> None:
+        if channel == CHANNEL:
+            self._wake(self.by_request.get(payload))
+            return
+        engine_keys.invalidate(live=True)  # a key, a user or a workspace changed: look keys up afresh
+        kind, _, raw_id = payload.partition(":")
+        if raw_id.isdigit():
+            index = self.by_token if kind == "token" else self.by_user if kind == "user" else {}
+            self._wake(index.get(int(raw_id)))
+
+    # ---------------------------------------------------------------------------------- the listener
+
+    async def _listen(self) -> None:
+        attempt = 0
+        while True:
+            try:
+                conn = await psycopg.AsyncConnection.connect(
+                    conninfo(), autocommit=True, application_name=APPLICATION_NAME
+                )
+                async with conn:
+                    await conn.execute(f"LISTEN {CHANNEL}")
+                    await conn.execute(f"LISTEN {TOKENS_CHANNEL}")
+                    self.connects += 1
+                    self.listening.set()
+                    engine_keys.invalidate(live=True)  # from now on every change is heard: keys may be cached
+                    attempt = 0
+                    # Whatever was decided or revoked while nobody listened: read every waiter again.
+                    self._check(self.all_waiters())
+                    async for notice in conn.notifies():
+                        self._dispatch(notice.channel, notice.payload)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                logger.warning("LISTEN connection lost; reconnecting", exc_info=True)
+            finally:
+                engine_keys.invalidate(live=False)  # deaf: a revocation could go unheard, so cache nothing
+            self.listening.clear()
+            await asyncio.sleep(RECONNECT_DELAYS[min(attempt, len(RECONNECT_DELAYS) - 1)])
+            attempt += 1
+
+    # ----------------------------------------------------------------------------------- the checker
+
+    def _check(self, waiters: Iterable[Waiter]) -> None:
+        self._to_check.update(waiters)
+        self._check_wanted.set()
+
+    async def _check_forever(self) -> None:
+        """Re-read waiters in batches: a thousand engines arriving at once cost a few queries, not a thousand."""
+        attempt = 0
+        while True:
+            await self._check_wanted.wait()
+            self._check_wanted.clear()
+            batch = [waiter for waiter in self._to_check if not waiter.future.done()]
+            self._to_check.clear()
+            if not batch:
+                continue
+            try:
+                await self._check_batch(batch)
+                attempt = 0
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                logger.warning("re-reading %d waiters failed; retrying", len(batch), exc_info=True)
+                await self._close_checker()
+                self._check(batch)
+                await asyncio.sleep(RECONNECT_DELAYS[min(attempt, len(RECONNECT_DELAYS) - 1)])
+                attempt += 1
+
+    async def _check_batch(self, batch: list[Waiter]) -> None:
+        if self._checker is None or self._checker.closed:
+            self._checker = await psycopg.AsyncConnection.connect(
+                conninfo(), autocommit=True, application_name=APPLICATION_NAME
+            )
+        cursor = await self._checker.execute(_pending_sql(), [sorted({w.public_id for w in batch})])
+        pending = {row[0] for row in await cursor.fetchall()}
+        token_ids = sorted({w.token_id for w in batch if w.token_id is not None})
+        live = set()
+        if token_ids:
+            cursor = await self._checker.execute(_live_tokens_sql(), [token_ids])
+            live = {row[0] for row in await cursor.fetchall()}
+        for waiter in batch:
+            if waiter.public_id not in pending or (waiter.token_id is not None and waiter.token_id not in live):
+                waiter.wake()
+
+    async def _close_checker(self) -> None:
+        if self._checker is not None:
+            try:
+                await self._checker.close()
+            except Exception:  # already broken: nothing more to release
+                pass
+            self._checker = None
+
+    async def close(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self._close_checker()
+
+
+class PollingHub:
+    """SQLite: no NOTIFY, so each waiter re-reads its request and its token every POLL_INTERVAL."""
+
+    async def wait(self, *, public_id: str, token_id: int | None, user_id: int | None, seconds: float) -> bool:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + seconds
+        while (remaining := deadline - loop.time()) > 0:
+            await asyncio.sleep(min(POLL_INTERVAL, remaining))
+            if await sync_to_async(_changed, thread_sensitive=False)(public_id, token_id):
+                return True
+        return False
+
+
+def _changed(public_id: str, token_id: int | None) -> bool:
+    pending = ApprovalRequest.objects.filter(public_id=public_id, status=Status.PENDING, expires_at__gt=timezone.now())
+    if not pending.exists():
+        return True
+    if token_id is None:
+        return False
+    return not ApiToken.objects.active().filter(Q(user=None) | Q(user__is_active=True), pk=token_id).exists()
+
+
+_hubs: dict[asyncio.AbstractEventLoop, WaitHub | PollingHub] = {}
+
+
+def hub() -> WaitHub | PollingHub:
+    """This event loop's hub (one per server process), started on the first wait."""
+    loop = asyncio.get_running_loop()
+    if loop not in _hubs:
+        postgres = settings.DATABASES["default"]["ENGINE"].endswith("postgresql")
+        _hubs[loop] = WaitHub() if postgres else PollingHub()
+    return _hubs[loop]
+
+
+async def close_hubs() -> None:
+    """At server shutdown (ASGI lifespan): close this loop's connections."""
+    hub_ = _hubs.pop(asyncio.get_running_loop(), None)
+    if isinstance(hub_, WaitHub):
+        await hub_.close()
+
+
+__all__ = ["APPLICATION_NAME", "PollingHub", "WaitHub", "hub", "slots"]

@@ -1,0 +1,379 @@
+"""`make bench BENCH_ARGS=--waiting`: thousands of engines long-polling while a reviewer works.
+
+For each server and each level (100 / 1,000 / 3,000 / 10,000 concurrent waits): a separate load
+process (bench/waitload.py, raw asyncio sockets) holds the waits; meanwhile this process measures
+the reviewer's API list and the Approvals tab (p50/p95 of sequential requests), decision → waiting
+engine for 10 decisions, the database connections the server holds (pg_stat_activity) and the
+server's memory (RSS of its whole process group). Today's thread-per-waiter server is the baseline.
+
+    BENCH_DATABASE_URL=postgres://…/hitl_bench python -m bench --waiting [--servers gthread,uvicorn] [--levels 100,1000]
+"""
+
+import http.client
+import json
+import os
+import resource
+import signal
+import subprocess
+import sys
+import threading
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "bench" / "results"
+PORT = 8741
+BIN = Path(sys.executable).parent
+APP_NAME = "hitl-bench-server"
+ENGINE_KEYS = 20  # 10,000 waits over 20 keys: 500 a key, under HITL_MAX_WAITS_PER_KEY on any process
+LEVELS = (100, 1_000, 3_000, 10_000)
+WORKERS = "2"  # one per core
+
+SERVERS = {
+    # Today's deploy (README before this change): a thread per waiting engine.
+    "gthread": [BIN / "gunicorn", "hitl_portal.wsgi", "--worker-class", "gthread", "--workers", "4"]
+    + ["--threads", "16", "--timeout", "60", "--keep-alive", "30"],
+    "gunicorn+uvicorn": [BIN / "gunicorn", "hitl_portal.asgi:application", "--worker-class"]
+    + ["uvicorn_worker.UvicornWorker", "--workers", WORKERS, "--timeout", "60", "--keep-alive", "30"],
+    "uvicorn": [BIN / "uvicorn", "hitl_portal.asgi:application", "--workers", WORKERS, "--no-access-log"]
+    + ["--timeout-keep-alive", "30", "--lifespan", "on"],
+    "granian": [BIN / "granian", "--interface", "asgi", "--workers", WORKERS, "--no-ws", "--log-level", "warning"]
+    + ["--backpressure", "100000", "hitl_portal.asgi:application"],
+}
+
+
+def log(message: str) -> None:
+    print(f"[bench waiting {time.strftime('%H:%M:%S')}] {message}", flush=True)
+
+
+def percentile(samples: list[float], p: float) -> float | None:
+    if not samples:
+        return None
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))]
+
+
+class Server:
+    def __init__(self, name: str, url: str) -> None:
+        argv = [str(part) for part in SERVERS[name]]
+        argv += ["--port", str(PORT)] if name == "granian" else []
+        argv += ["--host", "127.0.0.1", "--port", str(PORT)] if name == "uvicorn" else []
+        argv += ["--bind", f"127.0.0.1:{PORT}"] if name.startswith("g") and name != "granian" else []
+        env = {**os.environ, "DJANGO_SETTINGS_MODULE": "bench.settings", "BENCH_DATABASE_URL": url}
+        env["PGAPPNAME"] = APP_NAME
+        self.log = open(RESULTS / f"waiting-{name}.log", "w")
+        self.process = subprocess.Popen(
+            argv, cwd=ROOT, env=env, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True
+        )
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise SystemExit(f"{name} exited with {self.process.returncode}; see {self.log.name}")
+            try:
+                conn = http.client.HTTPConnection("127.0.0.1", PORT, timeout=5)
+                conn.request("GET", "/login/")
+                if conn.getresponse().status == 200:
+                    return
+            except OSError:
+                time.sleep(0.2)
+        raise SystemExit(f"{name} did not answer within 60 s")
+
+    def rss_mib(self) -> float:
+        """Resident memory of the server's whole process group (master and workers)."""
+        total = 0
+        for pid in os.listdir("/proc"):
+            if not pid.isdigit():
+                continue
+            try:
+                if os.getpgid(int(pid)) != self.process.pid:
+                    continue
+                with open(f"/proc/{pid}/statm") as statm:
+                    total += int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+            except (OSError, ValueError):
+                continue
+        return total / 2**20
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait()
+        self.log.close()
+
+
+class Bench:
+    def __init__(self, url: str) -> None:
+        from bench.harness import World, recreate_database, setup_django
+
+        log("recreating the bench database")
+        recreate_database(url)
+        setup_django(url)
+        from django.core.management import call_command
+
+        call_command("migrate", verbosity=0)
+        self.url = url
+        self.world = World()
+        from workspaces.services import token_create
+
+        self.engine_tokens = [
+            token_create(workspace=self.world.workspace, engine_name=f"waiting-{i}")[1] for i in range(ENGINE_KEYS)
+        ]
+        self.reviewer_token = token_create(workspace=self.world.workspace, user=self.world.reviewer)[1]
+        self.session_cookie = self._session()
+        now = datetime.now(UTC)
+        # The reviewer's queue is full (150 pending shown), history behind it, and a pending request per waiter.
+        self.world.seed(
+            count=20_000,
+            status="approved",
+            tag="hist",
+            created_from=now - timedelta(days=5),
+            step_ms=20_000,
+            ttl_s=86400,
+        )
+        self.world.seed(
+            count=max(LEVELS) + 500,
+            status="pending",
+            tag="wait",
+            created_from=now - timedelta(hours=1),
+            step_ms=100,
+            ttl_s=86400,
+        )
+        from bench.harness import sql, vacuum
+
+        vacuum()
+        ids = [row[0] for row in self._rows("SELECT public_id FROM approvals_approvalrequest WHERE status = 'pending'")]
+        self.waited, self.to_decide = ids[: max(LEVELS)], ids[max(LEVELS) :]
+        (RESULTS / "waiting-ids.txt").write_text("\n".join(self.waited) + "\n")
+        (RESULTS / "waiting-tokens.txt").write_text("\n".join(self.engine_tokens) + "\n")
+        self.sql = sql
+        from django.db import connection
+
+        connection.close()
+
+    def _rows(self, statement: str) -> list[tuple]:
+        from django.db import connection
+
+        with connection.cursor() as cursor:
+            cursor.execute(statement)
+            return cursor.fetchall()
+
+    def _session(self) -> str:
+        """A logged-in browser session for the reviewer, made the way django.contrib.auth makes one."""
+        from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY
+        from django.contrib.sessions.backends.db import SessionStore
+
+        session = SessionStore()
+        session[SESSION_KEY] = str(self.world.reviewer.pk)
+        session[BACKEND_SESSION_KEY] = "django.contrib.auth.backends.ModelBackend"
+        session[HASH_SESSION_KEY] = self.world.reviewer.get_session_auth_hash()
+        session.create()
+        return session.session_key
+
+    # ------------------------------------------------------------------------------------ figures
+
+    def reviewer_latencies(self, path: str, headers: dict, repeats: int) -> dict:
+        times, failures = [], 0
+        conn = http.client.HTTPConnection("127.0.0.1", PORT, timeout=15)
+        budget = time.monotonic() + 45  # a server that has fallen over is measured in failures, not in hours
+        for _ in range(repeats):
+            if time.monotonic() > budget:
+                failures += 1
+                continue
+            t0 = time.perf_counter()
+            try:
+                conn.request("GET", path, headers=headers)
+                response = conn.getresponse()
+                response.read()
+                ok = response.status == 200
+            except (OSError, http.client.HTTPException):
+                conn.close()
+                conn = http.client.HTTPConnection("127.0.0.1", PORT, timeout=15)
+                ok = False
+            elapsed = time.perf_counter() - t0
+            if ok:
+                times.append(elapsed * 1000)
+            else:
+                failures += 1
+        conn.close()
+        return {"p50_ms": percentile(times, 50), "p95_ms": percentile(times, 95), "ok": len(times), "failed": failures}
+
+    def decision_latencies(self, count: int) -> dict:
+        """From the decision's commit (on_commit) to the waiting engine's full answer, one at a time."""
+        from django.db import connection, transaction
+
+        from approvals.models import ApprovalRequest
+        from approvals.services import approval_decide
+
+        samples, failures = [], 0
+        for _ in range(count):
+            if failures >= 3:  # the server is not answering long-polls: three are enough to say so
+                break
+            public_id = self.to_decide.pop()
+            answered: list[float] = []
+            statuses: list = []
+
+            def engine(public_id: str = public_id, answered: list = answered, statuses: list = statuses) -> None:
+                conn = http.client.HTTPConnection("127.0.0.1", PORT, timeout=30)
+                try:
+                    conn.request(
+                        "GET",
+                        f"/api/v1/approvals/{public_id}?wait=20",
+                        headers={"Authorization": f"Bearer {self.engine_tokens[0]}"},
+                    )
+                    response = conn.getresponse()
+                    body = response.read()
+                    answered.append(time.perf_counter())
+                    statuses.append(json.loads(body).get("status") if response.status == 200 else response.status)
+                except (OSError, http.client.HTTPException) as exc:
+                    statuses.append(repr(exc))
+
+            waiter = threading.Thread(target=engine)
+            waiter.start()
+            time.sleep(0.5)  # the engine's wait is registered before anyone decides
+            committed: list[float] = []
+            approval = ApprovalRequest.objects.select_related("config").get(public_id=public_id)
+            with transaction.atomic():
+                transaction.on_commit(lambda committed=committed: committed.append(time.perf_counter()))
+                approval_decide(approval=approval, user=self.world.reviewer, decision="approve")
+            waiter.join(timeout=25)
+            if answered and statuses[0] == "approved":
+                samples.append((answered[0] - committed[0]) * 1000)
+            else:
+                failures += 1
+        connection.close()
+        return {
+            "p50_ms": percentile(samples, 50),
+            "max_ms": max(samples) if samples else None,
+            "samples": len(samples),
+            "failed": failures,
+        }
+
+    def settle(self) -> float:
+        """Until the server has taken in every wait sent: short long-polls pass through the same queue
+        (each worker's executor) behind them, so once a few answer promptly the ramp has been absorbed."""
+        t0 = time.monotonic()
+        headers = {"Authorization": f"Bearer {self.engine_tokens[1]}"}
+        prompt = 0
+        while prompt < 4 and time.monotonic() - t0 < 60:
+            conn = http.client.HTTPConnection("127.0.0.1", PORT, timeout=60)
+            started = time.monotonic()
+            try:
+                conn.request("GET", f"/api/v1/approvals/{self.waited[0]}?wait=0.05", headers=headers)
+                conn.getresponse().read()
+            except (OSError, http.client.HTTPException):
+                time.sleep(0.5)
+            finally:
+                conn.close()
+            prompt = prompt + 1 if time.monotonic() - started < 0.5 else 0
+        return time.monotonic() - t0
+
+    def connections_held(self) -> dict:
+        """The server's connections: for requests (pool or per thread) and for its waiters (waiters.py)."""
+        import psycopg
+
+        with psycopg.connect(self.url.replace("postgres://", "postgresql://"), autocommit=True) as conn:
+            rows = conn.execute(
+                "SELECT application_name, count(*) FROM pg_stat_activity WHERE datname = current_database()"
+                " AND pid <> pg_backend_pid() AND application_name IN (%s, 'hitl-waiting') GROUP BY 1",
+                [APP_NAME],
+            ).fetchall()
+        by_name = dict(rows)
+        return {"requests": by_name.get(APP_NAME, 0), "waiters": by_name.get("hitl-waiting", 0)}
+
+    def level(self, server: Server, waiters: int, hold_s: float) -> dict:
+        load = subprocess.Popen(
+            [sys.executable, "-m", "bench.waitload", "--port", str(PORT), "--waiters", str(waiters)]
+            + ["--tokens-file", str(RESULTS / "waiting-tokens.txt"), "--ids-file", str(RESULTS / "waiting-ids.txt")]
+            + ["--duration", str(hold_s), "--ramp-timeout", "90"],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            ready_line = load.stdout.readline().strip()
+            figures: dict = {"ready": ready_line, "settle_s": self.settle()}
+            figures.update(connections=self.connections_held(), rss_mib=server.rss_mib())
+            figures["reviewer_api"] = self.reviewer_latencies(
+                "/api/v1/approvals?status=pending", {"Authorization": f"Bearer {self.reviewer_token}"}, 40
+            )
+            figures["approvals_tab"] = self.reviewer_latencies(
+                "/hitl/approvals/", {"Cookie": f"sessionid={self.session_cookie}"}, 40
+            )
+            figures["decision"] = self.decision_latencies(10)
+            figures["connections_after"] = self.connections_held()
+            figures["rss_mib"] = max(figures["rss_mib"], server.rss_mib())
+            out, _ = load.communicate(timeout=hold_s + 120)
+            figures["load"] = json.loads(out.strip().splitlines()[-1])
+        finally:
+            if load.poll() is None:
+                load.kill()
+                load.wait()
+        return figures
+
+
+def _conns(*samples: dict) -> str:
+    """The most held at any sample: requests + waiters."""
+    requests, waiters = max(s["requests"] for s in samples), max(s["waiters"] for s in samples)
+    return f"{requests + waiters} ({requests} + {waiters})"
+
+
+def summarise(results: dict) -> str:
+    lines = [
+        "| server | waiters | reviewer API p50/p95 | Approvals tab p50/p95 | decision → engine p50/max |"
+        " DB conns (requests + waiters) |"
+        " RSS | long-poll answers (errors) |",
+        "|---|---:|---:|---:|---:|---:|---:|---|",
+    ]
+
+    def pair(figure: dict, a: str, b: str) -> str:
+        if figure.get(a) is None:
+            return f"— ({figure.get('failed')} failed)"
+        failed = f" ({figure['failed']} failed)" if figure.get("failed") else ""
+        return f"{figure[a]:.0f} / {figure[b]:.0f} ms{failed}"
+
+    for name, levels in results["servers"].items():
+        for waiters, f in levels.items():
+            if "error" in f:
+                lines.append(f"| {name} | {int(waiters):,} | {f['error']} | | | | | |")
+                continue
+            answers = ", ".join(f"{k}: {v:,}" for k, v in f["load"]["answers"].items()) or "none"
+            errors = sum(f["load"]["errors"].values())
+            lines.append(
+                f"| {name} | {int(waiters):,} | {pair(f['reviewer_api'], 'p50_ms', 'p95_ms')} |"
+                f" {pair(f['approvals_tab'], 'p50_ms', 'p95_ms')} | {pair(f['decision'], 'p50_ms', 'max_ms')} |"
+                f" {_conns(f['connections'], f['connections_after'])} | {f['rss_mib']:,.0f} MiB |"
+                f" {answers} ({errors:,}) |"
+            )
+    return "\n".join(lines)
+
+
+def run_waiting(url: str, *, servers: list[str], levels: list[int], hold_s: float) -> None:
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))  # the servers inherit it: a socket per waiter
+    bench = Bench(url)
+    results: dict = {"when": datetime.now(UTC).isoformat(timespec="seconds"), "cores": os.cpu_count(), "servers": {}}
+    for name in servers:
+        results["servers"][name] = {}
+        for waiters in levels:
+            log(f"{name}: {waiters:,} waiting engines")
+            server = Server(name, url)
+            try:
+                results["servers"][name][str(waiters)] = bench.level(server, waiters, hold_s)
+            except Exception as exc:  # a server that falls over is a figure too
+                results["servers"][name][str(waiters)] = {"error": repr(exc)[:200]}
+            finally:
+                server.stop()
+            log(json.dumps(results["servers"][name][str(waiters)])[:600])
+            (RESULTS / "waiting.json").write_text(json.dumps(results, indent=2))  # kept level by level
+    table = summarise(results)
+    (RESULTS / "waiting.md").write_text(table + "\n")
+    print()
+    print(table)
+
+
+__all__ = ["LEVELS", "SERVERS", "run_waiting"]

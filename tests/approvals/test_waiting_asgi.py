@@ -1,0 +1,181 @@
+"""Long-polls under the production ASGI server: the per-key cap, revocation, hang-ups, two connections."""
+
+import socket
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import psycopg
+import pytest
+from django.contrib.auth import get_user_model
+
+from approvals.waiters import APPLICATION_NAME
+from workspaces.models import ApiToken
+from workspaces.services import token_revoke, workspace_set_plan
+
+from ..asgi import AsgiServer, database_url
+from ..helpers import Api, error_of, make_token
+from .engine_support import decide, gate_body, make_support_config
+
+pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
+
+CAP = 2
+
+
+@pytest.fixture
+def server(acme):
+    with AsgiServer(HITL_MAX_WAITS_PER_KEY=str(CAP)) as running:
+        yield running
+
+
+@pytest.fixture
+def support(acme, alice):
+    return make_support_config(acme, alice)
+
+
+@pytest.fixture
+def engine(server, acme) -> Api:
+    return Api(server.url, make_token(acme, engine="support-engine"))
+
+
+def register(api: Api, support, n: int) -> list[str]:
+    ids = []
+    for i in range(n):
+        response = api.post("/api/v1/approvals", json=gate_body(support, run_id=f"run_{i}"))
+        assert response.status_code == 201, response.text
+        ids.append(response.json()["id"])
+    return ids
+
+
+def timed_get(api: Api, path: str) -> tuple[int, float, dict]:
+    t0 = time.monotonic()
+    response = api.get(path)
+    return response.status_code, time.monotonic() - t0, response.json()
+
+
+def test_a_waiting_engine_hears_of_its_decision_within_moments(engine, support, bob):
+    [apr] = register(engine, support, 1)
+    with ThreadPoolExecutor(1) as pool:
+        waiting = pool.submit(timed_get, engine, f"/api/v1/approvals/{apr}?wait=20")
+        time.sleep(0.5)
+        decide(apr, bob, "approve")
+        decided_at = time.monotonic()
+        status, _, body = waiting.result(timeout=30)
+    assert status == 200 and body["status"] == "approved"
+    assert time.monotonic() - decided_at < 2  # not the 20 s the engine offered to wait
+
+
+def test_one_wait_more_than_the_keys_cap_answers_429_too_many_waits_with_retry_after(server, engine, support, acme):
+    ids = register(engine, support, CAP + 1)
+    other_engine = Api(server.url, make_token(acme, engine="billing-engine"))
+    with ThreadPoolExecutor(CAP) as pool:
+        held = [pool.submit(engine.get, f"/api/v1/approvals/{apr}?wait=4") for apr in ids[:CAP]]
+        time.sleep(1)
+        refused = engine.get(f"/api/v1/approvals/{ids[CAP]}?wait=4")
+        assert refused.status_code == 429
+        assert error_of(refused)["code"] == "too_many_waits"
+        assert "HITL_MAX_WAITS_PER_KEY" in error_of(refused)["message"]
+        assert int(refused.headers["Retry-After"]) > 0
+        # The cap is the key's: another engine key of the workspace still waits, and a plain poll still reads.
+        assert other_engine.get(f"/api/v1/approvals/{ids[CAP]}?wait=0.5").status_code == 200
+        assert engine.get(f"/api/v1/approvals/{ids[CAP]}").status_code == 200
+        assert [future.result(timeout=20).status_code for future in held] == [200, 200]
+    # Answered waits give their places back.
+    assert engine.get(f"/api/v1/approvals/{ids[CAP]}?wait=0.5").json()["status"] == "pending"
+
+
+def test_revoking_a_key_ends_its_waits_with_401_at_once(engine, support, acme):
+    ids = register(engine, support, 2)
+    key = ApiToken.objects.get(workspace=acme, name="support-engine")
+    with ThreadPoolExecutor(2) as pool:
+        waits = [pool.submit(timed_get, engine, f"/api/v1/approvals/{apr}?wait=20") for apr in ids]
+        time.sleep(1)
+        token_revoke(token=key)
+        answers = [wait.result(timeout=30) for wait in waits]
+    for status, seconds, body in answers:
+        assert status == 401
+        assert body["error"]["code"] == "authentication_failed"
+        assert seconds < 5  # at once, not at the end of the 20 s wait
+
+
+def test_deactivating_a_person_ends_their_tokens_waits_with_401_at_once(server, engine, support, acme, bob):
+    [apr] = register(engine, support, 1)
+    bob_api = Api(server.url, make_token(acme, user=bob))
+    with ThreadPoolExecutor(1) as pool:
+        waiting = pool.submit(timed_get, bob_api, f"/api/v1/approvals/{apr}?wait=20")
+        time.sleep(1)
+        get_user_model().objects.filter(pk=bob.pk).update(is_active=False)
+        status, seconds, body = waiting.result(timeout=30)
+    assert status == 401 and seconds < 5
+    assert "deactivated" in body["error"]["message"]
+
+
+def test_a_client_that_hangs_up_gives_its_place_back_at_once(server, engine, support, acme):
+    ids = register(engine, support, CAP + 1)
+    raw_key = engine.session.headers["Authorization"]
+    sockets = []
+    for apr in ids[:CAP]:
+        sock = socket.create_connection(("127.0.0.1", server.port))
+        request = f"GET /api/v1/approvals/{apr}?wait=25 HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: {raw_key}\r\n\r\n"
+        sock.sendall(request.encode())
+        sockets.append(sock)
+    time.sleep(1)
+    assert engine.get(f"/api/v1/approvals/{ids[CAP]}?wait=1").status_code == 429  # both places are taken
+    for sock in sockets:
+        sock.close()  # the engines hang up without a word
+    time.sleep(0.5)
+    # Their waits are gone: the key may wait CAP times again, long before the 25 s would have passed.
+    with ThreadPoolExecutor(CAP) as pool:
+        again = [pool.submit(engine.get, f"/api/v1/approvals/{apr}?wait=1") for apr in ids[:CAP]]
+        assert [future.result(timeout=20).status_code for future in again] == [200, 200]
+
+
+def test_a_server_process_holds_two_connections_for_all_its_waiters(engine, support, acme, bob):
+    ids = register(engine, support, CAP)
+    more = Api(engine.base_url, make_token(acme, engine="second-engine"))
+    with ThreadPoolExecutor(4) as pool:
+        waits = [pool.submit(api.get, f"/api/v1/approvals/{apr}?wait=3") for api in (engine, more) for apr in ids]
+        time.sleep(1.2)
+        with psycopg.connect(database_url().replace("postgres://", "postgresql://"), autocommit=True) as conn:
+            listening = conn.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s AND datname = current_database()",
+                [APPLICATION_NAME],
+            ).fetchone()[0]
+        assert listening == 2  # the LISTEN connection and the one that re-reads, for all four waits
+        decide(ids[0], bob, "approve")
+        answers = [wait.result(timeout=20).json()["status"] for wait in waits]
+    assert sorted(answers) == ["approved", "approved", "pending", "pending"]
+
+
+def first_refusal_after(api: Api, path: str, *, within: float) -> float:
+    """Seconds until `path` answers 401, polling as fast as the engine can."""
+    started = time.monotonic()
+    while time.monotonic() - started < within:
+        if api.get(path).status_code == 401:
+            return time.monotonic() - started
+    raise AssertionError(f"{path} still answered after {within} s")
+
+
+def test_a_key_the_server_has_cached_stops_working_as_soon_as_it_is_revoked(engine, support, acme):
+    [apr] = register(engine, support, 1)
+    for _ in range(5):  # the server now knows this key without asking the database
+        assert engine.get(f"/api/v1/approvals/{apr}").status_code == 200
+    token_revoke(token=ApiToken.objects.get(workspace=acme, name="support-engine"))
+    # The revocation's NOTIFY empties the cache: milliseconds, not the lifetime of a cache entry.
+    assert first_refusal_after(engine, f"/api/v1/approvals/{apr}", within=1) < 1
+
+
+def test_a_plan_downgrade_makes_a_cached_keys_config_inert_at_once(engine, support, acme):
+    served = f"/api/v1/configs/{support.public_id}/served"
+    for _ in range(5):
+        assert engine.get(served).json()["hitl"]["state"] == "active"
+    workspace_set_plan(workspace=acme, plan="free")
+    started = time.monotonic()
+    while engine.get(served).json()["hitl"]["state"] != "inert":
+        assert time.monotonic() - started < 1
+
+
+def test_a_long_poll_with_a_nul_byte_is_refused_not_an_error(engine, support):
+    [apr] = register(engine, support, 1)
+    assert engine.get(f"/api/v1/approvals/{apr}%00?wait=1").status_code == 404
+    refused = engine.get(f"/api/v1/approvals/{apr}?wait=1%00")
+    assert refused.status_code == 400 and error_of(refused)["code"] == "bad_request"

@@ -1,0 +1,99 @@
+"""The real ASGI server in a subprocess, for tests of what only it does (async long-poll, the LISTEN hub).
+
+pytest-django's live_server is WSGI and threaded: it cannot show a wait that holds no thread, a
+client hanging up, or the per-process LISTEN connection. So: the production server (`make serve`'s
+command) on a free loopback port, against the test database.
+"""
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import requests
+from django.db import connection
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def database_url() -> str:
+    """The test database (pytest-django's test_…), as a URL for the subprocesses."""
+    s = connection.settings_dict
+    if s["ENGINE"].endswith("sqlite3"):
+        return f"sqlite:///{s['NAME']}"
+    password = f":{s['PASSWORD']}" if s.get("PASSWORD") else ""
+    return f"postgres://{s['USER']}{password}@{s['HOST'] or '127.0.0.1'}:{s['PORT'] or 5432}/{s['NAME']}"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def server_command(port: int, workers: int = 1) -> list[str]:
+    """What `make serve` runs (Makefile: gunicorn supervising uvicorn workers), on our port."""
+    return [
+        str(Path(sys.executable).parent / "gunicorn"),
+        "hitl_portal.asgi:application",
+        "--bind",
+        f"127.0.0.1:{port}",
+        "--worker-class",
+        "uvicorn_worker.UvicornWorker",
+        "--workers",
+        str(workers),
+        "--timeout",
+        "60",
+    ]
+
+
+class AsgiServer:
+    """`with AsgiServer(**env) as server:` … `server.url`; stopped (its whole process group) on exit."""
+
+    def __init__(self, *, database: str | None = None, **env: str) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.env = {k: v for k, v in os.environ.items() if k != "DJANGO_SETTINGS_MODULE"}
+        self.env.update(
+            DATABASE_URL=database or database_url(), DJANGO_SETTINGS_MODULE="hitl_portal.settings", LOG_LEVEL="WARNING"
+        )
+        self.env.update(env)
+        self.process: subprocess.Popen | None = None
+
+    def __enter__(self) -> "AsgiServer":
+        log = ROOT / "test-artifacts" / "asgi-server.log"
+        self.log = open(log, "a") if log.parent.is_dir() else subprocess.DEVNULL
+        self.process = subprocess.Popen(
+            server_command(self.port),
+            cwd=ROOT,
+            env=self.env,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"the ASGI server exited with {self.process.returncode}")
+            try:
+                if requests.get(self.url + "/login/", timeout=5).status_code == 200:
+                    return self
+            except requests.ConnectionError:
+                time.sleep(0.1)
+        self.__exit__()
+        raise RuntimeError("the ASGI server did not answer within 30 s")
+
+    def __exit__(self, *exc) -> None:
+        import signal
+
+        if self.process is not None and self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait(timeout=15)
+        if self.log is not subprocess.DEVNULL:
+            self.log.close()
