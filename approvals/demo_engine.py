@@ -1,4 +1,4 @@
-"""`hitl demo-engine`: a scripted agent run against a live portal, over HTTP, through hitl_client.
+"""`hitl demo-engine`: a scripted agent run against a live portal, over HTTP, through the hitl-client package.
 
 It touches no database: everything goes through the REST API with an engine key, exactly as a
 real engine would, so a newcomer sees requests arrive in the queue, decides them, and watches
@@ -9,8 +9,7 @@ import logging
 import uuid
 
 from django.core.management.base import CommandError
-
-from hitl_client import HitlClient, HitlError, Verdict
+from hitl_client import GatedCall, HitlClient, HitlError, Verdict
 
 TURNS = ("delete", "mcp", "token_cap")
 # The gated calls the scripted agent makes: what it says it does, and the call itself.
@@ -76,11 +75,9 @@ def demo_engine(cmd, options) -> None:
                 out(f"  {story}")
                 verdict = client.gate_call(
                     served,
-                    **call,
-                    run_id=run_id,
-                    thread_id=thread_id,
-                    call_id=f"call_{number}",
-                    caller="support-bot",
+                    GatedCall(
+                        **call, run_id=run_id, thread_id=thread_id, call_id=f"call_{number}", caller="support-bot"
+                    ),
                     execute=lambda: f"exec_{uuid.uuid4().hex[:8]}",
                     wait_timeout=wait,
                     on_pending=pending,

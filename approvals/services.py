@@ -1,13 +1,14 @@
 """Writes on approval requests. The database, not Python, decides who wins a race."""
 
+import functools
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
-from django.core.exceptions import ValidationError
+from django.core.exceptions import ImproperlyConfigured, ValidationError
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Count, F, OuterRef, Subquery
+from django.db.models import Count, DateField, DateTimeField, F, Field, OuterRef, Subquery
 from django.utils import timezone
 
 from hitl_portal.ids import new_public_id
@@ -302,7 +303,7 @@ def approval_register(
     with the same key is refused. Two identical registrations racing are decided by the unique
     constraint, never by a check-then-insert: the loser's INSERT fails and it returns the winner.
     """
-    version = _frozen_version(workspace=workspace, config_id=config_id, number=config_version)
+    version = _frozen_version(workspace_id=workspace.pk, config_id=config_id, number=config_version)
     label = f"{version.config.public_id}@{version.number}"
     level = version.pass_information_level
     now = timezone.now()
@@ -387,7 +388,7 @@ def approval_register(
                 return Registration(approval=first, created=False)
         if _refused_by(error) == FOREIGN_KEY:
             # The config was deleted since its version was cached.
-            _FROZEN_VERSIONS.clear()
+            _frozen_version.cache_clear()
             raise ConfigNotFound(f"No config {config_id} in this workspace.") from None
         raise
     return Registration(approval=approval, created=True)
@@ -427,6 +428,29 @@ _INSERT_SQL = "INSERT INTO {table} ({columns}) VALUES ({values}) RETURNING id".f
     columns=", ".join(f'"{field.column}"' for field in _INSERT_FIELDS),
     values=", ".join(["%s"] * len(_INSERT_FIELDS)),
 )
+
+
+def _check_insert_fields() -> None:
+    """At import: the INSERT writes every concrete column, each from the instance as it stands.
+
+    It skips save() and so each field's pre_save(): a field whose value the ORM computes at save
+    time (auto_now, a database default, a generated column, its own pre_save) would be stored
+    wrong. Such a field must go through the ORM, so the process refuses to start instead.
+    """
+    written = {field.column for field in _INSERT_FIELDS}
+    model = {field.column for field in ApprovalRequest._meta.concrete_fields if not field.primary_key}
+    if written != model:
+        raise ImproperlyConfigured(f"_insert writes {sorted(written ^ model)} unlike the model; fix _INSERT_FIELDS")
+    plain_pre_save = (Field.pre_save, DateField.pre_save, DateTimeField.pre_save)
+    for field in _INSERT_FIELDS:
+        computed = getattr(field, "auto_now", False) or getattr(field, "auto_now_add", False)
+        if computed or field.generated or field.has_db_default() or type(field).pre_save not in plain_pre_save:
+            raise ImproperlyConfigured(
+                f"ApprovalRequest.{field.name} is computed at save time; the hand-written INSERT cannot store it"
+            )
+
+
+_check_insert_fields()
 
 # Strings, integers, ids and aware datetimes go to psycopg as they are; JSON needs its adapter.
 _NEEDS_PREPARING = [
@@ -561,28 +585,18 @@ def _idempotent_replay(*, engine_key: ApiToken, idempotency_key: str, fingerprin
 
 
 # Published versions never change (a database trigger refuses it), so each process keeps the ones
-# engines register against instead of reading the same row for every request. Bounded, not LRU:
-# clearing it now and then costs one query per version.
-_FROZEN_VERSIONS: dict[tuple[int, str, int], ConfigVersion] = {}
-_FROZEN_VERSIONS_MAX = 1024
-
-
-def _frozen_version(*, workspace: Workspace, config_id: str, number: int) -> ConfigVersion:
-    key = (workspace.pk, config_id, number)
-    version = _FROZEN_VERSIONS.get(key)
-    if version is not None:
-        return version
+# engines register against instead of reading the same row for every request. A miss raises, and
+# lru_cache keeps no exception: a version published later is found then.
+@functools.lru_cache(maxsize=1024)
+def _frozen_version(*, workspace_id: int, config_id: str, number: int) -> ConfigVersion:
     version = (
         ConfigVersion.objects.select_related("config")
-        .filter(config__workspace=workspace, config__public_id=config_id, number=number)
+        .filter(config__workspace_id=workspace_id, config__public_id=config_id, number=number)
         .first()
     )
     if version is not None:
-        if len(_FROZEN_VERSIONS) >= _FROZEN_VERSIONS_MAX:
-            _FROZEN_VERSIONS.clear()
-        _FROZEN_VERSIONS[key] = version
         return version
-    if not Config.objects.filter(workspace=workspace, public_id=config_id).exists():
+    if not Config.objects.filter(workspace_id=workspace_id, public_id=config_id).exists():
         raise ConfigNotFound(f"No config {config_id} in this workspace.")
     raise ConfigNotFound(f"Config {config_id} has no version {number}: register against a published version it serves.")
 

@@ -1,16 +1,17 @@
 """Admin REST API for a config's draft contacts (API.md). Admins only; other workspaces answer 404."""
 
-from django.http import Http404
 from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 
-from rules import services
-from rules.api import BAD_INPUT, ERRORS, PAGE_PARAMS, AdminPagination, AdminView, config_or_404
+from rules.api import BAD_INPUT, ERRORS, PAGE_PARAMS, AdminPagination, AdminView
+from rules.selectors import config_for
 from rules.serializers import ContactPage
 
+from . import services
 from .models import Contact
+from .selectors import contact_for, contacts_of
 from .serializers import ContactInputSerializer, ContactSerializer
 
 TAG = ["configs"]
@@ -21,10 +22,7 @@ class ContactPagination(AdminPagination):
 
 
 def _contact(request, cfg: str, con: str) -> Contact:
-    contact = Contact.objects.filter(config=config_or_404(request, cfg), public_id=con).first()
-    if contact is None:
-        raise Http404
-    return contact
+    return contact_for(config=config_for(workspace=request.actor.workspace, public_id=cfg), public_id=con)
 
 
 class ContactListView(AdminView):
@@ -37,7 +35,9 @@ class ContactListView(AdminView):
     )
     def get(self, request, cfg: str):
         paginator = ContactPagination()
-        page = paginator.paginate_queryset(Contact.objects.filter(config=config_or_404(request, cfg)), request, self)
+        page = paginator.paginate_queryset(
+            contacts_of(config_for(workspace=request.actor.workspace, public_id=cfg)), request, self
+        )
         return paginator.get_paginated_response(ContactSerializer([c.frozen() for c in page], many=True).data)
 
     @extend_schema(
@@ -47,7 +47,7 @@ class ContactListView(AdminView):
         responses={201: ContactSerializer, **BAD_INPUT, **ERRORS},
     )
     def post(self, request, cfg: str):
-        config = config_or_404(request, cfg)
+        config = config_for(workspace=request.actor.workspace, public_id=cfg)
         data = ContactInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         if "channel" not in data.validated_data:  # optional for PATCH, not for a new contact

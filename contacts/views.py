@@ -2,29 +2,24 @@
 
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
-from django.http import Http404
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
-from rules import services
-from rules.views import config_or_404, config_page_context
+from rules.selectors import config_for
+from rules.views import config_page_context
 from workspaces.decorators import admin_required, member_required
 
+from . import services
 from .forms import ContactForm
 from .models import Contact
-
-
-def _contact_or_404(config, con: str) -> Contact:
-    contact = config.contacts.filter(public_id=con).first()
-    if contact is None:
-        raise Http404("No such contact in this config's draft.")
-    return contact
+from .selectors import contact_for
 
 
 @member_required
 @require_http_methods(["GET", "POST"])
-def contacts(request, cfg: str):
-    config = config_or_404(request, cfg)
+def contacts(request: HttpRequest, cfg: str) -> HttpResponse:
+    config = config_for(workspace=request.actor.workspace, public_id=cfg)
     form = ContactForm()
     if request.method == "POST":
         if not request.actor.is_admin:
@@ -41,9 +36,9 @@ def contacts(request, cfg: str):
 
 @admin_required
 @require_http_methods(["GET", "POST"])
-def contact_edit(request, cfg: str, con: str):
-    config = config_or_404(request, cfg)
-    contact = _contact_or_404(config, con)
+def contact_edit(request: HttpRequest, cfg: str, con: str) -> HttpResponse:
+    config = config_for(workspace=request.actor.workspace, public_id=cfg)
+    contact = contact_for(config=config, public_id=con)
     form = ContactForm(instance=contact)
     if request.method == "POST":
         form = ContactForm(request.POST, instance=contact)
@@ -58,8 +53,8 @@ def contact_edit(request, cfg: str, con: str):
 
 @admin_required
 @require_POST
-def contact_delete(request, cfg: str, con: str):
-    config = config_or_404(request, cfg)
-    services.contact_delete(contact=_contact_or_404(config, con))
+def contact_delete(request: HttpRequest, cfg: str, con: str) -> HttpResponse:
+    config = config_for(workspace=request.actor.workspace, public_id=cfg)
+    services.contact_delete(contact=contact_for(config=config, public_id=con))
     messages.success(request, "Deleted the contact from the draft. Published versions keep it.")
     return redirect("contacts:contacts", config.public_id)

@@ -1,11 +1,14 @@
 """`hitl demo`: a small demo workspace so the portal is worth looking at in its first minute."""
 
+import os
+import sys
 from datetime import timedelta
 
 from django.utils import timezone
 
 from approvals.digest import call_digest
 from approvals.models import ApprovalKind, ApprovalRequest
+from contacts.services import contact_create
 from rules import services as rule_services
 from rules.models import Config
 from workspaces import services as ws_services
@@ -19,23 +22,22 @@ def _seed() -> Workspace:
     acme = ws_services.workspace_create(slug="acme", plan=Plan.PRO, name="Acme Support")
     hobby = ws_services.workspace_create(slug="hobby", plan=Plan.FREE, name="Hobby (Free plan)")
     admin = ws_services.member_add(workspace=acme, email=ADMIN[0], role="admin", password=ADMIN[1]).user
+    # The README sends staff to Django admin (plans, tokens, history): the demo admin can go there.
+    admin.is_staff = admin.is_superuser = True
+    admin.save(update_fields=["is_staff", "is_superuser"])
     ws_services.member_add(workspace=acme, email=REVIEWER[0], role="reviewer", password=REVIEWER[1])
     ws_services.member_add(workspace=hobby, email=ADMIN[0], role="admin")
 
     support = rule_services.config_create(workspace=acme, name="Support agent")
     rule_services.config_update(config=support, pass_information_level="full", token_cap_per_turn=50_000)
     rule_services.rule_create(config=support, message="Deletes of customer data need a second pair of eyes.")
-    rule_services.contact_create(
-        config=support, name="Support leads", channel="slack", channel_ref="${SUPPORT_LEADS_SLACK}"
-    )
+    contact_create(config=support, name="Support leads", channel="slack", channel_ref="${SUPPORT_LEADS_SLACK}")
     rule_services.config_publish(config=support, user=admin, note="Gate every delete")
     rule_services.rule_create(
         config=support, kind="mcp_server", match="mcp_billing", message="Refunds move real money.", order=20
     )
     rule_services.rule_create(config=support, kind="worker", match="*", enabled=False, order=30)
-    rule_services.contact_create(
-        config=support, name="Finance on call", channel="email", channel_ref="${FINANCE_ONCALL_EMAIL}"
-    )
+    contact_create(config=support, name="Finance on call", channel="email", channel_ref="${FINANCE_ONCALL_EMAIL}")
     v2 = rule_services.config_publish(config=support, user=admin, note="Also gate the billing MCP server")
 
     notebook = rule_services.config_create(workspace=acme, name="Data notebook")
@@ -97,6 +99,12 @@ def _seed() -> Workspace:
     return acme, engine_key
 
 
+def python() -> str:
+    """This interpreter as the reader should type it: `.venv/bin/python` works without activating the venv."""
+    path = os.path.relpath(sys.executable)
+    return path if not path.startswith("..") else sys.executable
+
+
 def demo(cmd, options) -> None:
     url = options["url"]
     if Workspace.objects.filter(slug="acme").exists():
@@ -114,10 +122,18 @@ def demo(cmd, options) -> None:
     ]
     if engine_key:
         lines.append(f"  Engine key (shown once): {engine_key}")
-        if support:
-            lines.append(
-                f"  Try: python manage.py hitl demo-engine --url {url} --key {engine_key} --config {support.public_id}"
-            )
+    else:
+        # Only a hash of the first key is stored: say how to make another rather than print nothing.
+        engine_key = "KEY"
+        lines.append(
+            f"  Engine key: shown once, on the first run. A new one: "
+            f"{python()} manage.py hitl token create --workspace acme --engine demo-engine"
+        )
+    if support:
+        lines.append(
+            f"  Try: {python()} manage.py hitl demo-engine --url {url} --key {engine_key} --config {support.public_id}"
+        )
+    lines.append(f"  Django admin: {url.rstrip('/')}/admin/ (as {ADMIN[0]})")
     cmd.stdout.write("\n".join(lines) + "\n")
 
 

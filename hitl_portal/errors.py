@@ -9,7 +9,8 @@ from rest_framework.response import Response
 from rest_framework.views import exception_handler, set_rollback
 
 from approvals.exceptions import ApprovalNotFound, IdempotencyKeyReused, NotApproved, SelfApproval, WrongDecision
-from rules.exceptions import ConfigNotFound, PlanRequired
+from contacts.exceptions import ContactNotFound
+from rules.exceptions import ConfigNotFound, NothingToPublish, PlanRequired
 
 from .exceptions import DomainError
 
@@ -49,10 +50,12 @@ CODES = {
 DOMAIN_ERRORS: dict[type[DomainError], tuple[int, str]] = {
     ApprovalNotFound: (status.HTTP_404_NOT_FOUND, "not_found"),
     ConfigNotFound: (status.HTTP_404_NOT_FOUND, "not_found"),
+    ContactNotFound: (status.HTTP_404_NOT_FOUND, "not_found"),
     WrongDecision: (status.HTTP_400_BAD_REQUEST, "invalid"),
     PlanRequired: (status.HTTP_403_FORBIDDEN, "plan_required"),
     SelfApproval: (status.HTTP_403_FORBIDDEN, "self_approval"),
     NotApproved: (status.HTTP_409_CONFLICT, "conflict"),
+    NothingToPublish: (status.HTTP_409_CONFLICT, "conflict"),
     IdempotencyKeyReused: (status.HTTP_422_UNPROCESSABLE_ENTITY, "idempotency_key_reused"),
     DomainError: (status.HTTP_400_BAD_REQUEST, "invalid"),  # any other refusal: the client must change something
 }
@@ -64,6 +67,27 @@ def domain_error_response(exc: DomainError) -> Response:
     if exc.field:
         return Response(error_body(code, f"{exc.field}: {exc.message}", {exc.field: exc.message}), status=status_code)
     return Response(error_body(code, exc.message), status=status_code)
+
+
+class DomainErrorPages:
+    """The same mapping for server-rendered pages: a missing object is the 404 page, a refusal the 403 one.
+
+    Views catch the refusals they explain on the page (a wrong decision, the plan); the rest land here.
+    """
+
+    def __init__(self, get_response) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request):
+        return self.get_response(request)
+
+    def process_exception(self, request, exc: Exception) -> None:
+        if isinstance(exc, DomainError):
+            status_code = next(answer for cls, answer in DOMAIN_ERRORS.items() if isinstance(exc, cls))[0]
+            if status_code == status.HTTP_404_NOT_FOUND:
+                raise Http404(exc.message) from exc
+            if status_code == status.HTTP_403_FORBIDDEN:
+                raise DjangoPermissionDenied(exc.message) from exc
 
 
 def error_body(code: str, message: str, fields: dict | None = None) -> dict:

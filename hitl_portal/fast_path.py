@@ -9,6 +9,7 @@ whose error messages stay the only ones clients see. So the serializer remains t
 the rules, the schema and the errors; tests/test_fast_path.py holds the fast path to it.
 """
 
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -110,27 +111,32 @@ class SerializerFastPath:
     """`validated(body)` is what `serializer_class(data=body).validated_data` would be, or None to ask it."""
 
     def __init__(self, serializer_class: type[serializers.Serializer]) -> None:
-        # One instance for its stateless validate_<field>() and validate() methods; never bound to data.
-        self.serializer = serializer_class()
-        if self.serializer.validators:
+        self.serializer_class = serializer_class
+        declared = serializer_class()  # read once for its fields, never used to validate
+        if declared.validators:
             raise TypeError(f"{serializer_class.__name__}: the fast path cannot run serializer-level validators")
         self.fields = [
-            (
-                name,
-                field.required,
-                field.allow_null,
-                _check_for(field),
-                getattr(self.serializer, f"validate_{name}", None),
-            )
-            for name, field in self.serializer.fields.items()
+            (name, field.required, field.allow_null, _check_for(field), f"validate_{name}")
+            for name, field in declared.fields.items()
             if not field.read_only
         ]
+        # validate_<field>() and validate() run on an instance of each thread's own: nothing a
+        # method might keep on `self` is ever seen by a request in another thread.
+        self._local = threading.local()
+
+    @property
+    def serializer(self) -> serializers.Serializer:
+        serializer = getattr(self._local, "serializer", None)
+        if serializer is None:
+            serializer = self._local.serializer = self.serializer_class()
+        return serializer
 
     def validated(self, body: Any) -> dict | None:
         if type(body) is not dict:
             return None
+        serializer = self.serializer
         data = {}
-        for name, required, allow_null, check, validate_field in self.fields:
+        for name, required, allow_null, check, validate_name in self.fields:
             if name not in body:
                 if required:
                     return None
@@ -143,6 +149,7 @@ class SerializerFastPath:
                 value = check(value)
                 if value is _INVALID:
                     return None
+            validate_field = getattr(serializer, validate_name, None)
             if validate_field is not None:
                 try:
                     value = validate_field(value)
@@ -150,6 +157,6 @@ class SerializerFastPath:
                     return None
             data[name] = value
         try:
-            return self.serializer.validate(data)
+            return serializer.validate(data)
         except serializers.ValidationError:
             return None

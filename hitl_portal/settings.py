@@ -48,8 +48,8 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "whitenoise.runserver_nostatic",
     "django.contrib.staticfiles",
+    "django.forms",  # the widget templates, for FORM_RENDERER
     "rest_framework",
-    "django_filters",
     "drf_spectacular",
     "drf_spectacular_sidecar",  # Swagger UI and ReDoc served from the package, never a CDN
     "axes",
@@ -74,6 +74,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "hitl_portal.errors.DomainErrorPages",
     # Last, as django-axes asks: it turns a lockout raised during login into its page.
     "axes.middleware.AxesMiddleware",
 ]
@@ -94,6 +95,7 @@ LONG_POLL_MIDDLEWARE = [
 ]
 
 ROOT_URLCONF = "hitl_portal.urls"
+FORM_RENDERER = "hitl_portal.forms.FormRenderer"
 WSGI_APPLICATION = "hitl_portal.wsgi.application"
 
 TEMPLATES = [
@@ -150,8 +152,9 @@ def pooled_under_asgi(database: dict) -> dict:
 pooled_under_asgi(DATABASES["default"])
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
-AUTH_PASSWORD_VALIDATORS = [  # Django's four, for the admin's forms and `hitl member add --password` alike
-    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+# For the admin's forms and `hitl member add --password` alike. Not UserAttributeSimilarityValidator:
+# it refuses the demo's printed logins ("acme-admin-demo" for admin@acme.test) for little gain.
+AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},

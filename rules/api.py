@@ -59,11 +59,8 @@ class VersionPagination(AdminPagination):
     ordering = "-number"
 
 
-def config_or_404(request, cfg: str) -> Config:
-    config = selectors.configs_with_versions(request.actor.workspace).filter(public_id=cfg).first()
-    if config is None:
-        raise Http404
-    return config
+def _config(request, cfg: str) -> Config:
+    return selectors.config_for(workspace=request.actor.workspace, public_id=cfg)
 
 
 def _rule(config: Config, rul: str) -> Rule:
@@ -104,13 +101,16 @@ class ConfigListView(AdminView):
         data = ConfigCreateSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         config = services.config_create(workspace=request.actor.workspace, **data.validated_data)
-        return Response(ConfigSerializer(config_or_404(request, config.public_id)).data, status=status.HTTP_201_CREATED)
+        return Response(
+            ConfigSerializer(_config(request, config.public_id)).data,
+            status=status.HTTP_201_CREATED,
+        )
 
 
 class ConfigDetailView(AdminView):
     @extend_schema(tags=TAG, summary="Read a config's draft settings", responses={200: ConfigSerializer, **ERRORS})
     def get(self, request, cfg: str):
-        return Response(ConfigSerializer(config_or_404(request, cfg)).data)
+        return Response(ConfigSerializer(_config(request, cfg)).data)
 
     @extend_schema(
         tags=TAG,
@@ -119,11 +119,11 @@ class ConfigDetailView(AdminView):
         responses={200: ConfigSerializer, **BAD_INPUT, **ERRORS},
     )
     def patch(self, request, cfg: str):
-        config = config_or_404(request, cfg)
+        config = _config(request, cfg)
         data = ConfigUpdateSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         services.config_update(config=config, **data.changes())
-        return Response(ConfigSerializer(config_or_404(request, cfg)).data)
+        return Response(ConfigSerializer(_config(request, cfg)).data)
 
 
 class RuleListView(AdminView):
@@ -136,7 +136,11 @@ class RuleListView(AdminView):
     )
     def get(self, request, cfg: str):
         paginator = RulePagination()
-        page = paginator.paginate_queryset(Rule.objects.filter(config=config_or_404(request, cfg)), request, self)
+        page = paginator.paginate_queryset(
+            Rule.objects.filter(config=_config(request, cfg)),
+            request,
+            self,
+        )
         return paginator.get_paginated_response(RuleSerializer([rule.frozen() for rule in page], many=True).data)
 
     @extend_schema(
@@ -146,7 +150,7 @@ class RuleListView(AdminView):
         responses={201: RuleSerializer, **BAD_INPUT, **ERRORS},
     )
     def post(self, request, cfg: str):
-        config = config_or_404(request, cfg)
+        config = _config(request, cfg)
         data = RuleInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         rule = services.rule_create(config=config, **data.fields_for_create())
@@ -156,7 +160,7 @@ class RuleListView(AdminView):
 class RuleDetailView(AdminView):
     @extend_schema(tags=TAG, summary="One draft rule", responses={200: RuleSerializer, **ERRORS})
     def get(self, request, cfg: str, rul: str):
-        return Response(RuleSerializer(_rule(config_or_404(request, cfg), rul).frozen()).data)
+        return Response(RuleSerializer(_rule(_config(request, cfg), rul).frozen()).data)
 
     @extend_schema(
         tags=TAG,
@@ -165,7 +169,7 @@ class RuleDetailView(AdminView):
         responses={200: RuleSerializer, **BAD_INPUT, **ERRORS},
     )
     def patch(self, request, cfg: str, rul: str):
-        rule = _rule(config_or_404(request, cfg), rul)
+        rule = _rule(_config(request, cfg), rul)
         data = RuleInputSerializer(data=request.data, partial=True)
         data.is_valid(raise_exception=True)
         rule = services.rule_update(rule=rule, **data.validated_data)
@@ -173,7 +177,7 @@ class RuleDetailView(AdminView):
 
     @extend_schema(tags=TAG, summary="Delete a draft rule", responses={204: None, **ERRORS})
     def delete(self, request, cfg: str, rul: str):
-        services.rule_delete(rule=_rule(config_or_404(request, cfg), rul))
+        services.rule_delete(rule=_rule(_config(request, cfg), rul))
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -190,10 +194,13 @@ class PublishView(AdminView):
                 ErrorSerializer,
                 description="Not an admin, or `plan_required`: an enabled rule in the draft on the Free plan.",
             ),
+            409: OpenApiResponse(
+                ErrorSerializer, description="`conflict`: the draft matches the newest version; nothing to publish."
+            ),
         },
     )
     def post(self, request, cfg: str):
-        config = config_or_404(request, cfg)
+        config = _config(request, cfg)
         data = PublishSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         version = services.config_publish(config=config, user=request.actor.user, note=data.validated_data["note"])
@@ -210,7 +217,7 @@ class VersionListView(AdminView):
         responses={200: VersionPage, **ERRORS},
     )
     def get(self, request, cfg: str):
-        config = config_or_404(request, cfg)
+        config = _config(request, cfg)
         paginator = VersionPagination()
         versions = ConfigVersion.objects.filter(config=config).select_related("config", "published_by")
         page = paginator.paginate_queryset(versions, request, self)
@@ -221,7 +228,7 @@ class VersionListView(AdminView):
 class VersionDetailView(AdminView):
     @extend_schema(tags=TAG, summary="One frozen version", responses={200: VersionSerializer, **ERRORS})
     def get(self, request, cfg: str, number: int):
-        config = config_or_404(request, cfg)
+        config = _config(request, cfg)
         version = config.versions.select_related("config", "published_by").filter(number=number).first()
         if version is None:
             raise Http404
@@ -241,7 +248,7 @@ class PinView(AdminView):
         },
     )
     def post(self, request, cfg: str):
-        config = config_or_404(request, cfg)
+        config = _config(request, cfg)
         data = PinSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         try:

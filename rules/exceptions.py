@@ -9,6 +9,12 @@ class ConfigNotFound(DomainError):
     default_message = "No such config in this workspace."
 
 
+class NothingToPublish(DomainError):
+    """The draft is the same as the newest version: a new number must mean new content."""
+
+    default_message = "The draft matches the newest version: there is nothing new to publish."
+
+
 class PlanRequired(DomainError):
     """The workspace's plan does not allow this (Human-in-the-Loop on the Free plan)."""
 

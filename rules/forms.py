@@ -1,8 +1,9 @@
 from django import forms
+from django.urls import reverse
 
 from .models import ANY, MAX_APPROVALS_REQUIRED, Config, Rule, RuleKind
 
-# The "Which one" field's label and hint per kind; the edit form switches them as the kind changes.
+# The "Which one" field's label and hint per kind; htmx swaps them in as the kind changes (views.which_one).
 WHICH_ONE = {
     RuleKind.DELETE: ("Which delete operation", "An operation name such as delete_file or drop_table, or Any."),
     RuleKind.MCP_SERVER: (
@@ -12,6 +13,10 @@ WHICH_ONE = {
     RuleKind.CELL: ("Which cell", "A notebook or cell id, such as nb_warehouse, or Any."),
     RuleKind.WORKER: ("Which worker", "The worker or sub-agent's name, such as researcher, or Any."),
 }
+
+
+def which_one_for(kind: str) -> tuple[str, str]:
+    return WHICH_ONE.get(kind, WHICH_ONE[RuleKind.DELETE])
 
 
 class ConfigForm(forms.ModelForm):
@@ -49,16 +54,29 @@ class RuleForm(forms.ModelForm):
             "approvals_required": forms.NumberInput(attrs={"min": 1, "max": MAX_APPROVALS_REQUIRED}),
         }
         labels = {
+            "kind": "Boundary",
             "match": "Selector",
+            "point": "Point",
+            "enabled": "Enabled",
+            "message": "Message for the reviewer",
+            "order": "Order",
             "approvals_required": "Approvals required",
             "self_approval": "The person the run acts for may approve it",
             "allow_run_grant": "Reviewers may approve the rest of a run at once",
         }
+        help_texts = {"order": "Lower numbers gate first."}
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["match"].required = False
         self.fields["approvals_required"].required = False  # left out: one approval, as before the policy
+        # Changing the kind asks the server for its "Which one" label and hint (rules/_which_one.html).
+        self.fields["kind"].widget.attrs.update(
+            {"hx-get": reverse("rules:which_one"), "hx-target": "#which-label", "hx-swap": "outerHTML"}
+        )
+        # Typing a selector picks "This one" (static/js/portal.js).
+        one = [value for value, _ in self.fields["which"].choices].index("one")
+        self.fields["match"].widget.attrs["data-checks"] = f"{self['which'].auto_id}_{one}"
         if not self.is_bound:
             self.initial["which"] = "any" if self.instance.match == ANY else "one"
             if self.instance.match == ANY:
@@ -74,8 +92,7 @@ class RuleForm(forms.ModelForm):
 
     @property
     def which_one(self) -> tuple[str, str]:
-        kind = self["kind"].value() or RuleKind.DELETE
-        return WHICH_ONE.get(kind, WHICH_ONE[RuleKind.DELETE])
+        return which_one_for(self["kind"].value() or RuleKind.DELETE)
 
 
 class SettingsForm(forms.ModelForm):

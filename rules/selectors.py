@@ -1,10 +1,24 @@
 """Reads on configs and versions."""
 
+from workspaces.models import Workspace
+
+from .exceptions import ConfigNotFound
 from .models import Config, ConfigVersion
 
 
 def configs_for(workspace):
     return Config.objects.filter(workspace=workspace)
+
+
+def config_for(*, workspace: Workspace, public_id: str) -> Config:
+    """One config of this workspace, with `latest_version` and `served_number`; raises ConfigNotFound.
+
+    Another workspace's config reads exactly like a missing one. Pages, API and engines all load it here.
+    """
+    config = configs_with_versions(workspace).filter(public_id=public_id).first()
+    if config is None:
+        raise ConfigNotFound()  # the id is not echoed: an outsider learns nothing from a 404
+    return config
 
 
 def served_version(config: Config) -> ConfigVersion | None:

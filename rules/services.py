@@ -2,13 +2,12 @@
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.db.models import Max
 from django.utils import timezone
 
-from contacts.models import Contact
 from workspaces.models import Workspace
 
-from .exceptions import PlanRequired
+from . import selectors
+from .exceptions import NothingToPublish, PlanRequired
 from .models import Config, ConfigVersion, Rule
 
 RULE_FIELDS = (
@@ -64,26 +63,6 @@ def rule_delete(*, rule: Rule) -> None:
     rule.delete()
 
 
-def contact_create(*, config: Config, name: str, channel: str, channel_ref: str = "") -> Contact:
-    contact = Contact(config=config, name=name, channel=channel, channel_ref=channel_ref)
-    contact.full_clean(exclude=["config", "public_id"])
-    contact.save()
-    return contact
-
-
-def contact_update(*, contact: Contact, **changes) -> Contact:
-    for field in ("name", "channel", "channel_ref"):
-        if field in changes:
-            setattr(contact, field, changes[field])
-    contact.full_clean(exclude=["config", "public_id"])
-    contact.save()
-    return contact
-
-
-def contact_delete(*, contact: Contact) -> None:
-    contact.delete()
-
-
 def plan_refusal(*, workspace: Workspace, enabled_rules: int) -> str | None:
     """Why this draft cannot be published on this plan, or None."""
     if workspace.hitl_available or not enabled_rules:
@@ -110,7 +89,15 @@ def config_publish(*, config: Config, user, note: str = "") -> ConfigVersion:
         raise PlanRequired(refusal)
     if len(note) > 2000:
         raise ValidationError({"note": "note is at most 2,000 characters"})
-    number = (config.versions.aggregate(n=Max("number"))["n"] or 0) + 1
+    latest = config.versions.order_by("-number").first()
+    if latest is not None and not selectors.draft_differs(selectors.draft_frozen(config), latest):
+        served = config.pinned_version or latest.number
+        raise NothingToPublish(
+            f"The draft matches v{latest.number}: there is nothing new to publish. Change a rule, a contact or "
+            "a setting first"
+            + (f", or pin v{latest.number} to serve it instead of v{served}." if served != latest.number else ".")
+        )
+    number = latest.number + 1 if latest is not None else 1
     version = ConfigVersion.objects.create(
         config=config,
         number=number,

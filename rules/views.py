@@ -6,23 +6,16 @@ POST (`admin_required`). A config of another workspace answers 404, like a missi
 
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
-from django.http import Http404
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
-from django.views.decorators.http import require_http_methods, require_POST
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from workspaces.decorators import admin_required, member_required
 
 from . import selectors, services
-from .exceptions import PlanRequired
-from .forms import WHICH_ONE, ConfigForm, PinForm, PublishForm, RuleForm, SettingsForm
+from .exceptions import NothingToPublish, PlanRequired
+from .forms import ConfigForm, PinForm, PublishForm, RuleForm, SettingsForm, which_one_for
 from .models import Config, ConfigVersion, Rule
-
-
-def config_or_404(request, cfg: str) -> Config:
-    config = selectors.configs_with_versions(request.actor.workspace).filter(public_id=cfg).first()
-    if config is None:
-        raise Http404("No such config in this workspace.")
-    return config
 
 
 def config_page_context(request, config: Config, tab: str, configs=None) -> dict:
@@ -48,7 +41,7 @@ def config_page_context(request, config: Config, tab: str, configs=None) -> dict
 
 @member_required
 @require_http_methods(["GET", "POST"])
-def configs(request):
+def configs(request: HttpRequest) -> HttpResponse:
     workspace = request.actor.workspace
     form = ConfigForm()
     if request.method == "POST":
@@ -70,8 +63,8 @@ def configs(request):
 
 @admin_required
 @require_POST
-def config_rename(request, cfg: str):
-    config = config_or_404(request, cfg)
+def config_rename(request: HttpRequest, cfg: str) -> HttpResponse:
+    config = selectors.config_for(workspace=request.actor.workspace, public_id=cfg)
     form = ConfigForm(request.POST, instance=config)
     if form.is_valid():
         services.config_update(config=config, name=form.cleaned_data["name"])
@@ -82,7 +75,14 @@ def config_rename(request, cfg: str):
 
 
 @member_required
-def rules(request, cfg: str):
+def rules(request: HttpRequest, cfg: str) -> HttpResponse:
+    return _rules_page(request, cfg)
+
+
+def _rules_page(
+    request: HttpRequest, cfg: str, *, publish_form: PublishForm | None = None, status: int = 200
+) -> HttpResponse:
+    """The Rules tab; after a refused publish, with the typed note still in its box."""
     configs = list(selectors.configs_with_versions(request.actor.workspace))
     config = next((c for c in configs if c.public_id == cfg), None)
     if config is None:
@@ -97,18 +97,35 @@ def rules(request, cfg: str):
         }
         for i, version in enumerate(versions)
     ]
-    context["publish_form"] = PublishForm()
+    context["publish_form"] = publish_form or PublishForm()
     context["next_number"] = (config.latest_version or 0) + 1
-    return render(request, "rules/rules.html", context)
+    return render(request, "rules/rules.html", context, status=status)
 
 
 @admin_required
-@require_POST
-def rule_add(request, cfg: str):
-    config = config_or_404(request, cfg)
-    rule = services.rule_create(config=config)
-    messages.success(request, "Added “approve every delete”. Change it below, or keep it as it is.")
-    return redirect("rules:rule_edit", config.public_id, rule.public_id)
+@require_http_methods(["GET", "POST"])
+def rule_add(request: HttpRequest, cfg: str) -> HttpResponse:
+    """A new rule's form, prefilled with "approve every delete"; nothing is in the draft until it is saved."""
+    config = selectors.config_for(workspace=request.actor.workspace, public_id=cfg)
+    rule = Rule(config=config)
+    form = RuleForm(instance=rule)
+    if request.method == "POST":
+        form = RuleForm(request.POST, instance=rule)
+        if form.is_valid():
+            changes = {k: v for k, v in form.cleaned_data.items() if k != "which"}
+            services.rule_create(config=config, **changes)
+            messages.success(request, "Added the rule to the draft. Publish to serve it.")
+            return redirect("rules:rules", config.public_id)
+    context = config_page_context(request, config, "rules")
+    context.update(form=form, rule=None)
+    return render(request, "rules/rule_edit.html", context, status=400 if form.errors else 200)
+
+
+@admin_required
+@require_GET
+def which_one(request: HttpRequest) -> HttpResponse:
+    """The "Which one" label and hint for the kind the rule form's select now shows (htmx)."""
+    return render(request, "rules/_which_one.html", {"which_one": which_one_for(request.GET.get("kind", ""))})
 
 
 def _rule_or_404(config: Config, rul: str) -> Rule:
@@ -120,8 +137,8 @@ def _rule_or_404(config: Config, rul: str) -> Rule:
 
 @admin_required
 @require_http_methods(["GET", "POST"])
-def rule_edit(request, cfg: str, rul: str):
-    config = config_or_404(request, cfg)
+def rule_edit(request: HttpRequest, cfg: str, rul: str) -> HttpResponse:
+    config = selectors.config_for(workspace=request.actor.workspace, public_id=cfg)
     rule = _rule_or_404(config, rul)
     form = RuleForm(instance=rule)
     if request.method == "POST":
@@ -132,14 +149,14 @@ def rule_edit(request, cfg: str, rul: str):
             messages.success(request, "Saved the rule in the draft. Publish to serve it.")
             return redirect("rules:rules", config.public_id)
     context = config_page_context(request, config, "rules")
-    context.update(form=form, rule=rule, which_one={str(k): v for k, v in WHICH_ONE.items()})
+    context.update(form=form, rule=rule)
     return render(request, "rules/rule_edit.html", context, status=400 if form.errors else 200)
 
 
 @admin_required
 @require_POST
-def rule_toggle(request, cfg: str, rul: str):
-    config = config_or_404(request, cfg)
+def rule_toggle(request: HttpRequest, cfg: str, rul: str) -> HttpResponse:
+    config = selectors.config_for(workspace=request.actor.workspace, public_id=cfg)
     rule = _rule_or_404(config, rul)
     services.rule_update(rule=rule, enabled=not rule.enabled)
     messages.success(request, f"{'Enabled' if rule.enabled else 'Disabled'} the rule in the draft.")
@@ -148,8 +165,8 @@ def rule_toggle(request, cfg: str, rul: str):
 
 @admin_required
 @require_POST
-def rule_delete(request, cfg: str, rul: str):
-    config = config_or_404(request, cfg)
+def rule_delete(request: HttpRequest, cfg: str, rul: str) -> HttpResponse:
+    config = selectors.config_for(workspace=request.actor.workspace, public_id=cfg)
     services.rule_delete(rule=_rule_or_404(config, rul))
     messages.success(request, "Deleted the rule from the draft. Published versions keep it.")
     return redirect("rules:rules", config.public_id)
@@ -157,8 +174,8 @@ def rule_delete(request, cfg: str, rul: str):
 
 @member_required
 @require_http_methods(["GET", "POST"])
-def settings(request, cfg: str):
-    config = config_or_404(request, cfg)
+def config_settings(request: HttpRequest, cfg: str) -> HttpResponse:
+    config = selectors.config_for(workspace=request.actor.workspace, public_id=cfg)
     form = SettingsForm(instance=config)
     if request.method == "POST":
         if not request.actor.is_admin:
@@ -176,25 +193,26 @@ def settings(request, cfg: str):
 
 @admin_required
 @require_POST
-def publish(request, cfg: str):
-    config = config_or_404(request, cfg)
+def publish(request: HttpRequest, cfg: str) -> HttpResponse:
+    config = selectors.config_for(workspace=request.actor.workspace, public_id=cfg)
     form = PublishForm(request.POST)
     if not form.is_valid():
         messages.error(request, "The note is at most 2,000 characters.")
-        return redirect("rules:rules", config.public_id)
+        return _rules_page(request, cfg, publish_form=form, status=400)
     try:
         version = services.config_publish(config=config, user=request.user, note=form.cleaned_data["note"])
-    except PlanRequired as refusal:
+    except (PlanRequired, NothingToPublish) as refusal:
+        # The page again, not a redirect: the note the admin typed stays in its box.
         messages.error(request, refusal.message)
-    else:
-        messages.success(request, f"Published v{version.number}; it is served now.")
+        return _rules_page(request, cfg, publish_form=form, status=403 if isinstance(refusal, PlanRequired) else 409)
+    messages.success(request, f"Published v{version.number}; it is served now.")
     return redirect("rules:rules", config.public_id)
 
 
 @admin_required
 @require_POST
-def pin(request, cfg: str):
-    config = config_or_404(request, cfg)
+def pin(request: HttpRequest, cfg: str) -> HttpResponse:
+    config = selectors.config_for(workspace=request.actor.workspace, public_id=cfg)
     form = PinForm(request.POST)
     if not form.is_valid():
         raise Http404("No such version.")
@@ -207,8 +225,8 @@ def pin(request, cfg: str):
 
 
 @member_required
-def version(request, cfg: str, number: int):
-    config = config_or_404(request, cfg)
+def version(request: HttpRequest, cfg: str, number: int) -> HttpResponse:
+    config = selectors.config_for(workspace=request.actor.workspace, public_id=cfg)
     frozen = config.versions.select_related("published_by").filter(number=number).first()
     if frozen is None:
         raise Http404("No such version of this config.")

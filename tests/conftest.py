@@ -3,7 +3,7 @@ import os
 import pytest
 from django.db import connection
 
-from .helpers import Api, make_member, make_token, make_workspace
+from .helpers import Api, ClientApi, make_member, make_token, make_workspace
 
 # Playwright's sync API runs an event loop in the test thread; the ORM calls our tests make
 # beside it are still synchronous and safe.
@@ -12,7 +12,8 @@ os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
 def pytest_collection_modifyitems(config, items):
     for item in items:
-        if "live_server" in getattr(item, "fixturenames", ()) or item.get_closest_marker("browser"):
+        live = "live_server" in getattr(item, "fixturenames", ()) or item.get_closest_marker("live_http")
+        if live or item.get_closest_marker("browser"):
             item.add_marker(pytest.mark.django_db(transaction=True))
 
 
@@ -53,26 +54,43 @@ def charlie(globex):
     return make_member(globex, "charlie@globex.test", "admin")
 
 
-@pytest.fixture
-def alice_api(live_server, acme, alice) -> Api:
-    return Api(live_server.url, make_token(acme, user=alice))
+def _needs_real_http(request) -> bool:
+    """Real HTTP only where it matters: a test marked live_http (long-poll, races) or already on live_server."""
+    return bool(request.node.get_closest_marker("live_http")) or "live_server" in request.fixturenames
 
 
 @pytest.fixture
-def bob_api(live_server, acme, bob) -> Api:
-    return Api(live_server.url, make_token(acme, user=bob))
+def make_api(request):
+    """An API caller for a token: the test client, or real HTTP against the live server when the test needs it."""
+
+    def make(token: str | None = None) -> Api | ClientApi:
+        if _needs_real_http(request):
+            return Api(request.getfixturevalue("live_server").url, token)
+        return ClientApi(token)
+
+    return make
 
 
 @pytest.fixture
-def charlie_api(live_server, globex, charlie) -> Api:
-    return Api(live_server.url, make_token(globex, user=charlie))
+def alice_api(make_api, acme, alice) -> Api | ClientApi:
+    return make_api(make_token(acme, user=alice))
 
 
 @pytest.fixture
-def engine_api(live_server, acme) -> Api:
-    return Api(live_server.url, make_token(acme, engine="support-engine"))
+def bob_api(make_api, acme, bob) -> Api | ClientApi:
+    return make_api(make_token(acme, user=bob))
 
 
 @pytest.fixture
-def anonymous_api(live_server) -> Api:
-    return Api(live_server.url)
+def charlie_api(make_api, globex, charlie) -> Api | ClientApi:
+    return make_api(make_token(globex, user=charlie))
+
+
+@pytest.fixture
+def engine_api(make_api, acme) -> Api | ClientApi:
+    return make_api(make_token(acme, engine="support-engine"))
+
+
+@pytest.fixture
+def anonymous_api(make_api, db) -> Api | ClientApi:
+    return make_api()

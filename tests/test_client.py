@@ -1,17 +1,18 @@
-"""hitl_client.py, the engine's side: a whole gated turn against the live portal over HTTP."""
+"""The hitl-client package (clients/python), the engine's side: a whole gated turn against the live portal."""
 
 import logging
 import threading
 import time
 from datetime import timedelta
-
-import pytest
-from django.core.management import CommandError, call_command
+from pathlib import Path
 
 import hitl_client
+import pytest
+from django.core.management import CommandError, call_command
+from hitl_client import GatedCall, HitlClient, HitlError, find_gate
+
 from approvals.models import ApprovalRequest
 from approvals.services import expire_requests
-from hitl_client import HitlClient, HitlError, find_gate
 from workspaces.services import workspace_set_plan
 
 from .approvals.engine_support import decide, make_support_config
@@ -48,7 +49,9 @@ class Turn:
             return "exec_1"
 
         def run() -> None:
-            self.verdict = client.gate_call(served, execute=execute, on_pending=pending, wait_timeout=20, **call)
+            self.verdict = client.gate_call(
+                served, GatedCall(**call), execute=execute, on_pending=pending, wait_timeout=20
+            )
             self.asked.set()
 
         self.thread = threading.Thread(target=run)
@@ -129,7 +132,7 @@ def test_it_proceeds_with_the_inert_notice_on_the_free_plan_and_stores_nothing(c
 
     with caplog.at_level(logging.INFO, logger="hitl_client"):
         served = client.served(support.public_id)
-        verdict = client.gate_call(served, execute=lambda: ran.append("delete"), **DELETE)
+        verdict = client.gate_call(served, GatedCall(**DELETE), execute=lambda: ran.append("delete"))
 
     assert verdict.allowed and verdict.state == "inert"
     assert ran == ["delete"]
@@ -140,7 +143,7 @@ def test_it_proceeds_with_the_inert_notice_on_the_free_plan_and_stores_nothing(c
 def test_it_lets_an_ungated_call_through_without_asking(client, support):
     served = client.served(support.public_id)
 
-    verdict = client.gate_call(served, **{**REFUND, "target": "mcp_weather"})
+    verdict = client.gate_call(served, GatedCall(**{**REFUND, "target": "mcp_weather"}))
 
     assert verdict.allowed and verdict.state == "not_gated"
     assert not ApprovalRequest.objects.exists()
@@ -149,11 +152,9 @@ def test_it_lets_an_ungated_call_through_without_asking(client, support):
 def test_it_asks_once_for_the_same_call_even_when_the_engine_asks_again(client, support):
     served = client.served(support.public_id)
     gate = find_gate(served, kind="delete", target="customer T-4821")
-    call = {k: v for k, v in DELETE.items() if k != "kind"}
-
-    first = client.request_approval(served, gate, **call)
-    again = client.request_approval(served, gate, **call)  # e.g. after an engine restart
-    other = client.request_approval(served, gate, **{**call, "call_id": "call_9"})
+    first = client.request_approval(served, gate, GatedCall(**DELETE))
+    again = client.request_approval(served, gate, GatedCall(**DELETE))  # e.g. after an engine restart
+    other = client.request_approval(served, gate, GatedCall(**{**DELETE, "call_id": "call_9"}))
 
     assert first["id"] == again["id"] != other["id"]
     assert ApprovalRequest.objects.count() == 2
@@ -163,32 +164,39 @@ def test_it_trims_what_the_pass_information_level_does_not_allow(client, acme, a
     config = make_support_config(acme, alice, pass_information_level="none")
     served = client.served(config.public_id)
     gate = find_gate(served, kind="mcp_server", target="mcp_billing")
-    call = {k: v for k, v in REFUND.items() if k != "kind"}
-
-    approval = client.request_approval(served, gate, **call)
+    approval = client.request_approval(served, gate, GatedCall(**REFUND))
 
     assert approval["summary"] is None and approval["arguments"] is None
 
 
 def test_it_refuses_to_run_a_call_that_differs_from_the_approved_one(client, bob, support):
     served = client.served(support.public_id)
-    approval = client.request_approval(served, served["gates"][1], **{k: v for k, v in REFUND.items() if k != "kind"})
+    approval = client.request_approval(served, served["gates"][1], GatedCall(**REFUND))
     decide(approval["id"], bob, "approve")
     approved = client.wait(approval["id"], 5)
+    tampered = GatedCall(**{**REFUND, "arguments": {**REFUND["arguments"], "amount_cents": 1}})
 
-    assert HitlClient.check_digest(
-        approved, target="mcp_billing", operation="issue_refund", arguments=REFUND["arguments"]
-    )
-    assert not HitlClient.check_digest(
-        approved, target="mcp_billing", operation="issue_refund", arguments={**REFUND["arguments"], "amount_cents": 1}
-    )
+    assert HitlClient.check_digest(served, approved, GatedCall(**REFUND))
+    assert not HitlClient.check_digest(served, approved, tampered)
+
+
+def test_it_runs_an_approved_call_whose_arguments_the_level_kept_from_the_portal(client, acme, alice, bob):
+    # At level none the digest covers target and operation only: the arguments never left the engine.
+    config = make_support_config(acme, alice, pass_information_level="none")
+    served = client.served(config.public_id)
+    turn = Turn(client, served, **REFUND)
+
+    decide(turn.approval["id"], bob, "approve")
+    verdict = turn.finish()
+
+    assert verdict.state == "approved" and turn.ran == ["issue_refund"]
 
 
 def test_it_gives_up_waiting_after_its_timeout_and_does_not_run_the_call(client, support):
     served = client.served(support.public_id)
     ran = []
 
-    verdict = client.gate_call(served, execute=lambda: ran.append(1), wait_timeout=1, **DELETE)
+    verdict = client.gate_call(served, GatedCall(**DELETE), execute=lambda: ran.append(1), wait_timeout=1)
 
     assert not verdict.allowed and verdict.state == "timeout"
     assert ran == []
@@ -204,7 +212,7 @@ def test_it_raises_the_portals_error_with_its_code(client):
 
 def test_it_names_an_unreachable_portal():
     with pytest.raises(HitlError, match="unreachable"):
-        HitlClient("http://127.0.0.1:9", "hitl_x", timeout=2).served("cfg_x")
+        HitlClient("http://127.0.0.1:9", "hitl_x", timeout=2, retry_for=0).served("cfg_x")
 
 
 # --- find_gate: kind, match (* = Any), point, order -------------------------------------------
@@ -239,9 +247,12 @@ def test_the_idempotency_key_depends_on_run_thread_and_call():
 
 
 def test_the_client_does_not_import_django():
-    source = open(hitl_client.__file__, encoding="utf-8").read()
+    core = Path(hitl_client.__file__).parent
+    sources = [
+        (core / name).read_text(encoding="utf-8") for name in ("__init__.py", "_core.py", "_sync.py", "_async.py")
+    ]
 
-    assert "import django" not in source and "from django" not in source
+    assert not any("import django" in source or "from django" in source for source in sources)
 
 
 # --- hitl demo-engine -------------------------------------------------------------------------

@@ -20,33 +20,17 @@ function sizeMeters() {
 document.addEventListener("DOMContentLoaded", sizeMeters);
 document.addEventListener("htmx:afterSettle", sizeMeters);
 
-// Rule editor: the "Which one" label and hint follow the chosen kind; typing a selector picks "This one".
-function whichOneHints() {
-  const data = document.getElementById("which-one-hints");
-  if (!data) return;
-  const hints = JSON.parse(data.textContent);
-  const kind = document.querySelector('select[name="kind"]');
-  const match = document.querySelector('[name="match"]');
-  if (!kind || !match) return;
-  const form = kind.form;
-  const update = () => {
-    const [label, hint] = hints[kind.value] || hints["delete"];
-    document.getElementById("which-label").textContent = label;
-    document.getElementById("which-hint").textContent = hint;
-  };
-  kind.addEventListener("change", update);
-  match.addEventListener("input", () => {
-    const one = form.querySelector('input[name="which"][value="one"]');
-    if (match.value && one) one.checked = true;
-  });
-  update();
-}
-document.addEventListener("DOMContentLoaded", whichOneHints);
-
 // Confirm before a form marked data-confirm is submitted (pin, roll back, delete).
 document.addEventListener("submit", (event) => {
   const message = event.target.dataset && event.target.dataset.confirm;
   if (message && !window.confirm(message)) event.preventDefault();
+});
+
+// Rule editor: an input with data-checks="<radio id>" checks that radio once something is typed
+// in it (a selector picks "This one"). The "Which one" label and hint come from the server (htmx).
+document.addEventListener("input", (event) => {
+  const radio = event.target.dataset && event.target.dataset.checks && document.getElementById(event.target.dataset.checks);
+  if (radio && event.target.value) radio.checked = true;
 });
 
 // Approvals queue: say so when a refresh fails, and hide the message once one succeeds again.

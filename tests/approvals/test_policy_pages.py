@@ -10,9 +10,8 @@ from django.urls import reverse
 
 from approvals.models import ApprovalRequest, Grant, Status, Vote
 from approvals.services import approval_decide
+from tests.factories import make_approval
 from tests.helpers import make_config, make_member
-
-from .factories import make_approval
 
 FOUR_EYES = "Requested by you — another reviewer must approve"
 APPROVE_BUTTON = 'name="decision" value="approve"'

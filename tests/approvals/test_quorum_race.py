@@ -9,9 +9,8 @@ from django.db import connection
 
 from approvals.models import ApprovalRequest, Status, Vote
 from approvals.services import approval_decide
+from tests.factories import make_many
 from tests.helpers import make_config, make_member
-
-from .factories import make_many
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 

@@ -2,7 +2,7 @@
 
 from playwright.sync_api import expect
 
-from tests.helpers import make_config, make_member, make_rule, make_workspace, publish
+from tests.helpers import change_draft, make_config, make_member, make_rule, make_workspace, publish
 
 from .conftest import login
 
@@ -21,7 +21,9 @@ def test_it_lets_an_admin_fix_a_worker_rule_publish_and_roll_back(page, acme, al
     expect(page.locator("#which-label")).to_have_text("Which delete operation")
     page.select_option("#id_kind", "worker")
     expect(page.locator("#which-label")).to_have_text("Which worker")
-    page.check('input[name="which"][value="one"]')
+    expect(page.locator("#which-hint")).to_have_text("The worker or sub-agent's name, such as researcher, or Any.")
+    page.fill("#id_match", "r")  # typing a selector picks "This one"
+    expect(page.locator('input[name="which"][value="one"]')).to_be_checked()
     page.fill("#id_match", "")
     page.click("text=Save rule")
     expect(page.locator("#match-error")).to_have_text(MISSING_WORKER)
@@ -54,6 +56,7 @@ def test_it_lets_an_admin_fix_a_worker_rule_publish_and_roll_back(page, acme, al
 def test_it_keeps_the_roll_back_when_the_admin_dismisses_the_dialog(page, acme, alice):
     config = make_config(acme)
     publish(config, user=alice)
+    change_draft(config)
     publish(config, user=alice)
     login(page, "alice@acme.test")
     page.goto(f"/hitl/configs/{config.public_id}/rules/")
@@ -68,6 +71,7 @@ def test_it_shows_a_reviewer_the_tabs_read_only(page, acme, alice, bob):
     config = make_config(acme)
     make_rule(config, kind="worker", match="researcher")
     publish(config, user=alice)
+    change_draft(config)
     publish(config, user=alice)
     login(page, "bob@acme.test")
     page.goto(f"/hitl/configs/{config.public_id}/rules/")
@@ -84,7 +88,7 @@ def test_it_shows_a_reviewer_the_tabs_read_only(page, acme, alice, bob):
     expect(page.get_by_role("button", name="Add contact")).to_have_count(0)
 
 
-def test_it_explains_hitl_instead_of_the_tabs_on_the_free_plan(page, db):
+def test_it_explains_hitl_above_the_tabs_on_the_free_plan(page, db):
     hobby = make_workspace("hobby", plan="free")
     make_member(hobby, "dora@hobby.test", "admin")
     config = make_config(hobby)
@@ -92,9 +96,13 @@ def test_it_explains_hitl_instead_of_the_tabs_on_the_free_plan(page, db):
     login(page, "dora@hobby.test")
     page.goto(f"/hitl/configs/{config.public_id}/rules/")
     expect(page.locator("#free-plan")).to_contain_text("Human-in-the-Loop is a Pro and Enterprise feature")
-    expect(page.locator(".tabs")).to_have_count(0)
+    page.click(".tabs >> text=Contacts")  # reachable on Free too, not only by URL
+    expect(page).to_have_url(f"/hitl/configs/{config.public_id}/contacts/")
+    page.click(".tabs >> text=Rules")
 
+    page.fill("#id_note", "Gate deletes")
     page.click("#publish-button")
+    expect(page.locator("#id_note")).to_have_value("Gate deletes")  # a refused publish keeps the note
     expect(page.locator(".flash-error")).to_contain_text("Disable it to publish on the Free plan")
     page.get_by_role("button", name="Disable").click()
     expect(page.locator("#rules")).to_contain_text("disabled")

@@ -5,21 +5,23 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
+from contacts.services import contact_create
 from rules.models import Config, ConfigVersion, Rule
 
-from ..helpers import make_config, make_rule, publish
+from ..helpers import change_draft, make_config, make_rule, publish
 
 
 @pytest.fixture
 def setup(acme, alice):
     from contacts.models import Contact
-    from rules import services
 
     config = make_config(acme)
     rule = make_rule(config, kind="worker", match="researcher")
-    contact = services.contact_create(config=config, name="Leads", channel="none")
+    contact = contact_create(config=config, name="Leads", channel="none")
     publish(config, user=alice)
+    change_draft(config)
     publish(config, user=alice)
+    change_draft(config)  # so that the admin's publish below has something new to freeze
     assert Contact.objects.count() == 1
     return {"cfg": config.public_id, "rul": rule.public_id, "con": contact.public_id}
 
@@ -91,7 +93,8 @@ PAGES = [
     ("POST", "rules:configs", [], {"name": "Another"}, False, 302),
     ("POST", "rules:config_rename", ["cfg"], {"name": "Renamed"}, False, 302),
     ("GET", "rules:rules", ["cfg"], None, True, 200),
-    ("POST", "rules:rule_add", ["cfg"], {}, False, 302),
+    ("GET", "rules:rule_add", ["cfg"], None, False, 200),
+    ("POST", "rules:rule_add", ["cfg"], {"kind": "delete", "which": "any", "point": "entry", "order": 10}, False, 302),
     ("GET", "rules:rule_edit", ["cfg", "rul"], None, False, 200),
     (
         "POST",

@@ -6,7 +6,7 @@ from django.db import DatabaseError, connection, transaction
 from rules.models import ConfigVersion
 from rules.selectors import served_number, served_version
 
-from ..helpers import error_of, make_config, make_rule, make_workspace, publish
+from ..helpers import change_draft, error_of, make_config, make_rule, make_workspace, publish
 
 
 def test_it_publishes_the_draft_as_the_next_version(alice_api, acme, alice):
@@ -28,6 +28,10 @@ def test_it_publishes_the_draft_as_the_next_version(alice_api, acme, alice):
     assert version["token_caps"] == {"per_turn": 1000, "mode": "prompt"}
     assert version["pass_information_level"] == "full"
 
+    unchanged = alice_api.post(f"/api/v1/configs/{config.public_id}/publish", json={"note": "again"})
+    assert unchanged.status_code == 409
+    assert error_of(unchanged)["message"].startswith("The draft matches v1: there is nothing new to publish.")
+    change_draft(config)
     second = alice_api.post(f"/api/v1/configs/{config.public_id}/publish", json={})
     assert second.json()["version"] == 2 and second.json()["note"] == ""
     assert alice_api.get(f"/api/v1/configs/{config.public_id}").json()["latest_version"] == 2
@@ -90,9 +94,11 @@ def test_it_serves_the_pinned_version_and_marks_it_served(alice_api, acme):
 def test_it_releases_the_pin_when_publishing(alice_api, acme):
     config = make_config(acme)
     publish(config)
+    change_draft(config)
     publish(config)
     base = f"/api/v1/configs/{config.public_id}"
     alice_api.post(f"{base}/pin", json={"version": 1})
+    change_draft(config)
     assert alice_api.post(f"{base}/publish", json={}).json()["served"] is True
     assert alice_api.get(base).json()["served_version"] == 3
 
@@ -117,12 +123,12 @@ def test_it_refuses_an_over_long_note(alice_api, acme):
 
 
 @pytest.fixture
-def free_admin_api(live_server):
-    from ..helpers import Api, make_member, make_token
+def free_admin_api(make_api):
+    from ..helpers import make_member, make_token
 
     hobby = make_workspace("hobby", plan="free")
     user = make_member(hobby, "dora@hobby.test", "admin")
-    return hobby, Api(live_server.url, make_token(hobby, user=user))
+    return hobby, make_api(make_token(hobby, user=user))
 
 
 def test_it_refuses_to_publish_an_enabled_rule_on_the_free_plan(free_admin_api):

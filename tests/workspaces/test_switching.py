@@ -6,8 +6,8 @@ from django.test import Client
 from django.urls import reverse
 
 from contacts.models import Contact
+from contacts.services import contact_create
 from rules.models import Config, ConfigVersion, Rule
-from rules.services import contact_create
 from workspaces.models import ApiToken, Membership, Workspace
 
 from ..helpers import make_config, make_member, make_rule, make_token, publish

@@ -9,7 +9,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('approvals', '0005_history_is_protected'),
+        ('approvals', '0006_no_default_ordering'),
         ('rules', '0004_approver_policy'),
         ('workspaces', '0001_initial'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),

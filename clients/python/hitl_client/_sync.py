@@ -1,0 +1,228 @@
+"""The blocking client: urllib, one thread per waiting call."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Callable
+from typing import Any
+
+from . import _core
+from ._core import LONG_POLL_SECONDS, Backoff, GatedCall, HitlError, Verdict
+
+logger = logging.getLogger("hitl_client")
+
+
+class HitlClient:
+    """Talks to one portal with one engine key.
+
+    client = HitlClient("https://portal.example", engine_key)
+    served = client.served("cfg_…")   # logs "HITL: ACTIVE — …" or "HITL: inert …"
+    verdict = client.gate_call(served, GatedCall(kind="delete", target="customer T-4821", …), execute=…)
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        engine_key: str,
+        *,
+        timeout: float = 45.0,
+        retry_for: float = 10.0,
+        log: logging.Logger | None = None,
+    ):
+        self.base_url = base_url.rstrip("/")
+        self.engine_key = engine_key
+        self.timeout = timeout  # per HTTP call; must exceed the long-poll's 30 s
+        self.retry_for = retry_for  # how long a short call keeps reconnecting before it raises
+        self.log = log or logger
+
+    # --- HTTP ---------------------------------------------------------------------------------
+
+    def _call_once(self, method: str, path: str, body: Any = None, headers: dict | None = None) -> tuple[int, Any]:
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(self.base_url + path, data=data, method=method)
+        request.add_header("Authorization", f"Bearer {self.engine_key}")
+        request.add_header("Accept", "application/json")
+        if data is not None:
+            request.add_header("Content-Type", "application/json")
+        for name, value in (headers or {}).items():
+            request.add_header(name, value)
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout) as response:
+                return response.status, json.loads(response.read() or b"null")
+        except urllib.error.HTTPError as error:
+            raw = error.read()
+            raise _core.error_from_response(error.code, raw, {k.lower(): v for k, v in error.headers.items()}) from None
+        except (urllib.error.URLError, TimeoutError, ConnectionError, OSError) as error:
+            reason = getattr(error, "reason", error)
+            raise HitlError(f"The portal at {self.base_url} is unreachable: {reason}") from None
+
+    def _call(
+        self, method: str, path: str, body: Any = None, headers: dict | None = None, *, retry_for: float | None = None
+    ) -> tuple[int, Any]:
+        """One call, reconnecting with backoff while the portal is unreachable or says "later"."""
+        deadline = time.monotonic() + (self.retry_for if retry_for is None else retry_for)
+        backoff = Backoff()
+        while True:
+            try:
+                return self._call_once(method, path, body, headers)
+            except HitlError as error:
+                delay = backoff.next_delay(error)
+                if not error.retryable or time.monotonic() + delay > deadline:
+                    raise
+                self.log.warning("HITL: %s — trying again in %.1f s", error, delay)
+                time.sleep(delay)
+
+    # --- The API, one method per endpoint -----------------------------------------------------
+
+    def served(self, config_id: str, *, retry_for: float | None = None) -> dict:
+        """The served gate table; logs its HITL line, the first thing to check when nothing pauses."""
+        _, served = self._call("GET", f"/api/v1/configs/{urllib.parse.quote(config_id)}/served", retry_for=retry_for)
+        self.log.info("%s (%s@%s)", served["hitl"]["log_line"], served["config_id"], served["version"])
+        return served
+
+    def request_approval(self, served: dict, gate: dict, call: GatedCall, *, ttl_seconds: int | None = None) -> dict:
+        """Register a gated call; returns the request (or `{"status": "inert", …}`). Safe to retry."""
+        return self.register(_core.gate_body(served, gate, call, ttl_seconds=ttl_seconds), call.idempotency_key)
+
+    def request_token_cap(
+        self,
+        served: dict,
+        *,
+        run_id: str,
+        thread_id: str,
+        call_id: str,
+        caller: str,
+        tokens_used: int,
+        token_cap: int,
+        scope: str = "turn",
+    ) -> dict:
+        body = {
+            "kind": "token_cap",
+            "config_id": served["config_id"],
+            "config_version": served["version"],
+            "run_id": run_id,
+            "thread_id": thread_id,
+            "caller": caller,
+            "scope": scope,
+            "tokens_used": tokens_used,
+            "token_cap": token_cap,
+        }
+        return self.register(body, _core.idempotency_key(run_id=run_id, thread_id=thread_id, call_id=call_id))
+
+    def register(self, body: dict, key: str) -> dict:
+        """POST a registration under an idempotency key: a retry (or a restarted engine) gets the same request."""
+        _, answer = self._call("POST", "/api/v1/approvals", body, headers={"Idempotency-Key": key})
+        return answer
+
+    def get(self, approval_id: str, *, wait: float = 0) -> dict:
+        query = f"?wait={wait:g}" if wait else ""
+        _, approval = self._call_once("GET", f"/api/v1/approvals/{urllib.parse.quote(approval_id)}{query}")
+        return approval
+
+    def wait(self, approval_id: str, timeout: float | None = None, *, poll: float = LONG_POLL_SECONDS) -> dict:
+        """Long-poll until decided (or expired); after `timeout` seconds return it still pending.
+
+        A dropped connection, a restarting portal or a 429 is not an answer: it reconnects with backoff
+        until the deadline, and a call is never run on the strength of an error.
+        """
+        deadline = None if timeout is None else time.monotonic() + timeout
+        backoff = Backoff()
+        approval: dict | None = None
+        while True:
+            remaining = None if deadline is None else deadline - time.monotonic()
+            chunk = poll if remaining is None else max(0.0, min(poll, remaining))
+            try:
+                approval = self.get(approval_id, wait=chunk)
+                backoff.reset()
+            except HitlError as error:
+                delay = backoff.next_delay(error)
+                if not error.retryable:
+                    raise
+                if deadline is not None and time.monotonic() + delay >= deadline:
+                    if approval is None:
+                        raise
+                    return approval
+                self.log.warning("HITL: waiting for %s: %s — reconnecting in %.1f s", approval_id, error, delay)
+                time.sleep(delay)
+                continue
+            if approval["status"] != "pending" or (deadline is not None and time.monotonic() >= deadline):
+                return approval
+
+    def report_outcome(
+        self, approval_id: str, *, status: str, execution_id: str | None = None, detail: str | None = None
+    ) -> dict:
+        body = _core.outcome_body(status=status, execution_id=execution_id, detail=detail)
+        _, approval = self._call("POST", f"/api/v1/approvals/{urllib.parse.quote(approval_id)}/outcome", body)
+        return approval
+
+    # --- The whole boundary -------------------------------------------------------------------
+
+    def decide_call(
+        self,
+        served: dict,
+        call: GatedCall,
+        *,
+        wait_timeout: float | None = None,
+        on_pending: Callable[[dict], None] | None = None,
+    ) -> Verdict:
+        """Find the gate, ask, wait and check the digest — everything but running the call.
+
+        For frameworks that run the call themselves (an SDK's approval flow): run it only when
+        `verdict.allowed`, then report the outcome with `report(verdict, …)`.
+        """
+        verdict = _core.not_asked(served, call)
+        if verdict is not None:
+            if verdict.state == "inert":
+                self.log.info(verdict.message)
+            return verdict
+        gate = _core.find_gate(served, kind=call.kind, target=call.target, point=call.point)
+        assert gate is not None
+        approval = self.request_approval(served, gate, call)
+        if approval.get("status") == "inert":  # the plan changed since we read the served config
+            self.log.info(approval["notice"])
+            return Verdict(True, "inert", approval["notice"])
+        if approval["status"] == "pending":
+            if on_pending is not None:
+                on_pending(approval)
+            approval = self.wait(approval["id"], wait_timeout)
+        verdict = _core.verdict_of(approval)
+        if verdict.allowed and not _core.digest_matches(served, approval, call):
+            return _core.digest_mismatch(approval)
+        return verdict
+
+    def report(self, verdict: Verdict) -> Verdict:
+        """Report what happened to an approved call that ran (`verdict.result`) or raised (`verdict.error`)."""
+        if verdict.state == "approved" and verdict.approval is not None and not verdict.approval.get("execution"):
+            verdict.approval = self.report_outcome(verdict.approval["id"], **_core.outcome_of(verdict))
+        return verdict
+
+    def gate_call(
+        self,
+        served: dict,
+        call: GatedCall,
+        *,
+        execute: Callable[[], Any] | None = None,
+        wait_timeout: float | None = None,
+        on_pending: Callable[[dict], None] | None = None,
+    ) -> Verdict:
+        """Find the gate, ask, wait, check the digest, run (`execute`) and report the outcome.
+
+        Fails closed: rejected, expired, a wait that timed out, or a digest mismatch never runs the call.
+        """
+        verdict = self.decide_call(served, call, wait_timeout=wait_timeout, on_pending=on_pending)
+        if not verdict.allowed or execute is None:
+            return verdict
+        try:
+            verdict.result = execute()
+        except Exception as error:  # the call's failure is reported as an outcome, not raised through us
+            verdict.error = error
+        return self.report(verdict)
+
+    # Kept as static methods so callers need not import the module-level functions.
+    verdict_of = staticmethod(_core.verdict_of)
+    check_digest = staticmethod(_core.digest_matches)

@@ -1,0 +1,175 @@
+"""hitl_client.openai_agents: an Agents SDK run (scripted model) whose approvals a person answers in the portal."""
+
+import asyncio
+import sys
+from pathlib import Path
+
+import pytest
+from agents import Agent, RunState, function_tool, set_tracing_disabled
+from agents.mcp import MCPServerStdio
+from agents.testing import ScriptedModel, assistant_message, function_call
+from hitl_client import AsyncHitlClient
+from hitl_client.openai_agents import HitlRunner
+
+from approvals.models import ApprovalRequest
+
+from ..approvals.engine_support import make_support_config
+from ..helpers import make_token
+from .support import Reviewer, wait_until_pending
+
+UPSTREAM = str(Path(__file__).with_name("upstream_billing.py"))
+set_tracing_disabled(True)  # no network: the SDK would export traces
+
+
+@pytest.fixture
+def support(acme, alice):
+    return make_support_config(acme, alice)
+
+
+@pytest.fixture
+def engine_key(acme) -> str:
+    return make_token(acme, engine="support-engine")
+
+
+def crm_agent(model, crm: list[str]) -> Agent:
+    @function_tool(needs_approval=True)
+    def delete_customer(customer_id: str) -> str:
+        """Delete a customer record."""
+        crm.remove(customer_id)
+        return f"Deleted {customer_id}."
+
+    return Agent(name="support-bot", model=model, tools=[delete_customer])
+
+
+def runner(client, served, **options) -> HitlRunner:
+    return HitlRunner(
+        client,
+        served,
+        caller="support-bot",
+        kinds={"delete_customer": "delete"},
+        target=lambda tool, args: f"customer {args['customer_id']}",
+        **options,
+    )
+
+
+def delete_script(*, call_id: str = "call_del_1") -> ScriptedModel:
+    return ScriptedModel(
+        [
+            [function_call("delete_customer", {"customer_id": "T-4821"}, call_id=call_id)],
+            [assistant_message("Customer T-4821 deleted.")],
+        ]
+    )
+
+
+def test_an_approved_tool_call_runs_and_its_outcome_is_reported(live_server, engine_key, support, bob_api):
+    crm, model = ["T-4821"], delete_script()
+
+    async def engine():
+        client = AsyncHitlClient(live_server.url, engine_key)
+        gates = runner(client, await client.served(support.public_id), wait_timeout=20)
+        return await gates.run(crm_agent(model, crm), "Delete customer T-4821", run_id="conv_42")
+
+    reviewer = Reviewer(bob_api, "approve")
+    result = asyncio.run(engine())
+    [decided] = reviewer.finish()
+
+    assert crm == [] and result.final_output == "Customer T-4821 deleted."
+    assert (decided["target"], decided["operation"], decided["run_id"]) == (
+        "customer T-4821",
+        "delete_customer",
+        "conv_42",
+    )
+    assert decided["arguments"] == {"customer_id": "T-4821"}
+    stored = ApprovalRequest.objects.get(public_id=decided["id"])
+    assert (stored.execution_status, stored.execution_id) == ("executed", "call_del_1")
+
+
+def test_a_gated_mcp_server_call_is_rejected_with_the_reviewers_reason(
+    live_server, engine_key, support, bob_api, tmp_path
+):
+    ledger = tmp_path / "ledger"
+    model = ScriptedModel(
+        [
+            [function_call("lookup_ticket", {"ticket_id": "T-4821"}, call_id="call_look")],
+            [function_call("issue_refund", {"ticket_id": "T-4821", "amount_cents": 4900}, call_id="call_ref")],
+            [assistant_message("I could not refund it.")],
+        ]
+    )
+
+    async def engine():
+        client = AsyncHitlClient(live_server.url, engine_key)
+        gates = runner(client, await client.served(support.public_id), wait_timeout=20)
+        params = {"command": sys.executable, "args": [UPSTREAM, str(ledger)]}
+        # Two servers on the same upstream: the rules gate mcp_billing, not mcp_tickets.
+        billing = MCPServerStdio(
+            params,
+            name="mcp_billing",
+            tool_filter={"allowed_tool_names": ["issue_refund"]},
+            require_approval=gates.mcp_server("mcp_billing"),
+        )
+        tickets = MCPServerStdio(
+            params,
+            name="mcp_tickets",
+            tool_filter={"allowed_tool_names": ["lookup_ticket"]},
+            require_approval=gates.mcp_server("mcp_tickets"),
+        )
+        async with billing, tickets:
+            agent = Agent(name="support-bot", model=model, mcp_servers=[tickets, billing])
+            return await gates.run(agent, "Refund ticket T-4821", run_id="conv_43"), gates
+
+    reviewer = Reviewer(bob_api, "reject", "Refunds over 40 USD need the finance lead.")
+    result, gates = asyncio.run(engine())
+    [decided] = reviewer.finish()
+
+    assert (decided["target"], decided["operation"]) == ("mcp_billing", "issue_refund")
+    assert ledger.read_text().splitlines() == ["lookup_ticket T-4821"]  # the refund never reached the server
+    told = [item for item in model.last_call.input if item.get("type") == "function_call_output"]
+    assert "Refunds over 40 USD need the finance lead" in told[-1]["output"]
+    assert [verdict.state for verdict in gates.verdicts] == ["rejected"]
+    assert result.final_output == "I could not refund it."
+
+
+def test_a_restarted_engine_answers_the_saved_run_from_the_same_request(live_server, engine_key, support, bob_api):
+    crm = ["T-4821"]
+
+    async def first_engine() -> str:
+        client = AsyncHitlClient(live_server.url, engine_key)
+        gates = runner(client, await client.served(support.public_id), wait_timeout=1)
+        paused = await gates.run(crm_agent(delete_script(), crm), "Delete customer T-4821", run_id="conv_44")
+        assert paused.interruptions  # nobody answered within a second: the run stays paused
+        return paused.to_state().to_string()
+
+    saved = asyncio.run(first_engine())
+    [asked] = wait_until_pending(bob_api)
+
+    async def second_engine():
+        client = AsyncHitlClient(live_server.url, engine_key)
+        agent = crm_agent(ScriptedModel([[assistant_message("Customer T-4821 deleted.")]]), crm)
+        state = await RunState.from_string(agent, saved)
+        gates = runner(client, await client.served(support.public_id), wait_timeout=20)
+        return await gates.run(agent, state, run_id="conv_44")
+
+    reviewer = Reviewer(bob_api, "approve")
+    result = asyncio.run(second_engine())
+    [decided] = reviewer.finish()
+
+    assert decided["id"] == asked["id"] and ApprovalRequest.objects.count() == 1
+    assert crm == [] and result.final_output == "Customer T-4821 deleted."
+
+
+def test_at_level_summary_the_request_carries_a_summary_and_never_the_arguments(live_server, engine_key, acme, alice,
+                                                                                 bob_api):  # fmt: skip
+    config = make_support_config(acme, alice, pass_information_level="summary")
+    crm = ["T-4821"]
+
+    async def engine():
+        client = AsyncHitlClient(live_server.url, engine_key)
+        gates = runner(client, await client.served(config.public_id), wait_timeout=20)
+        return await gates.run(crm_agent(delete_script(), crm), "Delete customer T-4821", run_id="conv_45")
+
+    reviewer = Reviewer(bob_api, "approve")
+    asyncio.run(engine())
+    [decided] = reviewer.finish()
+
+    assert decided["summary"] == "delete_customer on customer T-4821" and decided["arguments"] is None
+    assert crm == []  # the digest covers target and operation at this level, and it matched

@@ -1,0 +1,46 @@
+"""A real upstream MCP server (the mcp SDK's MCPServer over stdio): billing tools that write to a ledger file.
+
+Run as `python tests/adapters/upstream_billing.py LEDGER_PATH [billing|tickets|both] [PORT]`; each tool
+call that reaches it appends a line to LEDGER_PATH, so a test sees exactly which calls the gateway (or
+the agent) let through. `billing` offers only issue_refund, `tickets` only lookup_ticket. With a PORT it
+serves streamable HTTP on 127.0.0.1:PORT/mcp instead of stdio.
+"""
+
+import sys
+from pathlib import Path
+
+from mcp.server.mcpserver import MCPServer
+
+LEDGER = Path(sys.argv[1]) if len(sys.argv) > 1 else None
+OFFERS = sys.argv[2] if len(sys.argv) > 2 else "both"
+server = MCPServer("billing")
+
+
+def _record(line: str) -> None:
+    if LEDGER is not None:
+        with LEDGER.open("a", encoding="utf-8") as ledger:
+            ledger.write(line + "\n")
+
+
+def issue_refund(ticket_id: str, amount_cents: int) -> str:
+    """Refund a ticket's charge."""
+    _record(f"issue_refund {ticket_id} {amount_cents}")
+    return f"Refunded {amount_cents} cents on {ticket_id}."
+
+
+def lookup_ticket(ticket_id: str) -> str:
+    """Read a ticket."""
+    _record(f"lookup_ticket {ticket_id}")
+    return f"Ticket {ticket_id}: customer asks for a refund of 49.00 USD."
+
+
+if OFFERS in ("billing", "both"):
+    server.tool()(issue_refund)
+if OFFERS in ("tickets", "both"):
+    server.tool()(lookup_ticket)
+
+if __name__ == "__main__":
+    if len(sys.argv) > 3:
+        server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[3]))
+    else:
+        server.run("stdio")

@@ -1,0 +1,56 @@
+"""The Contacts tab: the placeholder message next to the field, editing, isolation by config."""
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+
+from contacts.models import PLACEHOLDER_ERROR, Contact
+from contacts.services import contact_create
+
+from ..helpers import make_config
+
+
+@pytest.fixture
+def admin(alice) -> Client:
+    client = Client()
+    client.force_login(alice)
+    return client
+
+
+@pytest.mark.parametrize(
+    "channel, literal",
+    [
+        ("email", "oncall@acme.test"),
+        ("slack", "https://hooks.slack.com/services/T0/B0/X"),
+        ("webhook", "https://x.test"),
+    ],
+)
+def test_it_shows_the_placeholder_message_next_to_the_channel_reference(admin, acme, channel, literal):
+    config = make_config(acme)
+    url = reverse("contacts:contacts", args=[config.public_id])
+    response = admin.post(url, {"name": "Leads", "channel": channel, "channel_ref": literal})
+    assert response.status_code == 400
+    assert f'id="id_channel_ref_error" role="alert">{PLACEHOLDER_ERROR}</p>' in response.content.decode()
+    assert not Contact.objects.exists()
+    assert admin.post(url, {"name": "Leads", "channel": channel, "channel_ref": "${LEADS}"}).status_code == 302
+    assert "${LEADS}" in admin.get(url).content.decode()
+
+
+def test_it_edits_a_contact_with_the_message_next_to_the_field(admin, acme):
+    config = make_config(acme)
+    contact = contact_create(config=config, name="Leads", channel="email", channel_ref="${LEADS}")
+    url = reverse("contacts:contact_edit", args=[config.public_id, contact.public_id])
+    refused = admin.post(url, {"name": "Leads", "channel": "email", "channel_ref": "leads@acme.test"})
+    assert PLACEHOLDER_ERROR in refused.content.decode()
+    assert admin.post(url, {"name": "Leads", "channel": "slack", "channel_ref": "${LEADS_SLACK}"}).status_code == 302
+    contact.refresh_from_db()
+    assert contact.channel_ref == "${LEADS_SLACK}"
+
+
+def test_it_answers_404_for_another_configs_contact(admin, acme):
+    leads = contact_create(config=make_config(acme, "Support"), name="Leads", channel="none")
+    other = make_config(acme, "Billing")
+    url = reverse("contacts:contact_edit", args=[other.public_id, leads.public_id])
+    assert admin.get(url).status_code == 404
+    assert admin.post(reverse("contacts:contact_delete", args=[other.public_id, leads.public_id])).status_code == 404
+    assert Contact.objects.filter(pk=leads.pk).exists()
