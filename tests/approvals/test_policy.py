@@ -102,6 +102,7 @@ def test_it_rejects_a_quorum_request_on_one_rejection(engine_api, bob_api, alice
     assert decide(bob_api, approval).json()["already_decided"] is True
 
 
+@pytest.mark.live_http  # the votes come from other connections while the request waits
 def test_it_wakes_a_long_poll_on_the_deciding_vote_not_the_first(engine_api, bob_api, alice_api, acme, alice):
     config = policy_config(acme, alice, approvals_required=2)
     approval = register(engine_api, config)
