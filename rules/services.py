@@ -21,6 +21,9 @@ RULE_FIELDS = (
     "notify",
     "escalate_to",
     "escalate_after_seconds",
+    "approvals_required",
+    "self_approval",
+    "allow_run_grant",
 )
 CONFIG_FIELDS = ("name", "pass_information_level", "token_cap_per_turn", "token_cap_mode")
 
