@@ -16,7 +16,7 @@ from . import selectors
 from .models import ApprovalKind, Status
 from .permissions import MayDecide
 from .serializers import ApprovalRequestSerializer, approval_as_dict
-from .services import DECISIONS, approval_decide
+from .services import DECISIONS, GRANT_TTL_DEFAULT, GRANT_TTL_MAX, GRANT_TTL_MIN, approval_decide
 
 KIND_FILTERS = [*ApprovalKind.values, *RuleKind.values]
 
@@ -103,6 +103,7 @@ def list_approvals(request) -> Response:
         page_size=ApprovalPagination().get_page_size(request),
     )
     next_url = replace_query_param(request.build_absolute_uri(), "cursor", next_cursor) if next_cursor else None
+    rows = selectors.with_votes(rows)
     return Response({"results": [approval_as_dict(approval, now) for approval in rows], "next": next_url})
 
 
@@ -114,6 +115,27 @@ class DecisionInput(serializers.Serializer):
     reason = serializers.CharField(
         max_length=2000, required=False, allow_blank=True, default="", help_text="passed back to the agent"
     )
+    grant = serializers.ChoiceField(
+        choices=["run"],
+        required=False,
+        help_text="with approve: approve the rest of this run (same config, rule and run id) while the grant lives",
+    )
+    grant_ttl_seconds = serializers.IntegerField(
+        min_value=GRANT_TTL_MIN,
+        max_value=GRANT_TTL_MAX,
+        required=False,
+        help_text=f"how long the run grant lives ({GRANT_TTL_MIN}–{GRANT_TTL_MAX}; default {GRANT_TTL_DEFAULT})",
+    )
+
+    def validate(self, data: dict) -> dict:
+        if "grant_ttl_seconds" in data and "grant" not in data:
+            raise serializers.ValidationError({"grant_ttl_seconds": ['grant_ttl_seconds goes with "grant": "run".']})
+        return data
+
+    def grant_ttl(self) -> int | None:
+        if "grant" not in self.validated_data:
+            return None
+        return self.validated_data.get("grant_ttl_seconds", GRANT_TTL_DEFAULT)
 
 
 class DecisionOutput(ApprovalRequestSerializer):
@@ -121,6 +143,9 @@ class DecisionOutput(ApprovalRequestSerializer):
 
     already_decided = serializers.BooleanField(
         help_text="true when the request was decided or expired before: the body is that first decision"
+    )
+    already_voted = serializers.BooleanField(
+        help_text="true when this reviewer had already approved this still pending quorum request: nothing changed"
     )
 
     def to_representation(self, instance) -> dict:
@@ -134,13 +159,20 @@ class DecisionView(APIView):
         operation_id="approvals_decide",
         summary="Decide an approval request",
         description="Recorded once: deciding an already decided or expired request answers 200 with the "
-        "first decision unchanged and `already_decided: true`. Engine keys may not decide.",
+        "first decision unchanged and `already_decided: true`. Engine keys may not decide. On a quorum request "
+        "(`approvals_required` N > 1) `approve` records a vote and the N-th decides; approving twice answers "
+        "`already_voted: true`. Four eyes: the request's `requested_by` may not approve unless the rule allows "
+        "self-approval (403 `self_approval`). `grant: run` approves the rest of the run (rules with "
+        "`allow_run_grant` only).",
         request=DecisionInput,
         responses={
             200: DecisionOutput,
             400: _error("Bad JSON, an unknown decision, the wrong pair for the request's kind, or a reason over 2000."),
             401: _error("No or an unknown bearer token."),
-            403: _error("An engine key, or not a reviewer or admin of the workspace."),
+            403: _error(
+                "An engine key, not a reviewer or admin of the workspace, or `self_approval`: the run acts for "
+                "this reviewer and the rule wants another one to approve."
+            ),
             404: _error("No such request in this workspace."),
         },
     )
@@ -154,5 +186,13 @@ class DecisionView(APIView):
             user=request.actor.user,
             decision=body.validated_data["decision"],
             reason=body.validated_data["reason"],
+            grant_ttl_seconds=body.grant_ttl(),
         )
-        return Response({**approval_as_dict(approval), "already_decided": already})
+        pending = approval.status == Status.PENDING
+        return Response(
+            {
+                **approval_as_dict(approval),
+                "already_decided": already and not pending,
+                "already_voted": already and pending,
+            }
+        )

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import api, api_engine, api_reviewer
+from . import api, api_engine, api_grants, api_reviewer
 
 urlpatterns = [
     path("approvals", api.ApprovalCollectionView.as_view(), name="api-approvals"),
@@ -8,4 +8,6 @@ urlpatterns = [
     path("approvals/<str:apr>/outcome", api_engine.ApprovalOutcomeView.as_view(), name="api-approval-outcome"),
     path("configs/<str:cfg>/served", api_engine.ServedConfigView.as_view(), name="api-config-served"),
     path("approvals/<str:apr>/decision", api_reviewer.DecisionView.as_view(), name="api-approval-decision"),
+    path("grants", api_grants.GrantListView.as_view(), name="api-grants"),
+    path("grants/<str:grt>", api_grants.GrantDetailView.as_view(), name="api-grant"),
 ]

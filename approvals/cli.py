@@ -7,10 +7,10 @@ from workspaces.access import actor_for_user
 from workspaces.cli import get_user, get_workspace
 
 from . import selectors
-from .exceptions import ApprovalNotFound
+from .exceptions import ApprovalNotFound, SelfApproval
 from .models import ApprovalKind, ApprovalRequest, Status
 from .permissions import may_decide
-from .presenters import EXPIRED_LINE, card_title, decision_line, duration, visible
+from .presenters import EXPIRED_LINE, card_title, decision_line, duration, quorum_line, visible
 from .services import approval_decide
 
 MAX_REASON = 2000
@@ -54,9 +54,17 @@ def _decide(cmd, options, *, yes: bool, reason: str) -> None:
         decision = "proceed" if yes else "stop"
     else:
         decision = "approve" if yes else "reject"
-    approval, already = approval_decide(approval=approval, user=user, decision=decision, reason=reason)
+    try:
+        approval, already = approval_decide(approval=approval, user=user, decision=decision, reason=reason)
+    except SelfApproval as refused:
+        raise CommandError(refused.message) from None
     title = card_title(approval)
     line = decision_line(approval)
+    if approval.status == Status.PENDING:
+        # A vote on a quorum request: recorded (or recorded before), the request still waits.
+        done = "already approved" if already else "approved"
+        cmd.stdout.write(f"{user.email} {done} {approval.public_id} ({title}): {quorum_line(approval)}.")
+        return
     if already:
         # The first decision stands; say what it was rather than failing.
         first = line if line == EXPIRED_LINE else f"already {line[0].lower()}{line[1:]}"

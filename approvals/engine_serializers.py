@@ -3,6 +3,8 @@
 import json
 
 from django.conf import settings
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.core.validators import validate_email
 from rest_framework import serializers
 
 from hitl_portal.fields import StrictCharField, StrictIntegerField
@@ -88,6 +90,18 @@ class _RegistrationBase(serializers.Serializer):
         },
         help_text="Shorten the request's 24-hour lifetime (1–86400). Longer is refused, not clamped.",
     )
+    requested_by = text("requested_by", 254, required=False, allow_blank=True)
+
+    def validate_requested_by(self, value: str) -> str:
+        """The email of the person the run acts for: four eyes keeps them from approving it."""
+        if value:
+            try:
+                validate_email(value)
+            except DjangoValidationError:
+                raise serializers.ValidationError(
+                    "requested_by must be the email of the person the run acts for, such as ana@example.com."
+                ) from None
+        return value
 
 
 class GateRegistrationSerializer(_RegistrationBase):

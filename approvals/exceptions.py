@@ -17,6 +17,22 @@ class WrongDecision(DomainError):
     field = "decision"
 
 
+class GrantNotAllowed(WrongDecision):
+    """A run grant on a rule that does not allow one, or with anything but an approval."""
+
+    field = "grant"
+
+
+class GrantTtlOutOfRange(WrongDecision):
+    field = "grant_ttl_seconds"
+
+
+class SelfApproval(DomainError):
+    """Four eyes: the person a run acts for (requested_by) may not approve it; rejecting is allowed."""
+
+    default_message = "The run acts for you, so another reviewer must approve it; you may reject it."
+
+
 class IdempotencyKeyReused(DomainError):
     """The engine key used this Idempotency-Key before, with another body."""
 

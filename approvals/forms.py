@@ -4,19 +4,37 @@ from rules.models import RuleKind
 
 from .models import ApprovalKind, Status
 from .selectors import HistoryFilters
-from .services import DECISIONS
+from .services import DECISIONS, GRANT_TTL_DEFAULT, GRANT_TTL_MAX, GRANT_TTL_MIN
 
 
 class DecisionForm(forms.Form):
-    """A card's buttons: the decision word rides on the button pressed, the reason in the box."""
+    """A card's buttons: the decision word rides on the button pressed, the reason in the box.
 
-    decision = forms.ChoiceField(choices=[(word, word) for word in DECISIONS])
+    "Approve for the rest of this run" is its own button (`grant=run`), with the grant's duration.
+    """
+
+    decision = forms.ChoiceField(choices=[(word, word) for word in DECISIONS], required=False)
     reason = forms.CharField(
         required=False,
         max_length=2000,
         strip=True,
         widget=forms.Textarea(attrs={"rows": 1, "placeholder": "Reason (optional) — passed back to the agent"}),
     )
+    grant = forms.ChoiceField(choices=[("run", "run")], required=False)
+    grant_ttl_seconds = forms.IntegerField(min_value=GRANT_TTL_MIN, max_value=GRANT_TTL_MAX, required=False)
+
+    def clean(self) -> dict:
+        data = super().clean()
+        if data.get("grant"):
+            data["decision"] = data.get("decision") or "approve"
+        elif not data.get("decision") and "decision" not in self.errors:
+            self.add_error("decision", "Press one of the buttons: approve or reject (proceed or stop).")
+        return data
+
+    def grant_ttl(self) -> int | None:
+        if not self.cleaned_data.get("grant"):
+            return None
+        return self.cleaned_data.get("grant_ttl_seconds") or GRANT_TTL_DEFAULT
 
 
 STATUS_CHOICES = [("", "Any status")] + [(s.value, s.label) for s in Status if s != Status.PENDING]

@@ -107,6 +107,23 @@ class ApprovalRequest(models.Model):
     decision_action = models.CharField(max_length=20, choices=Action.choices, blank=True)
     reason = models.CharField(max_length=2000, blank=True)
 
+    # The approver policy (SPEC.md), frozen from the rule like its message; token caps keep the defaults.
+    requested_by = models.CharField(max_length=254, blank=True)  # the person the run acts for (four eyes)
+    approvals_required = models.PositiveSmallIntegerField(default=1)
+    self_approval = models.BooleanField(default=False)
+    allow_run_grant = models.BooleanField(default=False)
+    # Set when a run grant approved it (at registration), or on the request whose approval created one.
+    # The grant's public id is the key, so a read needs no join to name it.
+    grant = models.ForeignKey(
+        "Grant",
+        to_field="public_id",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="approvals",
+        db_index=False,
+    )
+
     # What the engine reported after an approval: a separate fact from the decision.
     execution_status = models.CharField(max_length=16, choices=ExecutionStatus.choices, blank=True)
     execution_id = models.CharField(max_length=255, blank=True)
@@ -139,6 +156,8 @@ class ApprovalRequest(models.Model):
             models.Index(fields=["expires_at"], condition=Q(status="pending"), name="apr_overdue"),
             # For SET NULL when a user is deleted; a new (pending) request is not in it.
             models.Index(fields=["decided_by"], condition=Q(decided_by__isnull=False), name="apr_decided_by"),
+            # A grant's uses; requests no grant approved (nearly all) cost this index nothing.
+            models.Index(fields=["grant"], condition=Q(grant__isnull=False), name="apr_granted"),
         ]
 
     def __str__(self) -> str:
@@ -167,3 +186,81 @@ class ApprovalRequest(models.Model):
     @property
     def halt_action(self) -> str:
         return Action.STOP_RUN if self.is_token_cap else Action.HALT
+
+
+class Vote(models.Model):
+    """One reviewer's approval of a request that needs several (approvals_required > 1).
+
+    The unique constraint records each reviewer once; services.approval_decide counts the rows
+    under the request's row lock, so no more than N are ever recorded.
+    """
+
+    approval = models.ForeignKey(ApprovalRequest, on_delete=models.CASCADE, related_name="votes", db_index=False)
+    # PROTECT: a person who voted stays on record (deactivate them instead of deleting).
+    reviewer = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    reviewer_email = models.CharField(max_length=254)
+    at = models.DateTimeField(default=timezone.now)
+    note = models.CharField(max_length=2000, blank=True)
+
+    class Meta:
+        ordering = ["at", "id"]
+        constraints = [models.UniqueConstraint(fields=["approval", "reviewer"], name="one_vote_per_reviewer")]
+
+    def __str__(self) -> str:
+        return f"{self.reviewer_email} approves {self.approval_id}"
+
+
+class GrantQuerySet(models.QuerySet):
+    def for_workspace(self, workspace) -> "GrantQuerySet":
+        return self.filter(workspace=workspace)
+
+    def live(self, now=None) -> "GrantQuerySet":
+        return self.filter(revoked_at__isnull=True, expires_at__gt=now or timezone.now())
+
+
+class Grant(models.Model):
+    """ "Approve for the rest of this run": later requests of (config, rule, run) are approved at once.
+
+    Requests it covers are still stored (approved, with this grant and its reviewer) so the trail
+    misses nothing; `uses` counts them. Revoking sets revoked_at; a grant is never deleted.
+    """
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="grants", db_index=False)
+    public_id = models.CharField(max_length=24, unique=True, editable=False)
+    config = models.ForeignKey(Config, on_delete=models.CASCADE, related_name="grants", db_index=False)
+    rule_id = models.CharField(max_length=24)
+    run_id = models.CharField(max_length=500)
+    # The request whose approval created it (not counted in its uses).
+    approval = models.ForeignKey(ApprovalRequest, on_delete=models.PROTECT, related_name="+", db_index=False)
+    granted_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+", db_index=False
+    )
+    granted_by_email = models.CharField(max_length=254)
+    created_at = models.DateTimeField(default=timezone.now)
+    expires_at = models.DateTimeField()
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    objects = GrantQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [
+            # The registration INSERT looks up a live grant of (config, rule, run) through this.
+            models.Index(
+                fields=["config", "rule_id", "run_id", "expires_at"],
+                condition=Q(revoked_at__isnull=True),
+                name="grant_live",
+            ),
+            models.Index(fields=["workspace", "-created_at"], name="grant_list"),
+        ]
+
+    def __str__(self) -> str:
+        return self.public_id
+
+    def save(self, *args, **kwargs):
+        if not self.public_id:
+            self.public_id = new_public_id("grt")
+        super().save(*args, **kwargs)
+
+    def is_live(self, now=None) -> bool:
+        return self.revoked_at is None and self.expires_at > (now or timezone.now())

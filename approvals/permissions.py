@@ -21,6 +21,18 @@ def may_decide(actor: Actor | None, approval: ApprovalRequest | None = None) -> 
     return approval is None or approval.workspace_id == actor.workspace.pk
 
 
+def refuses_self_approval(*, approval: ApprovalRequest, user=None, email: str = "") -> bool:
+    """Four eyes: the person a run acts for (requested_by) may not approve it, unless its rule allows it.
+
+    Rejecting stays allowed. The one check behind the decide service (API, tab, CLI), the card's
+    hidden Approve button and "who may still approve".
+    """
+    if approval.self_approval or not approval.requested_by:
+        return False
+    email = email or getattr(user, "email", "") or ""
+    return email.casefold() == approval.requested_by.casefold()
+
+
 class MayDecide(BasePermission):
     """`may_decide` for DRF: before the request is loaded, and on it (`check_object_permissions`)."""
 

@@ -211,3 +211,23 @@ def outcome_line(approval: ApprovalRequest) -> str:
     if approval.execution_id:
         line += f" · {visible(approval.execution_id)}"
     return line
+
+
+# The approver policy: quorum progress, who may still approve, run grant durations -----------
+
+GRANT_DURATIONS = [(900, "15 minutes"), (3600, "1 hour"), (7200, "2 hours"), (14400, "4 hours"), (28800, "8 hours")]
+
+
+def quorum_line(approval: ApprovalRequest) -> str:
+    """'1 of 2 approvals — ana@acme.test' (the approving votes so far, oldest first)."""
+    from .selectors import approving_votes
+
+    votes = approving_votes(approval)
+    required = approval.approvals_required
+    line = f"{len(votes)} of {required} approval{'s' if required != 1 else ''}"
+    names = ", ".join(vote["by"] or "a deleted user" for vote in votes)
+    return f"{line} — {names}" if names else line
+
+
+def still_may_approve_line(emails: list[str]) -> str:
+    return ", ".join(emails) if emails else "nobody else — no reviewer is left who may approve"

@@ -6,14 +6,15 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 
 from django.db import connection
-from django.db.models import Q, QuerySet
+from django.db.models import Count, F, Q, QuerySet, prefetch_related_objects
 from django.utils import timezone
 
 from rules.models import Config
-from workspaces.models import Workspace
+from workspaces.models import Membership, Role, Workspace
 
 from .exceptions import ApprovalNotFound
-from .models import ApprovalKind, ApprovalRequest, Status
+from .models import ApprovalKind, ApprovalRequest, Grant, Status
+from .permissions import refuses_self_approval
 
 # The queue shows at most this many cards; a reviewer works the oldest first anyway, and a
 # page of thousands of cards helps nobody. One more is fetched to know that there are more.
@@ -77,6 +78,53 @@ def _by_public_id_postgres(*, workspace: Workspace, public_id: str) -> ApprovalR
     return approval
 
 
+def approving_votes(approval: ApprovalRequest, now: datetime | None = None) -> list[dict]:
+    """The approvals so far, oldest first: `{by, at, reason}`.
+
+    A request needing one approval has no vote rows: its decision is the one approval (for a request
+    a grant approved, the granting reviewer's). A quorum reads its Vote rows (prefetched by the
+    queue, the history and the list — `with_votes` — one query otherwise).
+    """
+    if approval.approvals_required > 1:
+        return [{"by": vote.reviewer_email, "at": vote.at, "reason": vote.note} for vote in approval.votes.all()]
+    if approval.effective_status(now) == Status.APPROVED:
+        return [{"by": approval.decided_by_email or None, "at": approval.decided_at, "reason": approval.reason}]
+    return []
+
+
+def with_votes(approvals: list[ApprovalRequest]) -> list[ApprovalRequest]:
+    """Load the votes of the quorum requests among `approvals` in one query (none if there are none)."""
+    prefetch_related_objects([approval for approval in approvals if approval.approvals_required > 1], "votes")
+    return approvals
+
+
+def reviewer_emails(workspace: Workspace) -> list[str]:
+    """Everyone who may decide this workspace's requests (reviewers and admins), for "who may still vote"."""
+    return list(
+        Membership.objects.filter(workspace=workspace, role__in=[Role.ADMIN, Role.REVIEWER], user__is_active=True)
+        .order_by("user__email")
+        .values_list("user__email", flat=True)
+    )
+
+
+def may_still_approve(*, approval: ApprovalRequest, reviewers: list[str]) -> list[str]:
+    """The reviewers who have not voted yet and whom four eyes does not exclude."""
+    voted = {vote["by"] for vote in approving_votes(approval)}
+    return [
+        email for email in reviewers if email not in voted and not refuses_self_approval(approval=approval, email=email)
+    ]
+
+
+def grants_for(workspace: Workspace, *, active: bool | None = None, now: datetime | None = None) -> QuerySet:
+    """A workspace's run grants with `uses` (requests approved through them, not the one that created them)."""
+    grants = Grant.objects.for_workspace(workspace).select_related("config")
+    if active is True:
+        grants = grants.live(now)
+    elif active is False:
+        grants = grants.exclude(pk__in=Grant.objects.live(now).values("pk"))
+    return grants.annotate(uses=Count("approvals", filter=~Q(approvals__pk=F("approval_id"))))
+
+
 def with_kind(queryset: QuerySet, kind: str) -> QuerySet:
     """`gate`/`token_cap` filter the request kind; a rule kind (`delete`, …) filters gates by boundary."""
     if kind in ApprovalKind.values:
@@ -88,7 +136,7 @@ def pending_queue(*, workspace: Workspace, now: datetime | None = None) -> tuple
     """The Approvals tab: pending requests, oldest first; and whether more wait beyond the limit."""
     now = now or timezone.now()
     rows = list(approvals_for(workspace).pending(now).order_by("created_at", "id")[: QUEUE_LIMIT + 1])
-    return rows[:QUEUE_LIMIT], len(rows) > QUEUE_LIMIT
+    return with_votes(rows[:QUEUE_LIMIT]), len(rows) > QUEUE_LIMIT
 
 
 @dataclass(frozen=True)
@@ -168,7 +216,7 @@ def history_page(
     candidates = [row for part in parts for row in part.order_by(*order)[: page_size + 1]]
     page = sorted(candidates, key=lambda row: (row.created_at, row.pk), reverse=not oldest_first)[: page_size + 1]
     next_cursor = encode_cursor(page[page_size - 1]) if len(page) > page_size else None
-    return page[:page_size], next_cursor
+    return with_votes(page[:page_size]), next_cursor
 
 
 # Overdue requests the sweep has not reached yet are normally a minute's worth. Fetched by

@@ -8,6 +8,7 @@ from rest_framework import serializers
 from rules.models import PassInformationLevel
 
 from .models import EXPIRED_REASON, Action, ApprovalKind, ApprovalRequest, ExecutionStatus, Scope, Status
+from .selectors import approving_votes
 
 
 class DecisionSerializer(serializers.Serializer):
@@ -18,6 +19,13 @@ class DecisionSerializer(serializers.Serializer):
     decided_at = serializers.DateTimeField()
     reason = serializers.CharField(allow_blank=True)
     expired = serializers.BooleanField()
+    grant_id = serializers.CharField(allow_null=True, help_text="the run grant (grt_…) that approved it, or null")
+
+
+class ApprovingVoteSerializer(serializers.Serializer):
+    by = serializers.EmailField(allow_null=True)
+    at = serializers.DateTimeField()
+    reason = serializers.CharField(allow_blank=True)
 
 
 class ExecutionSerializer(serializers.Serializer):
@@ -55,6 +63,9 @@ class ApprovalRequestSerializer(serializers.Serializer):
     expires_at = serializers.DateTimeField()
     decision = DecisionSerializer(allow_null=True)
     execution = ExecutionSerializer(allow_null=True)
+    requested_by = serializers.EmailField(allow_null=True, help_text="the person the run acts for (four eyes)")
+    approvals_required = serializers.IntegerField(help_text="distinct reviewers who must approve (from the rule)")
+    approvals = ApprovingVoteSerializer(many=True, help_text="the approving votes so far, oldest first")
 
     def to_representation(self, instance: ApprovalRequest) -> dict:
         return approval_as_dict(instance)
@@ -78,6 +89,7 @@ def _decision(approval: ApprovalRequest, now) -> dict | None:
             "decided_at": _iso(approval.expires_at),
             "reason": EXPIRED_REASON,
             "expired": True,
+            "grant_id": None,
         }
     return {
         "outcome": status,
@@ -86,6 +98,7 @@ def _decision(approval: ApprovalRequest, now) -> dict | None:
         "decided_at": _iso(approval.decided_at),
         "reason": approval.reason,
         "expired": False,
+        "grant_id": approval.grant_id,
     }
 
 
@@ -131,4 +144,7 @@ def approval_as_dict(approval: ApprovalRequest, now=None) -> dict:
         "expires_at": _iso(approval.expires_at),
         "decision": decision,
         "execution": execution,
+        "requested_by": approval.requested_by or None,
+        "approvals_required": approval.approvals_required,
+        "approvals": [{**vote, "at": _iso(vote["at"])} for vote in approving_votes(approval, now)],
     }

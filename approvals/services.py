@@ -8,19 +8,32 @@ from typing import Any
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured, ValidationError
 from django.db import IntegrityError, connection, transaction
-from django.db.models import DateField, DateTimeField, F, Field
+from django.db.models import Count, DateField, DateTimeField, F, Field, OuterRef, Subquery
 from django.utils import timezone
 
+from audit.chain import canonical
+from audit.models import AuditRecord
+from audit.services import APPEND_CTE, SYSTEM, AuditEntry, actor_of, append_params, audit_append, audit_append_many
+from audit.services import audit_enabled as _audit_enabled
 from contacts.models import Delivery, DeliveryEvent
 from contacts.outbox import deliveries_for_registration, deliveries_for_resolution, kick_sender
+from hitl_portal.ids import new_public_id
 from rules.exceptions import ConfigNotFound
 from rules.models import Config, ConfigVersion, PassInformationLevel
 from workspaces.models import ApiToken, Workspace
 
 from .digest import call_digest
-from .exceptions import IdempotencyKeyReused, NotApproved, WrongDecision
-from .models import EXPIRED_REASON, Action, ApprovalKind, ApprovalRequest, Scope, Status
+from .exceptions import (
+    GrantNotAllowed,
+    GrantTtlOutOfRange,
+    IdempotencyKeyReused,
+    NotApproved,
+    SelfApproval,
+    WrongDecision,
+)
+from .models import EXPIRED_REASON, Action, ApprovalKind, ApprovalRequest, Grant, Scope, Status, Vote
 from .notify import CHANNEL, notify_changed, notify_changed_many
+from .permissions import refuses_self_approval
 
 # decision word → (the kind it decides, resulting status, the action the engine takes)
 DECISIONS: dict[str, tuple[str, str, str]] = {
@@ -31,13 +44,31 @@ DECISIONS: dict[str, tuple[str, str, str]] = {
 }
 
 
-def approval_decide(
-    *, approval: ApprovalRequest, user, decision: str, reason: str = ""
-) -> tuple[ApprovalRequest, bool]:
-    """Record a decision once. Returns the request as it now is, and whether it was already decided.
+# Run grants: how long one lives (API.md, Reviewers).
+GRANT_TTL_DEFAULT = 3600
+GRANT_TTL_MIN = 60
+GRANT_TTL_MAX = 8 * 3600
 
-    A conditional UPDATE on (status = pending, not yet expired) is the arbiter: of two reviewers
-    deciding at the same instant exactly one updates the row; the other gets the first decision.
+
+def approval_decide(
+    *,
+    approval: ApprovalRequest,
+    user,
+    decision: str,
+    reason: str = "",
+    grant_ttl_seconds: int | None = None,
+) -> tuple[ApprovalRequest, bool]:
+    """Decide, or vote on, a request. Returns it as it now is, and whether nothing changed.
+
+    Nothing changed (`True`) when the request was already decided or expired (the first decision
+    stands), or — the request still pending — when this reviewer had already voted on it.
+
+    - One approval needed: a conditional UPDATE on (pending, not yet expired) is the arbiter; of two
+      reviewers deciding at once exactly one updates the row, the other gets the first decision.
+    - A quorum (approvals_required N > 1): `approve` records a Vote; the N-th flips the request (see
+      _approval_vote). One `reject` decides it rejected, through the same conditional UPDATE.
+    - Four eyes: the person the run acts for may not approve unless the rule allows it (SelfApproval).
+    - `grant_ttl_seconds`: approve and grant the rest of the run (config, rule, run id) that long.
     """
     if decision not in DECISIONS:
         raise WrongDecision(f"decision must be one of {', '.join(DECISIONS)}")
@@ -45,7 +76,17 @@ def approval_decide(
     if approval.kind != kind:
         pair = "approve or reject" if approval.kind == ApprovalKind.GATE else "proceed or stop"
         raise WrongDecision(f"A {approval.get_kind_display().lower()} request is decided with {pair}, not {decision}")
+    if grant_ttl_seconds is not None:
+        _check_grant(approval=approval, decision=decision, ttl_seconds=grant_ttl_seconds)
+    if status == Status.APPROVED and refuses_self_approval(approval=approval, user=user):
+        raise SelfApproval(
+            f"{approval.public_id} acts for {approval.requested_by}, and its rule needs another reviewer's "
+            "approval (four eyes). You may reject it; ask another reviewer to approve it."
+        )
     now = timezone.now()
+    if status == Status.APPROVED and approval.approvals_required > 1:
+        return _approval_vote(approval=approval, user=user, reason=reason, now=now)
+    grant_id = new_public_id("grt") if grant_ttl_seconds is not None else None
     with transaction.atomic():
         won = ApprovalRequest.objects.filter(pk=approval.pk, status=Status.PENDING, expires_at__gt=now).update(
             status=status,
@@ -54,8 +95,33 @@ def approval_decide(
             decided_by=user,
             decided_by_email=getattr(user, "email", "") or "",
             reason=reason,
+            grant_id=grant_id,
         )
         if won:
+            audit_append(
+                workspace_id=approval.workspace_id,
+                actor=actor_of(user=user),
+                action="approval.decided",
+                object=approval.public_id,
+                data={"outcome": status, "action": action, "reason": reason},
+                at=now,
+            )
+            if grant_id:
+                grant = _grant_create(
+                    public_id=grant_id, approval=approval, user=user, now=now, ttl_seconds=grant_ttl_seconds
+                )
+                audit_append(
+                    workspace_id=approval.workspace_id,
+                    actor=actor_of(user=user),
+                    action="grant.created",
+                    object=grant_id,
+                    data={
+                        "approval": approval.public_id,
+                        "run_id": approval.run_id,
+                        "expires_at": grant.expires_at.isoformat(),
+                    },
+                    at=now,
+                )
             notify_changed(approval.public_id)
             # Every way a request resolves tells its contacts, in the deciding transaction.
             deliveries_for_resolution(approvals=[approval], event=DeliveryEvent.DECIDED)
@@ -63,6 +129,114 @@ def approval_decide(
         approval_expire_if_overdue(approval=approval)
     approval.refresh_from_db()
     return approval, not won
+
+
+def _check_grant(*, approval: ApprovalRequest, decision: str, ttl_seconds: int) -> None:
+    if decision != "approve":
+        raise GrantNotAllowed("A run grant comes with an approval: send decision approve with grant run.")
+    if not approval.allow_run_grant:
+        why = (
+            f"its rule needs {approval.approvals_required} approvals"
+            if approval.approvals_required > 1
+            else "its rule does not allow run grants"
+        )
+        raise GrantNotAllowed(f"{approval.public_id} cannot be approved for the rest of its run: {why}.")
+    if not GRANT_TTL_MIN <= ttl_seconds <= GRANT_TTL_MAX:
+        raise GrantTtlOutOfRange(
+            f"grant_ttl_seconds is from {GRANT_TTL_MIN} to {GRANT_TTL_MAX:,} seconds (8 hours); "
+            f"leave it out for {GRANT_TTL_DEFAULT:,}."
+        )
+
+
+def _grant_create(*, public_id: str, approval: ApprovalRequest, user, now, ttl_seconds: int) -> Grant:
+    return Grant.objects.create(
+        public_id=public_id,
+        workspace_id=approval.workspace_id,
+        config_id=approval.config_id,
+        rule_id=approval.rule_id,
+        run_id=approval.run_id,
+        approval=approval,
+        granted_by=user,
+        granted_by_email=getattr(user, "email", "") or "",
+        created_at=now,
+        expires_at=now + timedelta(seconds=ttl_seconds),
+    )
+
+
+def _approval_vote(*, approval: ApprovalRequest, user, reason: str, now) -> tuple[ApprovalRequest, bool]:
+    """Record one reviewer's approval of a quorum request; the N-th flips it, exactly once.
+
+    The request's row lock queues every vote behind the one before, so each sees all earlier votes
+    and the pending check and vote INSERT cannot outrun a decision. The flip is a conditional UPDATE
+    over the vote count — the database compares, never Python — and only it wakes long-polls.
+    """
+    with transaction.atomic():
+        pending = (
+            ApprovalRequest.objects.select_for_update()
+            .filter(pk=approval.pk, status=Status.PENDING, expires_at__gt=now)
+            .values_list("pk", flat=True)
+        )
+        if pending:
+            if Vote.objects.filter(approval_id=approval.pk, reviewer=user).exists():
+                approval.refresh_from_db()
+                return approval, True  # already voted: nothing changes
+            Vote.objects.create(approval_id=approval.pk, reviewer=user, reviewer_email=user.email, at=now, note=reason)
+            audit_append(
+                workspace_id=approval.workspace_id,
+                actor=actor_of(user=user),
+                action="approval.voted",
+                object=approval.public_id,
+                data={"vote": "approve", "reason": reason},
+                at=now,
+            )
+            votes = (
+                Vote.objects.filter(approval_id=OuterRef("pk"))
+                .order_by()
+                .values("approval_id")
+                .annotate(n=Count("id"))
+                .values("n")
+            )
+            flipped = ApprovalRequest.objects.filter(
+                pk=approval.pk, status=Status.PENDING, approvals_required__lte=Subquery(votes)
+            ).update(
+                status=Status.APPROVED,
+                decision_action=Action.RESUME,
+                decided_at=now,
+                decided_by=user,
+                decided_by_email=user.email,
+                reason=reason,
+            )
+            if flipped:
+                audit_append(
+                    workspace_id=approval.workspace_id,
+                    actor=actor_of(user=user),
+                    action="approval.decided",
+                    object=approval.public_id,
+                    data={"outcome": Status.APPROVED, "action": Action.RESUME, "reason": reason},
+                    at=now,
+                )
+                notify_changed(approval.public_id)
+                deliveries_for_resolution(approvals=[approval], event=DeliveryEvent.DECIDED)
+            approval.refresh_from_db()
+            return approval, False
+    approval_expire_if_overdue(approval=approval)
+    approval.refresh_from_db()
+    return approval, True
+
+
+@transaction.atomic
+def grant_revoke(*, grant: Grant, user=None) -> Grant:
+    """Revoke at once: the next registration of that run pends again. Revoking twice changes nothing."""
+    if Grant.objects.filter(pk=grant.pk, revoked_at__isnull=True).update(revoked_at=timezone.now()):
+        audit_append(
+            workspace_id=grant.workspace_id,
+            actor=actor_of(user=user),
+            action="grant.revoked",
+            object=grant.public_id,
+            data={"run_id": grant.run_id},
+        )
+    grant.refresh_from_db()
+    return grant
 
 
 def approval_expire_if_overdue(*, approval: ApprovalRequest) -> ApprovalRequest:
@@ -77,21 +251,43 @@ def expire_requests(queryset) -> int:
     """Mark the overdue pending requests of `queryset` expired; returns how many were."""
     now = timezone.now()
     with transaction.atomic():
-        overdue = queryset.filter(status=Status.PENDING, expires_at__lte=now)
-        public_ids = list(overdue.values_list("public_id", flat=True))
-        if not public_ids:
+        # Locked, so the rows read are exactly the rows expired (a decision in between drops out).
+        overdue = list(
+            queryset.filter(status=Status.PENDING, expires_at__lte=now)
+            .select_for_update()
+            .values_list("pk", "workspace_id", "public_id", "expires_at")
+        )
+        if not overdue:
             return 0
-        count = ApprovalRequest.objects.filter(
-            public_id__in=public_ids, status=Status.PENDING, expires_at__lte=now
-        ).update(status=Status.EXPIRED, decided_at=F("expires_at"), reason=EXPIRED_REASON, decision_action="")
-        notify_changed_many(public_ids)
-        expired = ApprovalRequest.objects.filter(public_id__in=public_ids, status=Status.EXPIRED).only(*_RESOLVED)
-        deliveries_for_resolution(approvals=list(expired), event=DeliveryEvent.EXPIRED)
+        count = ApprovalRequest.objects.filter(pk__in=[row[0] for row in overdue], status=Status.PENDING).update(
+            status=Status.EXPIRED, decided_at=F("expires_at"), reason=EXPIRED_REASON, decision_action=""
+        )
+        _audit_expired(overdue=[row[1:] for row in overdue], now=now)
+        notify_changed_many([row[2] for row in overdue])
+        expired = ApprovalRequest.objects.filter(pk__in=[row[0] for row in overdue], status=Status.EXPIRED)
+        deliveries_for_resolution(approvals=list(expired.only(*_RESOLVED)), event=DeliveryEvent.EXPIRED)
     return count
 
 
 # What deliveries_for_resolution reads of a resolved request.
 _RESOLVED = ("id", "workspace_id", "rule_id", "config_id", "config_version")
+
+
+def _audit_expired(*, overdue: list[tuple], now) -> None:
+    """One `approval.expired` record per (workspace_id, public_id, expires_at), by the system."""
+    audit_append_many(
+        entries=[
+            AuditEntry(
+                workspace_id=workspace_id,
+                actor=SYSTEM,
+                action="approval.expired",
+                object=public_id,
+                data={"expires_at": expires_at.isoformat()},
+                at=now,
+            )
+            for workspace_id, public_id, expires_at in overdue
+        ]
+    )
 
 
 def approval_sweep_overdue(*, batch_size: int = 1000) -> int:
@@ -108,17 +304,12 @@ def approval_sweep_overdue(*, batch_size: int = 1000) -> int:
         claimed = list(
             ApprovalRequest.objects.overdue(now).order_by("expires_at").values_list("pk", flat=True)[:batch_size]
         )
-        count = ApprovalRequest.objects.filter(pk__in=claimed, status=Status.PENDING).update(
-            status=Status.EXPIRED, decided_at=F("expires_at"), reason=EXPIRED_REASON, decision_action=""
-        )
-        expired = ApprovalRequest.objects.filter(pk__in=claimed, status=Status.EXPIRED).only(*_RESOLVED)
-        deliveries_for_resolution(approvals=list(expired), event=DeliveryEvent.EXPIRED)
-        return count
+        return expire_requests(ApprovalRequest.objects.filter(pk__in=claimed))
 
 
 # One statement per batch — claim, expire and notify — costing one round trip: within 2x of a
-# bare UPDATE of the same rows (bench/). It returns what the outbox needs, so the `expired`
-# deliveries are written in the same transaction.
+# bare UPDATE of the same rows (bench/). It returns what the outbox and the audit log need, so
+# the `expired` deliveries and records are written in the same transaction.
 _SWEEP_SQL = f"""
 WITH claimed AS (
     SELECT id FROM {ApprovalRequest._meta.db_table}
@@ -131,9 +322,10 @@ WITH claimed AS (
     SET status = %(expired)s, decided_at = apr.expires_at, reason = %(reason)s, decision_action = ''
     FROM claimed
     WHERE apr.id = claimed.id AND apr.status = %(pending)s
-    RETURNING apr.id, apr.public_id, apr.workspace_id, apr.rule_id, apr.config_id, apr.config_version
+    RETURNING apr.id, apr.workspace_id, apr.rule_id, apr.config_id, apr.config_version, apr.public_id, apr.expires_at
 )
-SELECT id, workspace_id, rule_id, config_id, config_version, pg_notify(%(channel)s, public_id) FROM swept
+SELECT id, workspace_id, rule_id, config_id, config_version, public_id, expires_at, pg_notify(%(channel)s, public_id)
+FROM swept
 """
 
 
@@ -151,6 +343,7 @@ def _sweep_batch_postgres(*, now, batch_size: int) -> int:
         rows = cursor.fetchall()
         swept = [ApprovalRequest(**dict(zip(_RESOLVED, row[:5], strict=True))) for row in rows]
         deliveries_for_resolution(approvals=swept, event=DeliveryEvent.EXPIRED)
+        _audit_expired(overdue=[(row[1], row[5], row[6]) for row in rows], now=now)
     return len(rows)
 
 
@@ -186,6 +379,7 @@ def approval_register(
     scope: str = "",
     tokens_used: int | None = None,
     token_cap: int | None = None,
+    requested_by: str = "",
     idempotency_key: str = "",
     fingerprint: str = "",
 ) -> Registration:
@@ -214,6 +408,7 @@ def approval_register(
         expires_at=now + timedelta(seconds=ttl_seconds or settings.APPROVAL_TTL_SECONDS),
         idempotency_key=idempotency_key,
         request_fingerprint=fingerprint if idempotency_key else "",
+        requested_by=requested_by,
     )
 
     if kind == ApprovalKind.GATE:
@@ -245,6 +440,9 @@ def approval_register(
         approval.boundary = rule["kind"]
         approval.point = rule["point"]
         approval.message = rule["message"]
+        approval.approvals_required = rule["approvals_required"]
+        approval.self_approval = rule["self_approval"]
+        approval.allow_run_grant = rule["allow_run_grant"]
         approval.target = target
         approval.operation = operation
         approval.summary = summary
@@ -267,11 +465,12 @@ def approval_register(
     # The outbox rows are written with the request (one statement), or neither is.
     deliveries = deliveries_for_registration(approval=approval, rule=rule, version=version) if kind == "gate" else []
     try:
-        if connection.in_atomic_block or (deliveries and connection.vendor != "postgresql"):
-            with transaction.atomic():  # a savepoint, so a refused INSERT leaves the caller's transaction usable
-                _insert(approval, deliveries=deliveries)
+        if connection.in_atomic_block or connection.vendor != "postgresql":
+            # A savepoint, so a refused INSERT leaves the caller's transaction usable.
+            with transaction.atomic():
+                _insert(approval, engine_key=engine_key, deliveries=deliveries, now=now)
         else:
-            _insert(approval, deliveries=deliveries)  # autocommit: one statement, no BEGIN/COMMIT round trips
+            _insert(approval, engine_key=engine_key, deliveries=deliveries, now=now)  # autocommit: one statement
     except IntegrityError as error:
         if idempotency_key and _refused_by(error) == IDEMPOTENCY_CONSTRAINT:
             first = _idempotent_replay(engine_key=engine_key, idempotency_key=idempotency_key, fingerprint=fingerprint)
@@ -321,6 +520,8 @@ _INSERT_SQL = "INSERT INTO {table} ({columns}) VALUES ({values}) RETURNING id".f
     columns=", ".join(f'"{field.column}"' for field in _INSERT_FIELDS),
     values=", ".join(["%s"] * len(_INSERT_FIELDS)),
 )
+# _insert wraps it as a CTE beside its `approval.registered` audit record and its outbox rows, one
+# statement: if the INSERT is refused (an idempotent replay) neither is written.
 
 
 def _check_insert_fields() -> None:
@@ -351,44 +552,187 @@ _NEEDS_PREPARING = [
 ]
 
 
-def _insert(approval: ApprovalRequest, *, deliveries: list[Delivery] = ()) -> None:
-    """INSERT the request, and its outbox rows in the same statement (a CTE): atomic in autocommit."""
+def _registered(approval: ApprovalRequest, *, engine_key: ApiToken) -> AuditEntry:
+    data = {"kind": approval.kind, "config_id": approval.config.public_id, "config_version": approval.config_version}
+    if approval.kind == ApprovalKind.GATE:
+        data.update(rule_id=approval.rule_id, target=approval.target, operation=approval.operation)
+        data.update(call_digest=approval.call_digest)
+    else:
+        data.update(scope=approval.scope, tokens_used=approval.tokens_used, token_cap=approval.token_cap)
+    data.update(run_id=approval.run_id)
+    return AuditEntry(
+        workspace_id=approval.workspace_id,
+        actor=actor_of(engine_key=engine_key),
+        action="approval.registered",
+        object=approval.public_id,
+        data=data,
+        at=approval.created_at,
+    )
+
+
+# A rule that allows run grants inserts through this form of the same statement: a CTE reads the
+# live grant of (config, rule, run) and the row goes in already approved when there is one. Still
+# one statement and one round trip, so a request no grant covers pays only an index probe (bench/policy.py).
+_GRANTED = {
+    "status": f"CASE WHEN live.public_id IS NULL THEN %s ELSE '{Status.APPROVED.value}' END",
+    "grant_id": "live.public_id",
+    "decided_at": "CASE WHEN live.public_id IS NULL THEN NULL ELSE %s::timestamptz END",
+    "decided_by_id": "live.granted_by_id",
+    "decided_by_email": "COALESCE(live.granted_by_email, %s)",
+    "decision_action": f"CASE WHEN live.public_id IS NULL THEN %s ELSE '{Action.RESUME.value}' END",
+    "reason": "CASE WHEN live.public_id IS NULL THEN %s "
+    "ELSE 'Approved for the rest of this run by ' || live.granted_by_email || ' (' || live.public_id || ')' END",
+}
+_GRANTED_INSERT_CTES = """
+live AS (
+    SELECT public_id, granted_by_id, granted_by_email FROM {grants}
+    WHERE config_id = %s AND rule_id = %s AND run_id = %s AND revoked_at IS NULL AND expires_at > %s
+      AND (%s OR lower(granted_by_email) <> lower(%s))
+    ORDER BY expires_at DESC
+    LIMIT 1
+), apr AS (
+    INSERT INTO {table} ({columns})
+    SELECT {values} FROM (SELECT 1) AS one LEFT JOIN live ON TRUE
+    RETURNING id, status, grant_id, decided_at, decided_by_id, decided_by_email, decision_action, reason
+)""".format(
+    grants=Grant._meta.db_table,
+    table=ApprovalRequest._meta.db_table,
+    columns=", ".join(f'"{field.column}"' for field in _INSERT_FIELDS),
+    values=", ".join(_GRANTED.get(field.column, "%s") for field in _INSERT_FIELDS),
+)
+
+
+# A grant that approves a registration is used: recorded in the same statement, only when `live` found one.
+_GRANT_USED_CTE = f"""grant_used AS (
+    INSERT INTO {AuditRecord._meta.db_table} (workspace_id, at, actor, action, object, data)
+    SELECT %s, %s, %s, 'grant.used', live.public_id, %s::jsonb FROM live
+)"""
+
+
+def _insert(approval: ApprovalRequest, *, engine_key: ApiToken, deliveries: list[Delivery] = (), now) -> None:
+    """INSERT the request with its audit record and outbox rows in one statement (CTEs): atomic in autocommit.
+
+    A request a live run grant covers goes in approved, and then tells its contacts nothing: there
+    is nothing left to ask them.
+    """
+    audited = _audit_enabled()
     if connection.vendor != "postgresql":
-        approval.save(force_insert=True)
-        for delivery in deliveries:
-            delivery.approval = approval
-        Delivery.objects.bulk_create(deliveries)
+        if approval.allow_run_grant:
+            _apply_grant(approval, _live_grant(approval, now=now), now=now)
+        approval.save(force_insert=True)  # the caller's savepoint holds the request, its record and deliveries
+        if approval.status == Status.PENDING:
+            for delivery in deliveries:
+                delivery.approval = approval
+            Delivery.objects.bulk_create(deliveries)
+        if audited:
+            audit_append_many(entries=[_registered(approval, engine_key=engine_key)])
+            if approval.grant_id:
+                audit_append(
+                    workspace_id=approval.workspace_id,
+                    actor=actor_of(engine_key=engine_key),
+                    action="grant.used",
+                    object=approval.grant_id,
+                    data={"approval": approval.public_id},
+                    at=now,
+                )
         return
     approval.ensure_public_id()
     values = approval.__dict__
     params = [values[field.attname] for field in _INSERT_FIELDS]
     for index, field in _NEEDS_PREPARING:
         params[index] = field.get_db_prep_save(params[index], connection)
-    sql = _INSERT_SQL
+    if approval.allow_run_grant:
+        # A grant never approves for the person the run acts for when the rule wants four eyes.
+        lookup = [approval.config_id, approval.rule_id, approval.run_id, now]
+        lookup += [approval.self_approval or not approval.requested_by, approval.requested_by]
+        ctes = [_GRANTED_INSERT_CTES]
+        params = lookup + _granted_params(params, now=now)
+    else:
+        ctes = [f"apr AS ({_INSERT_SQL})"]
+    if audited:
+        ctes.append(APPEND_CTE)
+        params += append_params(_registered(approval, engine_key=engine_key))
+        if approval.allow_run_grant:
+            ctes.append(_GRANT_USED_CTE)
+            params += [
+                approval.workspace_id,
+                now,
+                actor_of(engine_key=engine_key),
+                canonical({"approval": approval.public_id}),
+            ]
     if deliveries:
-        sql = _WITH_DELIVERIES_SQL.format(values=", ".join([_DELIVERY_ROW] * len(deliveries)))
+        where = f"WHERE apr.status = '{Status.PENDING.value}'" if approval.allow_run_grant else ""
+        ctes.append(_DELIVERIES_CTE.format(values=", ".join([_DELIVERY_ROW] * len(deliveries)), where=where))
         for delivery in deliveries:
             params += [
                 field.get_db_prep_save(getattr(delivery, field.attname), connection) for field in _DELIVERY_FIELDS
             ]
+    sql = "WITH " + ", ".join(ctes) + " SELECT * FROM apr"
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
-        approval.pk = cursor.fetchone()[0]
+        row = cursor.fetchone()
+    approval.pk = row[0]
+    if approval.allow_run_grant:
+        (
+            approval.status,
+            approval.grant_id,
+            approval.decided_at,
+            approval.decided_by_id,
+            approval.decided_by_email,
+            approval.decision_action,
+            approval.reason,
+        ) = row[1:]
     approval._state.adding = False
     approval._state.db = connection.alias
 
 
-# The request's INSERT as a CTE feeding its deliveries' INSERT: one round trip, no BEGIN/COMMIT.
+# The deliveries' INSERT, fed by the request's INSERT as a CTE: one round trip, no BEGIN/COMMIT.
+# A request a grant approved at once has nothing to ask (apr.status is returned only by that form).
 _DELIVERY_FIELDS = [
     field for field in Delivery._meta.concrete_fields if not field.primary_key and field.name != "approval"
 ]
 _DELIVERY_ROW = "(" + ", ".join(f"%s::{field.db_type(connection)}" for field in _DELIVERY_FIELDS) + ")"
-_WITH_DELIVERIES_SQL = (
-    f"WITH apr AS ({_INSERT_SQL}) "
-    f'INSERT INTO {Delivery._meta.db_table} ("approval_id", '
+_DELIVERIES_CTE = (
+    f'dlv AS (INSERT INTO {Delivery._meta.db_table} ("approval_id", '
     + ", ".join(f'"{field.column}"' for field in _DELIVERY_FIELDS)
-    + ") SELECT apr.id, v.* FROM apr, (VALUES {values}) AS v RETURNING (SELECT id FROM apr)"
+    + ") SELECT apr.id, v.* FROM apr, (VALUES {values}) AS v {where})"
 )
+
+
+def _granted_params(params: list, *, now) -> list:
+    """The plain INSERT's parameters for _GRANTED_INSERT_CTES: the ungranted value stays each column's
+    own; grant_id and decided_by_id come from the grant alone; decided_at is now when granted."""
+    out = []
+    for index, field in enumerate(_INSERT_FIELDS):
+        expression = _GRANTED.get(field.column)
+        if expression is None:
+            out.append(params[index])
+        elif field.column == "decided_at":
+            out.append(now)
+        elif "%s" in expression:
+            out.append(params[index])
+    return out
+
+
+def _live_grant(approval: ApprovalRequest, *, now) -> Grant | None:
+    grants = Grant.objects.live(now).filter(
+        config_id=approval.config_id, rule_id=approval.rule_id, run_id=approval.run_id
+    )
+    if approval.requested_by and not approval.self_approval:
+        grants = grants.exclude(granted_by_email__iexact=approval.requested_by)
+    return grants.order_by("-expires_at").first()
+
+
+def _apply_grant(approval: ApprovalRequest, grant: Grant | None, *, now) -> None:
+    if grant is None:
+        return
+    approval.status = Status.APPROVED
+    approval.grant_id = grant.public_id
+    approval.decided_at = now
+    approval.decided_by_id = grant.granted_by_id
+    approval.decided_by_email = grant.granted_by_email
+    approval.decision_action = Action.RESUME
+    approval.reason = f"Approved for the rest of this run by {grant.granted_by_email} ({grant.public_id})"
 
 
 def _inert_or_replay(*, engine_key: ApiToken, idempotency_key: str, fingerprint: str) -> Registration:
@@ -440,10 +784,21 @@ def approval_report_outcome(
     lets exactly one report through; a later one gets the first back, unchanged.
     """
     approval_expire_if_overdue(approval=approval)
-    reported = ApprovalRequest.objects.filter(pk=approval.pk, status=Status.APPROVED, execution_status="").update(
-        execution_status=status, execution_id=execution_id, execution_detail=detail, executed_at=timezone.now()
-    )
-    approval.refresh_from_db(from_queryset=ApprovalRequest.objects.select_related("config"))
+    now = timezone.now()
+    with transaction.atomic():
+        reported = ApprovalRequest.objects.filter(pk=approval.pk, status=Status.APPROVED, execution_status="").update(
+            execution_status=status, execution_id=execution_id, execution_detail=detail, executed_at=now
+        )
+        approval.refresh_from_db(from_queryset=ApprovalRequest.objects.select_related("config", "engine_key"))
+        if reported:
+            audit_append(
+                workspace_id=approval.workspace_id,
+                actor=actor_of(engine_key=approval.engine_key) if approval.engine_key else SYSTEM,
+                action="approval.outcome",
+                object=approval.public_id,
+                data={"status": status, "execution_id": execution_id, "detail": detail},
+                at=now,
+            )
     if not reported and approval.status != Status.APPROVED:
         raise NotApproved(
             f"{approval.public_id} is {approval.status}, not approved: an outcome is reported only for an "

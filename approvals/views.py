@@ -1,9 +1,11 @@
 """The Approvals tab: the live queue, deciding from a card, and the history."""
 
+from datetime import date, timedelta
+
 from django.conf import settings
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import redirect, render
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -13,18 +15,22 @@ from contacts.presenters import delivery_rows
 from rules.selectors import configs_for
 from workspaces.decorators import member_required
 
-from . import selectors
-from .exceptions import ApprovalNotFound, WrongDecision
+from . import selectors, services
+from .exceptions import ApprovalNotFound, SelfApproval, WrongDecision
 from .forms import DecisionForm, HistoryFilterForm
 from .links import LinkRefused, link_decide, link_open
+from .models import Grant, Status
 from .permissions import DECIDERS_ONLY, may_decide
-from .presenters import decided_line, decision_line
+from .presenters import decided_line, decision_line, quorum_line
 from .services import approval_decide, approval_expire_if_overdue
 
 
 def _queue_context(request: HttpRequest) -> dict:
-    cards, more = selectors.pending_queue(workspace=request.actor.workspace)
-    return {"cards": cards, "more": more, "limit": selectors.QUEUE_LIMIT}
+    workspace = request.actor.workspace
+    cards, more = selectors.pending_queue(workspace=workspace)
+    # Who may still vote is shown on quorum cards only; one query for the whole queue.
+    reviewers = selectors.reviewer_emails(workspace) if any(c.approvals_required > 1 for c in cards) else []
+    return {"cards": cards, "more": more, "limit": selectors.QUEUE_LIMIT, "reviewers": reviewers}
 
 
 @require_GET
@@ -65,16 +71,26 @@ def decide(request: HttpRequest, public_id: str) -> HttpResponse:
                 user=request.user,
                 decision=form.cleaned_data["decision"],
                 reason=form.cleaned_data["reason"],
+                grant_ttl_seconds=form.grant_ttl(),
             )
         except WrongDecision as wrong:
-            error = str(wrong)
+            error = wrong.message
+        except SelfApproval as refused:
+            error = refused.message
     else:
         error = " ".join(e for errors in form.errors.values() for e in errors)
-    if error:
+    if error or approval.status == Status.PENDING:
+        # An error, or a vote that leaves a quorum request pending: the card stays, updated.
+        notice = "" if error else ("You had already approved it." if already else "Your approval is recorded.")
         if request.htmx:
-            # 200, so htmx swaps the card back in with the error beside the buttons.
-            return render(request, "approvals/_card.html", {"approval": approval, "error": error})
-        messages.error(request, error)
+            # 200, so htmx swaps the card back in with the error (or the vote) beside the buttons.
+            reviewers = selectors.reviewer_emails(request.actor.workspace)
+            ctx = {"approval": approval, "error": error, "notice": notice, "reviewers": reviewers}
+            return render(request, "approvals/_card.html", ctx)
+        if error:
+            messages.error(request, error)
+        else:
+            messages.success(request, f"{notice} {quorum_line(approval)}.")
         return redirect("approvals:queue")
     if not request.htmx:
         messages.success(request, decided_line(approval, already=already))
@@ -103,6 +119,8 @@ def history(request: HttpRequest) -> HttpResponse:
         if next_cursor:
             query["cursor"] = next_cursor
         ctx.update(rows=rows, next_cursor=next_cursor, next_query=query.urlencode())
+    if request.actor.is_admin:
+        ctx["audit_query"] = _audit_range(filters=form.filters() if request.GET else selectors.HistoryFilters())
     return render(request, "approvals/history.html", ctx)
 
 
@@ -150,3 +168,38 @@ def link(request: HttpRequest, token: str) -> HttpResponse:
     except WrongDecision as wrong:
         return render(request, "approvals/link.html", {"link": opened, "token": token, "error": str(wrong)}, status=400)
     return render(request, "approvals/link.html", {"link": opened, "token": token})
+
+
+def _audit_range(*, filters) -> str:
+    """The history's date range as the audit export's since/until (whole UTC days, To inclusive)."""
+    query = QueryDict(mutable=True)
+    if filters.date_from:
+        query["since"] = f"{filters.date_from.isoformat()}T00:00:00Z"
+    if filters.date_to and filters.date_to < date.max:  # To 9999-12-31 means no end
+        query["until"] = f"{(filters.date_to + timedelta(days=1)).isoformat()}T00:00:00Z"
+    return query.urlencode()
+
+
+@require_GET
+@member_required
+def grants(request: HttpRequest) -> HttpResponse:
+    """Live run grants, newest first, with their uses; reviewers may revoke each."""
+    if not may_decide(request.actor):
+        raise PermissionDenied("Only a reviewer or an admin of this workspace sees its run grants.")
+    rows = list(selectors.grants_for(request.actor.workspace, active=True)[: selectors.QUEUE_LIMIT])
+    return render(request, "approvals/grants.html", {"tab": "approvals", "config": None, "grants": rows})
+
+
+@require_POST
+@member_required
+def grant_revoke(request: HttpRequest, public_id: str) -> HttpResponse:
+    if not may_decide(request.actor):
+        raise PermissionDenied("Only a reviewer or an admin of this workspace may revoke a run grant.")
+    grant = Grant.objects.for_workspace(request.actor.workspace).filter(public_id=public_id).first()
+    if grant is None:
+        raise Http404("No such run grant in this workspace.")
+    grant = services.grant_revoke(grant=grant, user=request.user)
+    messages.success(
+        request, f"Revoked {grant.public_id}: the next request of run {grant.run_id} waits for a reviewer."
+    )
+    return redirect("approvals:grants")

@@ -17,7 +17,7 @@ import time
 import urllib.parse
 from datetime import UTC, datetime
 
-from bench import adapters, long_poll, notify, pages, poll, registration, sweep
+from bench import adapters, audit, long_poll, notify, pages, policy, poll, registration, sweep
 from bench.harness import RESULTS, Bench, Section, World, log, recreate_database, setup_django, sql
 from bench.report import table
 from bench.seed import seed_big_table
@@ -28,7 +28,7 @@ ON_EMPTY_TABLE: list[Section] = [pages.near_empty]
 # On the million rows, in-process.
 ON_BIG_TABLE: list[Section] = [pages.big]
 # On the million rows, with the portal under gunicorn (bench/server.py: `load`, `paired`).
-WITH_SERVER: list[Section] = [registration.run, poll.run, long_poll.run, adapters.run]
+WITH_SERVER: list[Section] = [registration.run, poll.run, long_poll.run, adapters.run, policy.run]
 # After the server has stopped (sections that change many rows).
 AFTER_SERVER: list[Section] = [sweep.run, notify.run]
 # `--only NAME`: that section alone on an empty table (it starts what it needs), to try it quickly.
@@ -37,6 +37,8 @@ ALONE: dict[str, Section] = {"notify": notify.run}
 
 def main() -> None:
     args = parse_args()
+    if args.section == "audit":  # its own run: it restarts the server with the audit log on and off
+        return audit.run(quick=args.quick, rounds=args.rounds, duration=args.duration)
     url = os.environ.get("BENCH_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/hitl_bench")
     if args.waiting:  # its own run: servers side by side, thousands of waits (bench/waiting.py)
         from bench.waiting import run_waiting
@@ -76,6 +78,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--duration", type=float, default=None, help="seconds per load run (default 5, quick 2)")
     parser.add_argument("--profile", action="store_true", help="pyinstrument the pages and the sweep")
     parser.add_argument("--rounds", type=int, default=None, help="floor/portal pairs per figure (default 5, quick 1)")
+    parser.add_argument("--section", choices=["all", "audit"], default="all", help="audit: bench/audit.py alone")
     parser.add_argument("--waiting", action="store_true", help="only the waiting-engines section (bench/waiting.py)")
     parser.add_argument("--servers", default="gthread,gunicorn+uvicorn", help="--waiting: servers to compare")
     parser.add_argument("--levels", default=[100, 1000, 3000, 10000], type=lambda v: [int(x) for x in v.split(",")])

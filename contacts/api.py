@@ -52,7 +52,7 @@ class ContactListView(AdminView):
         data.is_valid(raise_exception=True)
         if "channel" not in data.validated_data:  # optional for PATCH, not for a new contact
             raise ValidationError({"channel": "A new contact needs its channel: email, slack, webhook or none."})
-        contact = services.contact_create(config=config, **data.validated_data)
+        contact = services.contact_create(config=config, user=request.actor.user, **data.validated_data)
         return Response(ContactSerializer(contact.frozen()).data, status=status.HTTP_201_CREATED)
 
 
@@ -71,10 +71,10 @@ class ContactDetailView(AdminView):
         contact = _contact(request, cfg, con)
         data = ContactInputSerializer(data=request.data, partial=True)
         data.is_valid(raise_exception=True)
-        contact = services.contact_update(contact=contact, **data.validated_data)
+        contact = services.contact_update(contact=contact, user=request.actor.user, **data.validated_data)
         return Response(ContactSerializer(contact.frozen()).data)
 
     @extend_schema(tags=TAG, summary="Delete a draft contact", responses={204: None, **ERRORS})
     def delete(self, request, cfg: str, con: str):
-        services.contact_delete(contact=_contact(request, cfg, con))
+        services.contact_delete(contact=_contact(request, cfg, con), user=request.actor.user)
         return Response(status=status.HTTP_204_NO_CONTENT)

@@ -1,18 +1,37 @@
 """Writes on a config's draft contacts. A contact holds `${HITL_…}` references, never the secret."""
 
+from django.db import transaction
+
+from audit.services import actor_of, audit_append
 from rules.models import Config
 
 from .exceptions import ContactInUse
 from .models import Contact
 
 
-def contact_create(*, config: Config, name: str, channel: str, channel_ref: str = "", secret_ref: str = "") -> Contact:
+def _contact_changed(*, contact: Contact, user, change: str) -> None:
+    # A contact holds `${HITL_…}` references, never an address or secret: safe to record whole.
+    audit_append(
+        workspace_id=contact.config.workspace_id,
+        actor=actor_of(user=user),
+        action="contact.changed",
+        object=contact.public_id,
+        data={"config_id": contact.config.public_id, "change": change, "contact": contact.frozen()},
+    )
+
+
+@transaction.atomic
+def contact_create(
+    *, config: Config, name: str, channel: str, channel_ref: str = "", secret_ref: str = "", user=None
+) -> Contact:
     contact = Contact(config=config, name=name, channel=channel, channel_ref=channel_ref, secret_ref=secret_ref)
     contact.full_clean(exclude=["config", "public_id"])
     contact.save()
+    _contact_changed(contact=contact, user=user, change="created")
     return contact
 
 
+@transaction.atomic
 def contact_update(
     *,
     contact: Contact,
@@ -20,6 +39,7 @@ def contact_update(
     channel: str | None = None,
     channel_ref: str | None = None,
     secret_ref: str | None = None,
+    user=None,
 ) -> Contact:
     """Change the fields given (None leaves a field as it is); Contact.clean() checks the references."""
     changes = (("name", name), ("channel", channel), ("channel_ref", channel_ref), ("secret_ref", secret_ref))
@@ -28,10 +48,12 @@ def contact_update(
             setattr(contact, field, value)
     contact.full_clean(exclude=["config", "public_id"])
     contact.save()
+    _contact_changed(contact=contact, user=user, change="updated")
     return contact
 
 
-def contact_delete(*, contact: Contact) -> None:
+@transaction.atomic
+def contact_delete(*, contact: Contact, user=None) -> None:
     """Delete a draft contact, unless a draft rule names it (published versions keep their own copy)."""
     users = [rule.public_id for rule in contact.config.rules.all() if rule.names_contact(contact.public_id)]
     if users:
@@ -39,4 +61,5 @@ def contact_delete(*, contact: Contact) -> None:
             f"{contact.name} ({contact.public_id}) is named by draft rule{'s' if len(users) > 1 else ''} "
             f"{', '.join(users)} in notify or escalate_to: remove it there first."
         )
+    _contact_changed(contact=contact, user=user, change="deleted")
     contact.delete()

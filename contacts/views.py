@@ -29,7 +29,7 @@ def contacts(request: HttpRequest, cfg: str) -> HttpResponse:
             raise PermissionDenied("Only a workspace admin may change this.")
         form = ContactForm(request.POST, instance=Contact(config=config))
         if form.is_valid():
-            services.contact_create(config=config, **form.cleaned_data)
+            services.contact_create(config=config, user=request.user, **form.cleaned_data)
             messages.success(request, "Added the contact to the draft. Publish to serve it.")
             return redirect("contacts:contacts", config.public_id)
     context = config_page_context(request, config, "contacts")
@@ -48,7 +48,7 @@ def contact_edit(request: HttpRequest, cfg: str, con: str) -> HttpResponse:
     if request.method == "POST":
         form = ContactForm(request.POST, instance=contact)
         if form.is_valid():
-            services.contact_update(contact=form.instance, **form.cleaned_data)
+            services.contact_update(contact=form.instance, user=request.user, **form.cleaned_data)
             messages.success(request, "Saved the contact in the draft. Publish to serve it.")
             return redirect("contacts:contacts", config.public_id)
     context = config_page_context(request, config, "contacts")
@@ -61,7 +61,7 @@ def contact_edit(request: HttpRequest, cfg: str, con: str) -> HttpResponse:
 def contact_delete(request: HttpRequest, cfg: str, con: str) -> HttpResponse:
     config = config_for(workspace=request.actor.workspace, public_id=cfg)
     try:
-        services.contact_delete(contact=contact_for(config=config, public_id=con))
+        services.contact_delete(contact=contact_for(config=config, public_id=con), user=request.user)
     except ContactInUse as refusal:
         messages.error(request, refusal.message)
         return redirect("contacts:contacts", config.public_id)

@@ -8,7 +8,7 @@ from rest_framework import exceptions, serializers, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler, set_rollback
 
-from approvals.exceptions import ApprovalNotFound, IdempotencyKeyReused, NotApproved, WrongDecision
+from approvals.exceptions import ApprovalNotFound, IdempotencyKeyReused, NotApproved, SelfApproval, WrongDecision
 from contacts.exceptions import ContactInUse, ContactNotFound
 from rules.exceptions import ConfigNotFound, NothingToPublish, PlanRequired
 
@@ -53,6 +53,7 @@ DOMAIN_ERRORS: dict[type[DomainError], tuple[int, str]] = {
     ContactNotFound: (status.HTTP_404_NOT_FOUND, "not_found"),
     WrongDecision: (status.HTTP_400_BAD_REQUEST, "invalid"),
     PlanRequired: (status.HTTP_403_FORBIDDEN, "plan_required"),
+    SelfApproval: (status.HTTP_403_FORBIDDEN, "self_approval"),
     NotApproved: (status.HTTP_409_CONFLICT, "conflict"),
     NothingToPublish: (status.HTTP_409_CONFLICT, "conflict"),
     ContactInUse: (status.HTTP_409_CONFLICT, "conflict"),

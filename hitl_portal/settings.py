@@ -60,6 +60,8 @@ INSTALLED_APPS = [
     "contacts",
     "approvals",
     "integrations",
+    "audit",
+    "insights",
 ]
 
 MIDDLEWARE = [
@@ -266,6 +268,10 @@ SPECTACULAR_SETTINGS = {
         "PassInformationLevelEnum": "rules.models.PassInformationLevel",
     },
 }
+
+# Every change of state is appended to the hash-chained audit log (audit/). Not read from the
+# environment: only the benchmark's settings turn it off, to measure what the log costs.
+AUDIT_LOG = True
 
 # Approval requests live 24 hours unless the engine asks for less.
 APPROVAL_TTL_SECONDS = 24 * 60 * 60

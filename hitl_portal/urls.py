@@ -3,18 +3,21 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
-from . import views
+from . import operations, views
 
 urlpatterns = [
     # Engines' calls first: Django tries these in order, and registrations and polls are most of the traffic.
     path("api/v1/", include("approvals.api_urls")),
     path("", views.home, name="home"),
+    path("healthz", operations.healthz, name="healthz"),
+    path("metrics", operations.metrics, name="metrics"),
     path("login/", auth_views.LoginView.as_view(template_name="registration/login.html"), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("workspaces/", include("workspaces.urls")),
     path("hitl/", include("rules.urls")),
     path("hitl/", include("contacts.urls")),
     path("hitl/", include("approvals.urls")),
+    path("hitl/", include("insights.urls")),
     path("integrations/", include("integrations.urls")),
     path("admin/", admin.site.urls),
     path("favicon.ico", views.favicon),
@@ -23,6 +26,7 @@ urlpatterns = [
     path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="schema"), name="api-docs"),
     path("api/v1/", include("rules.api_urls")),
     path("api/v1/", include("contacts.api_urls")),
+    path("api/v1/", include("audit.api_urls")),
 ]
 
 handler404 = "hitl_portal.views.not_found"

@@ -104,7 +104,9 @@ class ConfigListView(AdminView):
     def post(self, request):
         data = ConfigCreateSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        config = services.config_create(workspace=request.actor.workspace, **data.validated_data)
+        config = services.config_create(
+            workspace=request.actor.workspace, user=request.actor.user, **data.validated_data
+        )
         return Response(
             ConfigSerializer(_config(request, config.public_id)).data,
             status=status.HTTP_201_CREATED,
@@ -126,7 +128,7 @@ class ConfigDetailView(AdminView):
         config = _config(request, cfg)
         data = ConfigUpdateSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        services.config_update(config=config, **data.changes())
+        services.config_update(config=config, user=request.actor.user, **data.changes())
         return Response(ConfigSerializer(_config(request, cfg)).data)
 
 
@@ -157,7 +159,7 @@ class RuleListView(AdminView):
         config = _config(request, cfg)
         data = RuleInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        rule = services.rule_create(config=config, **data.fields_for_create())
+        rule = services.rule_create(config=config, user=request.actor.user, **data.fields_for_create())
         return Response(RuleSerializer(rule.frozen()).data, status=status.HTTP_201_CREATED)
 
 
@@ -176,12 +178,12 @@ class RuleDetailView(AdminView):
         rule = _rule(_config(request, cfg), rul)
         data = RuleInputSerializer(data=request.data, partial=True)
         data.is_valid(raise_exception=True)
-        rule = services.rule_update(rule=rule, **data.validated_data)
+        rule = services.rule_update(rule=rule, user=request.actor.user, **data.validated_data)
         return Response(RuleSerializer(rule.frozen()).data)
 
     @extend_schema(tags=TAG, summary="Delete a draft rule", responses={204: None, **ERRORS})
     def delete(self, request, cfg: str, rul: str):
-        services.rule_delete(rule=_rule(_config(request, cfg), rul))
+        services.rule_delete(rule=_rule(_config(request, cfg), rul), user=request.actor.user)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -256,7 +258,9 @@ class PinView(AdminView):
         data = PinSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         try:
-            version = services.config_pin(config=config, version=data.validated_data["version"])
+            version = services.config_pin(
+                config=config, version=data.validated_data["version"], user=request.actor.user
+            )
         except ConfigVersion.DoesNotExist:
             raise Http404 from None
         version = ConfigVersion.objects.select_related("config", "published_by").get(pk=version.pk)

@@ -1,7 +1,7 @@
 from django import forms
 from django.urls import reverse
 
-from .models import ANY, Config, Rule, RuleKind
+from .models import ANY, MAX_APPROVALS_REQUIRED, Config, Rule, RuleKind
 
 # The "Which one" field's label and hint per kind; htmx swaps them in as the kind changes (views.which_one).
 WHICH_ONE = {
@@ -57,8 +57,22 @@ class RuleForm(forms.ModelForm):
 
     class Meta:
         model = Rule
-        fields = ["kind", "which", "match", "point", "enabled", "message", "order"]
-        widgets = {"message": forms.Textarea(attrs={"rows": 2})}
+        fields = [
+            "kind",
+            "which",
+            "match",
+            "point",
+            "enabled",
+            "message",
+            "order",
+            "approvals_required",
+            "self_approval",
+            "allow_run_grant",
+        ]
+        widgets = {
+            "message": forms.Textarea(attrs={"rows": 2}),
+            "approvals_required": forms.NumberInput(attrs={"min": 1, "max": MAX_APPROVALS_REQUIRED}),
+        }
         labels = {
             "kind": "Boundary",
             "match": "Selector",
@@ -66,12 +80,16 @@ class RuleForm(forms.ModelForm):
             "enabled": "Enabled",
             "message": "Message for the reviewer",
             "order": "Order",
+            "approvals_required": "Approvals required",
+            "self_approval": "The person the run acts for may approve it",
+            "allow_run_grant": "Reviewers may approve the rest of a run at once",
         }
         help_texts = {"order": "Lower numbers gate first."}
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["match"].required = False
+        self.fields["approvals_required"].required = False  # left out: one approval, as before the policy
         # Changing the kind asks the server for its "Which one" label and hint (rules/_which_one.html).
         self.fields["kind"].widget.attrs.update(
             {"hx-get": reverse("rules:which_one"), "hx-target": "#which-label", "hx-swap": "outerHTML"}
@@ -98,6 +116,8 @@ class RuleForm(forms.ModelForm):
         for field in ("notify", "escalate_to", "escalate_after_seconds"):
             if field in data:
                 setattr(self.instance, field, data[field])
+        if data.get("approvals_required") is None and "approvals_required" not in self.errors:
+            data["approvals_required"] = 1
         return data
 
     @property

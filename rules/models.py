@@ -2,7 +2,9 @@ import re
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
+from django.db.models import Q
 
 from hitl_portal.ids import new_public_id
 from workspaces.models import Workspace
@@ -49,6 +51,22 @@ KIND_NOUN = {
     RuleKind.WORKER: "A worker rule",
 }
 NEVER_A_TOOL = "Name an MCP server by its mcp_… id, or pick Any (*): a rule gates a whole server, never one tool"
+
+# The approver policy (SPEC.md, "Approver policy"). Versions published before it existed read
+# as these defaults, so old requests, diffs and the served table all see one shape.
+MAX_APPROVALS_REQUIRED = 5
+POLICY_DEFAULTS = {"approvals_required": 1, "self_approval": False, "allow_run_grant": False}
+NO_GRANT_WITH_QUORUM = (
+    "A run grant approves later requests on one reviewer's word, so a rule that needs more than one "
+    "approval cannot allow it: set approvals_required to 1, or allow_run_grant to false."
+)
+
+
+def with_policy(rule: dict) -> dict:
+    """A frozen rule with the approver policy's defaults filled in (for versions older than the policy)."""
+    if all(key in rule for key in POLICY_DEFAULTS):
+        return rule
+    return {**rule, **{key: value for key, value in POLICY_DEFAULTS.items() if key not in rule}}
 
 
 def match_error(kind: str, match: str) -> str | None:
@@ -147,6 +165,13 @@ class ConfigVersion(models.Model):
     def delete(self, *args, **kwargs):
         raise TypeError("A published config version is never deleted: `cfg@N` must always mean the same content")
 
+    @classmethod
+    def from_db(cls, db, field_names, values):
+        version = super().from_db(db, field_names, values)
+        if "rules" in version.__dict__:
+            version.rules = [with_policy(rule) for rule in version.rules]
+        return version
+
     @property
     def full_rules(self) -> list[dict]:
         return with_defaults(self.rules, RULE_DEFAULTS)
@@ -183,6 +208,17 @@ class Rule(models.Model):
     notify = models.JSONField(default=list, blank=True)
     escalate_to = models.JSONField(default=list, blank=True)
     escalate_after_seconds = models.PositiveIntegerField(null=True, blank=True)
+    approvals_required = models.PositiveSmallIntegerField(
+        default=1,
+        validators=[MinValueValidator(1), MaxValueValidator(MAX_APPROVALS_REQUIRED)],
+        help_text="Distinct reviewers who must approve (1–5); one rejection rejects.",
+    )
+    self_approval = models.BooleanField(
+        default=False, help_text="May the person a run acts for (requested_by) approve its requests?"
+    )
+    allow_run_grant = models.BooleanField(
+        default=False, help_text="May a reviewer approve the rest of a run at once (rules needing one approval only)?"
+    )
     # Fixed for now, stored so the model can grow.
     ask_in = models.CharField(max_length=16, choices=AskIn.choices, default=AskIn.CONSOLE, editable=False)
     on_reject = models.CharField(max_length=16, choices=OnReject.choices, default=OnReject.HALT, editable=False)
@@ -190,6 +226,15 @@ class Rule(models.Model):
 
     class Meta:
         ordering = ["order", "id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(approvals_required__gte=1, approvals_required__lte=MAX_APPROVALS_REQUIRED),
+                name="rule_approvals_required_1_to_5",
+            ),
+            models.CheckConstraint(
+                condition=Q(approvals_required=1) | Q(allow_run_grant=False), name="rule_no_grant_with_quorum"
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"{self.kind} {self.match} at {self.point}"
@@ -205,6 +250,8 @@ class Rule(models.Model):
         if error := match_error(self.kind, self.match):
             errors["match"] = error
         errors.update(self._contact_errors())
+        if self.allow_run_grant and (self.approvals_required or 1) > 1:
+            errors["allow_run_grant"] = NO_GRANT_WITH_QUORUM
         if errors:
             raise ValidationError(errors)
 
@@ -253,4 +300,7 @@ class Rule(models.Model):
             "escalate_after_seconds": self.escalate_after_seconds,
             "ask_in": self.ask_in,
             "on_reject": self.on_reject,
+            "approvals_required": self.approvals_required,
+            "self_approval": self.self_approval,
+            "allow_run_grant": self.allow_run_grant,
         }

@@ -49,14 +49,14 @@ LOG_LINES = {
 
 
 def rules_diff(previous: list[dict] | None, current: list[dict]) -> dict[str, list[dict]]:
-    """What changed between two frozen rule sets, by rule id: added, removed, changed."""
+    """What changed between two frozen rule sets, by rule id: added, removed, changed (with `before`)."""
     before = {rule["id"]: rule for rule in with_defaults(previous or [], RULE_DEFAULTS)}
     after = {rule["id"]: rule for rule in with_defaults(current, RULE_DEFAULTS)}
     # Copies (with_defaults), so a page may annotate them.
     return {
         "added": [after[i] for i in after if i not in before],
         "removed": [before[i] for i in before if i not in after],
-        "changed": [after[i] for i in after if i in before and before[i] != after[i]],
+        "changed": [{**after[i], "before": before[i]} for i in after if i in before and before[i] != after[i]],
     }
 
 

@@ -4,7 +4,16 @@ from rest_framework import serializers
 
 from contacts.serializers import ContactSerializer
 
-from .models import AskIn, OnReject, PassInformationLevel, RuleKind, RulePoint, TokenCapMode
+from .models import (
+    MAX_APPROVALS_REQUIRED,
+    POLICY_DEFAULTS,
+    AskIn,
+    OnReject,
+    PassInformationLevel,
+    RuleKind,
+    RulePoint,
+    TokenCapMode,
+)
 
 # PostgreSQL's integer column: beyond it the database would refuse, so the serializer refuses first.
 MAX_INT = 2_147_483_647
@@ -69,6 +78,18 @@ class RuleSerializer(serializers.Serializer):
     escalate_after_seconds = serializers.IntegerField(allow_null=True, default=None)
     ask_in = _choice(AskIn.choices, read_only=True)
     on_reject = _choice(OnReject.choices, read_only=True)
+    approvals_required = serializers.IntegerField(
+        default=POLICY_DEFAULTS["approvals_required"],
+        help_text="Distinct reviewers who must approve (1–5); one rejection rejects.",
+    )
+    self_approval = serializers.BooleanField(
+        default=POLICY_DEFAULTS["self_approval"],
+        help_text="Whether the person the run acts for (the request's requested_by) may approve it.",
+    )
+    allow_run_grant = serializers.BooleanField(
+        default=POLICY_DEFAULTS["allow_run_grant"],
+        help_text="Whether a reviewer may approve the rest of a run at once (only with approvals_required 1).",
+    )
 
 
 class RuleInputSerializer(serializers.Serializer):
@@ -83,6 +104,17 @@ class RuleInputSerializer(serializers.Serializer):
     notify = serializers.ListField(child=serializers.CharField(max_length=24), max_length=50, required=False)
     escalate_to = serializers.ListField(child=serializers.CharField(max_length=24), max_length=50, required=False)
     escalate_after_seconds = serializers.IntegerField(min_value=60, max_value=86_400, allow_null=True, required=False)
+    approvals_required = serializers.IntegerField(
+        min_value=1,
+        max_value=MAX_APPROVALS_REQUIRED,
+        required=False,
+        error_messages={
+            "min_value": f"approvals_required is from 1 to {MAX_APPROVALS_REQUIRED} distinct reviewers.",
+            "max_value": f"approvals_required is from 1 to {MAX_APPROVALS_REQUIRED} distinct reviewers.",
+        },
+    )
+    self_approval = serializers.BooleanField(required=False)
+    allow_run_grant = serializers.BooleanField(required=False)
 
     def validate_match(self, value: str | None) -> str:
         return value or ""

@@ -4,6 +4,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
+from audit.services import actor_of, audit_append
 from workspaces.models import Workspace
 
 from . import selectors
@@ -20,18 +21,51 @@ RULE_FIELDS = (
     "notify",
     "escalate_to",
     "escalate_after_seconds",
+    "approvals_required",
+    "self_approval",
+    "allow_run_grant",
 )
 CONFIG_FIELDS = ("name", "pass_information_level", "token_cap_per_turn", "token_cap_mode")
 
 
-def config_create(*, workspace: Workspace, name: str) -> Config:
+def _audit(*, config: Config, user, action: str, object: str, data: dict) -> None:
+    """Each change below is recorded in the audit log, in its own transaction."""
+    audit_append(
+        workspace_id=config.workspace_id,
+        actor=actor_of(user=user),
+        action=action,
+        object=object,
+        data={"config_id": config.public_id, **data},
+    )
+
+
+def _rule_changed(*, rule: Rule, user, change: str) -> None:
+    _audit(
+        config=rule.config,
+        user=user,
+        action="rule.changed",
+        object=rule.public_id,
+        data={"change": change, "rule": rule.frozen()},
+    )
+
+
+@transaction.atomic
+def config_create(*, workspace: Workspace, name: str, user=None) -> Config:
     config = Config(workspace=workspace, name=name)
     config.full_clean(exclude=["workspace", "public_id"])
     config.save()
+    _audit(
+        config=config,
+        user=user,
+        action="config.changed",
+        object=config.public_id,
+        data={"change": "created", "name": name},
+    )
     return config
 
 
-def config_update(*, config: Config, **changes) -> Config:
+@transaction.atomic
+def config_update(*, config: Config, user=None, **changes) -> Config:
     unknown = set(changes) - set(CONFIG_FIELDS)
     if unknown:
         raise TypeError(f"Not a config setting: {', '.join(sorted(unknown))}")
@@ -39,27 +73,40 @@ def config_update(*, config: Config, **changes) -> Config:
         setattr(config, field, value)
     config.full_clean(exclude=["workspace", "public_id"])
     config.save(update_fields=list(changes) or None)
+    _audit(
+        config=config,
+        user=user,
+        action="config.changed",
+        object=config.public_id,
+        data={"change": "updated", **{field: getattr(config, field) for field in changes}},
+    )
     return config
 
 
-def rule_create(*, config: Config, **fields) -> Rule:
+@transaction.atomic
+def rule_create(*, config: Config, user=None, **fields) -> Rule:
     """A new rule starts as "approve every delete" unless told otherwise."""
     rule = Rule(config=config, **{k: v for k, v in fields.items() if k in RULE_FIELDS})
     rule.full_clean(exclude=["config", "public_id"])
     rule.save()
+    _rule_changed(rule=rule, user=user, change="created")
     return rule
 
 
-def rule_update(*, rule: Rule, **changes) -> Rule:
+@transaction.atomic
+def rule_update(*, rule: Rule, user=None, **changes) -> Rule:
     for field in RULE_FIELDS:
         if field in changes:
             setattr(rule, field, changes[field])
     rule.full_clean(exclude=["config", "public_id"])
     rule.save()
+    _rule_changed(rule=rule, user=user, change="updated")
     return rule
 
 
-def rule_delete(*, rule: Rule) -> None:
+@transaction.atomic
+def rule_delete(*, rule: Rule, user=None) -> None:
+    _rule_changed(rule=rule, user=user, change="deleted")
     rule.delete()
 
 
@@ -112,14 +159,22 @@ def config_publish(*, config: Config, user, note: str = "") -> ConfigVersion:
     if config.pinned_version is not None:
         config.pinned_version = None
         config.save(update_fields=["pinned_version"])
+    _audit(
+        config=config,
+        user=user,
+        action="config.published",
+        object=config.public_id,
+        data={"version": number, "note": note},
+    )
     return version
 
 
 @transaction.atomic
-def config_pin(*, config: Config, version: int) -> ConfigVersion:
+def config_pin(*, config: Config, version: int, user=None) -> ConfigVersion:
     """Serve `version` (roll back = pin an older one). Raises ConfigVersion.DoesNotExist."""
     config = Config.objects.select_for_update().get(pk=config.pk)
     frozen = config.versions.get(number=version)
     config.pinned_version = version
     config.save(update_fields=["pinned_version"])
+    _audit(config=config, user=user, action="config.pinned", object=config.public_id, data={"version": version})
     return frozen

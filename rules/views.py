@@ -49,7 +49,7 @@ def configs(request: HttpRequest) -> HttpResponse:
             raise PermissionDenied("Only a workspace admin may change this.")
         form = ConfigForm(request.POST)
         if form.is_valid():
-            config = services.config_create(workspace=workspace, name=form.cleaned_data["name"])
+            config = services.config_create(workspace=workspace, name=form.cleaned_data["name"], user=request.user)
             messages.success(request, f"Created {config.name}. Add its rules, then publish.")
             return redirect("rules:rules", config.public_id)
     rows = []
@@ -67,7 +67,7 @@ def config_rename(request: HttpRequest, cfg: str) -> HttpResponse:
     config = selectors.config_for(workspace=request.actor.workspace, public_id=cfg)
     form = ConfigForm(request.POST, instance=config)
     if form.is_valid():
-        services.config_update(config=config, name=form.cleaned_data["name"])
+        services.config_update(config=config, name=form.cleaned_data["name"], user=request.user)
         messages.success(request, f"Renamed to {config.name}.")
     else:
         messages.error(request, "A config needs a name of at most 200 characters.")
@@ -112,7 +112,7 @@ def rule_add(request: HttpRequest, cfg: str) -> HttpResponse:
         form = RuleForm(request.POST, instance=rule)
         if form.is_valid():
             changes = {k: v for k, v in form.cleaned_data.items() if k != "which"}
-            services.rule_create(config=config, **changes)
+            services.rule_create(config=config, user=request.user, **changes)
             messages.success(request, "Added the rule to the draft. Publish to serve it.")
             return redirect("rules:rules", config.public_id)
     context = config_page_context(request, config, "rules")
@@ -144,7 +144,7 @@ def rule_edit(request: HttpRequest, cfg: str, rul: str) -> HttpResponse:
         form = RuleForm(request.POST, instance=rule)
         if form.is_valid():
             changes = {k: v for k, v in form.cleaned_data.items() if k != "which"}
-            services.rule_update(rule=form.instance, **changes)
+            services.rule_update(rule=form.instance, user=request.user, **changes)
             messages.success(request, "Saved the rule in the draft. Publish to serve it.")
             return redirect("rules:rules", config.public_id)
     context = config_page_context(request, config, "rules")
@@ -157,7 +157,7 @@ def rule_edit(request: HttpRequest, cfg: str, rul: str) -> HttpResponse:
 def rule_toggle(request: HttpRequest, cfg: str, rul: str) -> HttpResponse:
     config = selectors.config_for(workspace=request.actor.workspace, public_id=cfg)
     rule = _rule_or_404(config, rul)
-    services.rule_update(rule=rule, enabled=not rule.enabled)
+    services.rule_update(rule=rule, enabled=not rule.enabled, user=request.user)
     messages.success(request, f"{'Enabled' if rule.enabled else 'Disabled'} the rule in the draft.")
     return redirect("rules:rules", config.public_id)
 
@@ -166,7 +166,7 @@ def rule_toggle(request: HttpRequest, cfg: str, rul: str) -> HttpResponse:
 @require_POST
 def rule_delete(request: HttpRequest, cfg: str, rul: str) -> HttpResponse:
     config = selectors.config_for(workspace=request.actor.workspace, public_id=cfg)
-    services.rule_delete(rule=_rule_or_404(config, rul))
+    services.rule_delete(rule=_rule_or_404(config, rul), user=request.user)
     messages.success(request, "Deleted the rule from the draft. Published versions keep it.")
     return redirect("rules:rules", config.public_id)
 
@@ -181,7 +181,7 @@ def config_settings(request: HttpRequest, cfg: str) -> HttpResponse:
             raise PermissionDenied("Only a workspace admin may change this.")
         form = SettingsForm(request.POST, instance=config)
         if form.is_valid():
-            services.config_update(config=form.instance, **form.cleaned_data)
+            services.config_update(config=form.instance, user=request.user, **form.cleaned_data)
             messages.success(request, "Saved the draft's settings. Publish to serve them.")
             return redirect("rules:settings", config.public_id)
         config.refresh_from_db()
@@ -216,7 +216,7 @@ def pin(request: HttpRequest, cfg: str) -> HttpResponse:
     if not form.is_valid():
         raise Http404("No such version.")
     try:
-        version = services.config_pin(config=config, version=form.cleaned_data["version"])
+        version = services.config_pin(config=config, version=form.cleaned_data["version"], user=request.user)
     except ConfigVersion.DoesNotExist:
         raise Http404("No such version of this config.") from None
     messages.success(request, f"Serving v{version.number} until the next publish.")

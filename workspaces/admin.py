@@ -1,6 +1,9 @@
 from django.contrib import admin, messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.admin import UserAdmin
+from django.db import transaction
+
+from audit.services import actor_of, audit_append
 
 from . import services
 from .models import ApiToken, Membership, Workspace
@@ -20,6 +23,36 @@ class WorkspaceAdmin(admin.ModelAdmin):
     prepopulated_fields = {"slug": ["name"]}
     inlines = [MembershipInline]
 
+    def save_model(self, request, obj, form, change) -> None:
+        # A plan change goes through the service, so the audit log records who made it.
+        if change and "plan" in form.changed_data:
+            plan = obj.plan
+            obj.plan = form.initial["plan"]
+            super().save_model(request, obj, form, change)
+            services.workspace_set_plan(workspace=obj, plan=plan, actor=actor_of(user=request.user))
+            return
+        super().save_model(request, obj, form, change)
+
+    def save_formset(self, request, form, formset, change) -> None:
+        with transaction.atomic():
+            super().save_formset(request, form, formset, change)
+            for membership in formset.new_objects:
+                _member_changed(request, membership, "added")
+            for membership, _ in formset.changed_objects:
+                _member_changed(request, membership, "role_set")
+            for membership in formset.deleted_objects:
+                _member_changed(request, membership, "removed")
+
+
+def _member_changed(request, membership: Membership, change: str) -> None:
+    audit_append(
+        workspace_id=membership.workspace_id,
+        actor=actor_of(user=request.user),
+        action="member.changed",
+        object=membership.user.email,
+        data={"change": change, "role": membership.role},
+    )
+
 
 @admin.register(Membership)
 class MembershipAdmin(admin.ModelAdmin):
@@ -27,6 +60,22 @@ class MembershipAdmin(admin.ModelAdmin):
     list_filter = ["role", "workspace"]
     search_fields = ["user__email", "workspace__slug", "workspace__name"]
     autocomplete_fields = ["user", "workspace"]
+
+    @transaction.atomic
+    def save_model(self, request, obj, form, change) -> None:
+        super().save_model(request, obj, form, change)
+        _member_changed(request, obj, "role_set" if change else "added")
+
+    @transaction.atomic
+    def delete_model(self, request, obj) -> None:
+        _member_changed(request, obj, "removed")
+        super().delete_model(request, obj)
+
+    def delete_queryset(self, request, queryset) -> None:
+        with transaction.atomic():
+            for membership in queryset:
+                _member_changed(request, membership, "removed")
+            super().delete_queryset(request, queryset)
 
 
 @admin.register(ApiToken)
@@ -45,7 +94,7 @@ class ApiTokenAdmin(admin.ModelAdmin):
     @admin.action(description="Revoke the selected tokens")
     def revoke(self, request, queryset) -> None:
         for token in queryset:
-            services.token_revoke(token=token)
+            services.token_revoke(token=token, actor=actor_of(user=request.user))
         self.message_user(request, f"Revoked {queryset.count()} token(s).", messages.SUCCESS)
 
 

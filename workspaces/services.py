@@ -5,6 +5,8 @@ from django.contrib.auth.password_validation import validate_password
 from django.db import transaction
 from django.utils import timezone
 
+from audit.services import SYSTEM, audit_append
+
 from .models import ApiToken, Membership, Plan, Role, TokenKind, Workspace, hash_token
 
 User = get_user_model()
@@ -14,14 +16,26 @@ def workspace_create(*, slug: str, plan: str = Plan.FREE, name: str = "") -> Wor
     return Workspace.objects.create(slug=slug, name=name or slug.replace("-", " ").title(), plan=plan)
 
 
-def workspace_set_plan(*, workspace: Workspace, plan: str) -> Workspace:
+@transaction.atomic
+def workspace_set_plan(*, workspace: Workspace, plan: str, actor: str = SYSTEM) -> Workspace:
+    """Staff change a plan (CLI, Django admin); the log names them, or `system` for the host's CLI."""
+    before = Workspace.objects.select_for_update().values_list("plan", flat=True).get(pk=workspace.pk)
     workspace.plan = plan
     workspace.save(update_fields=["plan"])
+    audit_append(
+        workspace_id=workspace.pk,
+        actor=actor,
+        action="workspace.plan_changed",
+        object=workspace.slug,
+        data={"from": before, "to": plan},
+    )
     return workspace
 
 
 @transaction.atomic
-def member_add(*, workspace: Workspace, email: str, role: str, password: str | None = None) -> Membership:
+def member_add(
+    *, workspace: Workspace, email: str, role: str, password: str | None = None, actor: str = SYSTEM
+) -> Membership:
     """Add (or re-role) a member, creating the user if this email is new.
 
     A password is held to Django's validators (AUTH_PASSWORD_VALIDATORS), as the admin's forms
@@ -36,11 +50,21 @@ def member_add(*, workspace: Workspace, email: str, role: str, password: str | N
     elif password:
         user.set_password(password)
         user.save(update_fields=["password"])
-    membership, _ = Membership.objects.update_or_create(user=user, workspace=workspace, defaults={"role": role})
+    membership, created = Membership.objects.update_or_create(user=user, workspace=workspace, defaults={"role": role})
+    audit_append(
+        workspace_id=workspace.pk,
+        actor=actor,
+        action="member.changed",
+        object=email,
+        data={"change": "added" if created else "role_set", "role": role},
+    )
     return membership
 
 
-def token_create(*, workspace: Workspace, user=None, engine_name: str = "") -> tuple[ApiToken, str]:
+@transaction.atomic
+def token_create(
+    *, workspace: Workspace, user=None, engine_name: str = "", actor: str = SYSTEM
+) -> tuple[ApiToken, str]:
     """Create a token and return it with its raw value, which is never available again."""
     if (user is None) == (not engine_name):
         raise ValueError("A token is either a user's or an engine's")
@@ -53,13 +77,29 @@ def token_create(*, workspace: Workspace, user=None, engine_name: str = "") -> t
         digest=hash_token(raw),
         hint=raw[: len(ApiToken.PREFIX) + 6],
     )
+    audit_append(
+        workspace_id=workspace.pk, actor=actor, action="token.created", object=token.hint, data=_token_data(token)
+    )
     return token, raw
 
 
-def token_revoke(*, token: ApiToken) -> ApiToken:
-    if token.revoked_at is None:
-        token.revoked_at = timezone.now()
-        token.save(update_fields=["revoked_at"])
+def _token_data(token: ApiToken) -> dict:
+    # The hint (first characters) names the token; its digest and value never enter the log.
+    return {"kind": token.kind, "engine": token.name, "user": token.user.email if token.user_id else ""}
+
+
+@transaction.atomic
+def token_revoke(*, token: ApiToken, actor: str = SYSTEM) -> ApiToken:
+    revoked = ApiToken.objects.filter(pk=token.pk, revoked_at__isnull=True).update(revoked_at=timezone.now())
+    token.refresh_from_db(fields=["revoked_at"])
+    if revoked:
+        audit_append(
+            workspace_id=token.workspace_id,
+            actor=actor,
+            action="token.revoked",
+            object=token.hint,
+            data=_token_data(token),
+        )
     return token
 
 

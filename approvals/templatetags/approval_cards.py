@@ -2,7 +2,10 @@
 
 from django import template
 
-from approvals import presenters
+from approvals import presenters, selectors
+from approvals.models import ApprovalRequest
+from approvals.permissions import refuses_self_approval
+from approvals.selectors import approving_votes
 
 register = template.Library()
 
@@ -21,7 +24,36 @@ for _name in (
     "outcome_word",
     "when",
     "outcome_line",
+    "quorum_line",
     "visible",  # every engine-supplied string on a card or in the history
     "visible_lines",
 ):
     register.filter(_name, getattr(presenters, _name))
+
+
+@register.filter
+def self_refused(approval: ApprovalRequest, user) -> bool:
+    """Four eyes: the card hides Approve from the person the run acts for."""
+    return refuses_self_approval(approval=approval, user=user)
+
+
+@register.filter
+def voted(approval: ApprovalRequest, user) -> bool:
+    """Has this reviewer already approved this quorum request (the card then hides Approve)?"""
+    email = getattr(user, "email", "")
+    return approval.approvals_required > 1 and any(vote["by"] == email for vote in approving_votes(approval))
+
+
+@register.filter
+def approvals(approval: ApprovalRequest) -> list[dict]:
+    return approving_votes(approval)
+
+
+@register.simple_tag
+def still_may_approve(approval: ApprovalRequest, reviewers) -> str:
+    return presenters.still_may_approve_line(selectors.may_still_approve(approval=approval, reviewers=reviewers))
+
+
+@register.simple_tag
+def grant_durations() -> list[tuple[int, str]]:
+    return presenters.GRANT_DURATIONS

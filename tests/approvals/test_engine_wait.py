@@ -138,6 +138,7 @@ def test_it_sees_expiry_on_read_with_no_worker(engine_api, bob_api, pending):
         "decided_at": pending["expires_at"],
         "reason": EXPIRED_REASON,
         "expired": True,
+        "grant_id": None,
     }
     assert "Nobody answered" in approval["decision"]["reason"]
     assert "reject" not in approval["decision"]["reason"].split("counts as rejected")[-1]

@@ -47,3 +47,27 @@ def test_it_describes_the_decision_as_it_answers(schema, bob_api, engine_api, ac
         schema.check_response("post", path, response)
     response = bob_api.post("/api/v1/approvals/apr_missing/decision", {"decision": "approve"})
     schema.check_response("post", path, response)
+
+
+def test_it_describes_votes_four_eyes_and_grants_as_it_answers(schema, bob_api, acme):
+    support = make_config(acme, "Support agent")
+    decision = "/api/v1/approvals/{apr}/decision"
+    quorum = make_approval(support, approvals_required=2)
+    voted = bob_api.post(f"/api/v1/approvals/{quorum.public_id}/decision", {"decision": "approve"})
+    schema.check_response("post", decision, voted)
+    assert voted.json()["approvals"][0]["by"] == "bob@acme.test"
+    mine = make_approval(support, requested_by="bob@acme.test")
+    refused = bob_api.post(f"/api/v1/approvals/{mine.public_id}/decision", {"decision": "approve"})
+    assert refused.status_code == 403
+    schema.check_response("post", decision, refused)
+    grantable = make_approval(support, allow_run_grant=True)
+    granted = bob_api.post(f"/api/v1/approvals/{grantable.public_id}/decision", {"decision": "approve", "grant": "run"})
+    schema.check_response("post", decision, granted)
+    listed = bob_api.get("/api/v1/grants", params={"active": "true"})
+    assert len(listed.json()["results"]) == 1
+    schema.check_response("get", "/api/v1/grants", listed)
+    schema.check_response("get", "/api/v1/grants", bob_api.get("/api/v1/grants?active=maybe"))
+    grant_id = granted.json()["decision"]["grant_id"]
+    assert set(schema.document["paths"]["/api/v1/grants/{grt}"]["delete"]["responses"]) >= {"204", "404"}
+    schema.check_response("delete", "/api/v1/grants/{grt}", bob_api.delete("/api/v1/grants/grt_nope"))
+    assert bob_api.delete(f"/api/v1/grants/{grant_id}").status_code == 204

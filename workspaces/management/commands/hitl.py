@@ -15,6 +15,7 @@ CLI_MODULES = [
     "hitl_portal.demo",
     "approvals.cli",
     "approvals.demo_engine",
+    "audit.cli",
 ]
 
 

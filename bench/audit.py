@@ -1,0 +1,306 @@
+"""`python -m bench --section audit`: what the audit log and the insights page cost.
+
+    BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/hitl_bench python -m bench --section audit [--quick]
+
+- registration throughput (HTTP, gunicorn) with the audit log on against the same server with it
+  off, in alternating rounds (target ≥ 0.85×);
+- decision throughput (the decide service, in-process) on against off, alternating (≥ 0.85×);
+- the insights page's server time with 1,000,000 requests against a near-empty table (≤ 2×),
+  and its query count (equal);
+- `hitl audit verify` over 1,000,000 records (≤ 60 s).
+
+Drops and recreates that database. Writes bench/results/audit.json.
+"""
+
+import hashlib
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime, timedelta
+
+RESULTS_NAME = "audit.json"
+# Not the harness's shared default port: another benchmark may be serving there on this machine.
+PORT = int(os.environ.get("BENCH_AUDIT_PORT", "18713"))
+
+
+def _registration_rounds(world, *, rounds: int, concurrency: int, duration: float) -> dict:
+    import bench.server
+    from bench.harness import log
+    from bench.server import Server, load
+
+    bench.server.PORT = PORT
+
+    on, off = [], []
+    body = world.registration_body()
+    for round_number in range(rounds):
+        order = ("1", "0") if round_number % 2 == 0 else ("0", "1")
+        for audited in order:
+            os.environ["BENCH_AUDIT_LOG"] = audited
+            server = Server(os.environ["BENCH_DATABASE_URL"])
+            try:
+                run = load(
+                    world,
+                    method="POST",
+                    path="/api/v1/approvals",
+                    concurrency=concurrency,
+                    duration=duration,
+                    body=body,
+                )
+            finally:
+                server.stop()
+            (on if audited == "1" else off).append(run["throughput_rps"])
+            state = "on " if audited == "1" else "off"
+            log(f"  registration c={concurrency} audit {state}: {run['throughput_rps']:.0f}/s")
+    os.environ["BENCH_AUDIT_LOG"] = "1"
+    ratios = [a / b for a, b in zip(on, off, strict=True) if b]
+    return {"on_rps": on, "off_rps": off, "ratios": ratios, "ratio": statistics.median(ratios)}
+
+
+def _decision_rounds(world, *, rounds: int, per_round: int) -> dict:
+    from django.conf import settings
+    from django.db import connection
+
+    from approvals.models import ApprovalRequest
+    from approvals.services import approval_decide
+
+    on, off = [], []
+    for round_number in range(rounds):
+        order = (True, False) if round_number % 2 == 0 else (False, True)
+        for audited in order:
+            tag = f"dec{round_number}{int(audited)}"
+            world.seed(
+                count=per_round, status="pending", tag=tag, created_from=datetime.now(UTC), step_ms=1, ttl_s=86400
+            )
+            approvals = list(ApprovalRequest.objects.filter(public_id__startswith=f"apr_{tag}"))
+            settings.AUDIT_LOG = audited
+            try:
+                started = time.perf_counter()
+                for approval in approvals:
+                    approval_decide(approval=approval, user=world.reviewer, decision="approve")
+                elapsed = time.perf_counter() - started
+            finally:
+                settings.AUDIT_LOG = True
+            (on if audited else off).append(len(approvals) / elapsed)
+    connection.close()
+    ratios = [a / b for a, b in zip(on, off, strict=True)]
+    return {"on_per_s": on, "off_per_s": off, "ratios": ratios, "ratio": statistics.median(ratios)}
+
+
+def _insights_page(world, repeats: int) -> dict:
+    """Server time in-process: computed afresh (cache cleared before each view) and from the minute's cache."""
+    from django.core.cache import cache
+    from django.db import connection
+    from django.test import Client
+    from django.test.utils import CaptureQueriesContext
+
+    client = Client()
+    client.force_login(world.reviewer.__class__.objects.get(email="admin@bench.test"))
+    cache.clear()
+    started = time.perf_counter()
+    first = client.get("/hitl/insights/")
+    cold_ms = (time.perf_counter() - started) * 1000
+    assert first.status_code == 200, first.status_code
+    fresh, cached = [], []
+    for _ in range(repeats):
+        cache.clear()
+        started = time.perf_counter()
+        client.get("/hitl/insights/")
+        fresh.append((time.perf_counter() - started) * 1000)
+        started = time.perf_counter()
+        client.get("/hitl/insights/")
+        cached.append((time.perf_counter() - started) * 1000)
+    cache.clear()
+    with CaptureQueriesContext(connection) as queries:
+        client.get("/hitl/insights/")
+    return {
+        "cold_ms": cold_ms,
+        "median_ms": statistics.median(fresh),
+        "cached_ms": statistics.median(cached),
+        "queries": len(queries),
+    }
+
+
+def _write_chain(workspace_id: int, count: int) -> None:
+    """`count` records chained exactly as audit/chain.py says, COPYed in (the append path would take hours)."""
+    from django.db import connection
+
+    from audit.chain import canonical
+
+    prev = "0" * 64
+    start = datetime.now(UTC) - timedelta(days=60)
+    with connection.cursor() as cursor:
+        copy_sql = (
+            "COPY audit_auditrecord (workspace_id, seq, at, actor, action, object, data, prev_hash, hash) FROM STDIN"
+        )
+        with cursor.cursor.copy(copy_sql) as copy:
+            for seq in range(1, count + 1):
+                at = start + timedelta(milliseconds=seq * 5)
+                record = {
+                    "seq": seq,
+                    "at": at.strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+                    "actor": "engine:bench-engine",
+                    "action": "approval.registered",
+                    "object": f"apr_verify{seq:010d}",
+                    "data": {"config_id": "cfg_bench", "run_id": f"run_{seq}", "target": f"crm/customers/{seq}"},
+                    "prev_hash": prev,
+                }
+                digest = hashlib.sha256((prev + canonical(record)).encode()).hexdigest()
+                copy.write_row(
+                    (
+                        workspace_id,
+                        seq,
+                        at,
+                        record["actor"],
+                        record["action"],
+                        record["object"],
+                        canonical(record["data"]),
+                        prev,
+                        digest,
+                    )
+                )
+                prev = digest
+        cursor.execute(
+            "INSERT INTO audit_audithead (workspace_id, seq, hash) VALUES (%s, %s, %s) "
+            "ON CONFLICT (workspace_id) DO UPDATE SET seq = EXCLUDED.seq, hash = EXCLUDED.hash",
+            [workspace_id, count, prev],
+        )
+
+
+def run(*, quick: bool, rounds: int | None, duration: float | None) -> dict:
+    from bench.harness import RESULTS, World, log, recreate_database, setup_django, vacuum
+
+    url = os.environ.get("BENCH_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/hitl_bench")
+    total = 100_000 if quick else 1_000_000
+    rounds = rounds or (2 if quick else 4)
+    duration = duration or (2.0 if quick else 4.0)
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    results: dict = {"when": datetime.now(UTC).isoformat(timespec="seconds"), "rows": total, "rounds": rounds}
+    log(f"audit: recreating {url.rsplit('/', 1)[-1]} and migrating")
+    recreate_database(url)
+    setup_django(url)
+    from django.core.management import call_command
+    from django.db import connection
+
+    from workspaces.services import member_add
+
+    call_command("migrate", verbosity=0)
+    world = World()
+    member_add(workspace=world.workspace, email="admin@bench.test", role="admin")
+    now = datetime.now(UTC)
+
+    log("audit: insights page, near-empty table (150 pending, 150 decided)")
+    world.seed(
+        count=150, status="pending", tag="smallp", created_from=now - timedelta(hours=1), step_ms=1000, ttl_s=86400
+    )
+    world.seed(
+        count=150, status="approved", tag="smalla", created_from=now - timedelta(days=3), step_ms=1000, ttl_s=86400
+    )
+    vacuum()
+    results["insights_small"] = _insights_page(world, repeats=15)
+    log(f"  insights near-empty: {results['insights_small']}")
+    connection.close()
+
+    for concurrency in (1, 8):
+        log(f"audit: registration at c={concurrency}, audit on/off, {rounds} rounds of {duration:.0f} s")
+        results[f"registration_c{concurrency}"] = _registration_rounds(
+            world, rounds=rounds, concurrency=concurrency, duration=duration
+        )
+    log(f"audit: decisions in-process, audit on/off, {rounds} rounds")
+    results["decision"] = _decision_rounds(world, rounds=rounds, per_round=300 if quick else 1000)
+    log(f"  decisions: {results['decision']}")
+
+    log(f"audit: seeding {total:,} requests over 60 days")
+    from django.db import connection as conn
+
+    with conn.cursor() as cursor:
+        cursor.execute("DELETE FROM approvals_approvalrequest WHERE status = 'pending'")
+    history, pending = total - total // 10, total // 10
+    step = int(60 * 86400 * 1000 / history)
+    for status, share, tag in (("approved", 0.6, "appr"), ("rejected", 0.3, "rejd"), ("expired", 0.1, "expd")):
+        world.seed(
+            count=int(history * share),
+            status=status,
+            tag=tag,
+            created_from=now - timedelta(days=61),
+            step_ms=step,
+            ttl_s=86400,
+        )
+    world.seed(
+        count=pending,
+        status="pending",
+        tag="pend",
+        created_from=now - timedelta(hours=12),
+        step_ms=max(1, int(12 * 3600 * 1000 / pending)),
+        ttl_s=86400,
+    )
+    vacuum()
+    log("audit: insights page, big table")
+    results["insights_big"] = _insights_page(world, repeats=15)
+    log(f"  insights {total:,}: {results['insights_big']}")
+
+    log(f"audit: writing a {total:,}-record chain, then hitl audit verify")
+    from workspaces.services import workspace_create
+
+    verify_ws = workspace_create(slug="verify", plan="pro")
+    started = time.perf_counter()
+    _write_chain(verify_ws.pk, total)
+    results["chain_write_s"] = time.perf_counter() - started
+    conn.close()
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "bench.settings", "BENCH_DATABASE_URL": url}
+    started = time.perf_counter()
+    out = subprocess.run(
+        [sys.executable, "manage.py", "hitl", "audit", "verify", "--workspace", "verify"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=900,
+    )
+    results["verify"] = {
+        "seconds": time.perf_counter() - started,
+        "exit": out.returncode,
+        "output": (out.stdout + out.stderr).strip(),
+    }
+
+    results["table"] = summarise(results, total)
+    (RESULTS / RESULTS_NAME).write_text(json.dumps(results, indent=2, default=str))
+    print()
+    for line in results["table"]:
+        print(line)
+    return results
+
+
+def _ratio(figures: dict) -> str:
+    return f"{figures['ratio']:.2f}× ({min(figures['ratios']):.2f}–{max(figures['ratios']):.2f})"
+
+
+def summarise(results: dict, total: int) -> list[str]:
+    median = statistics.median
+    small, big = results["insights_small"], results["insights_big"]
+    lines = ["| figure | value | against | ratio (range) | target |", "|---|---|---|---|---|"]
+    for key, label in (("registration_c1", "registration, 1 engine"), ("registration_c8", "registration, 8 engines")):
+        r = results[key]
+        on, off = median(r["on_rps"]), median(r["off_rps"])
+        lines.append(f"| {label}, audit on | {on:.0f}/s | {off:.0f}/s audit off | {_ratio(r)} | ≥ 0.85× |")
+    d = results["decision"]
+    on, off = median(d["on_per_s"]), median(d["off_per_s"])
+    lines.append(f"| decisions (service), audit on | {on:.0f}/s | {off:.0f}/s audit off | {_ratio(d)} | ≥ 0.85× |")
+    ratio = big["median_ms"] / small["median_ms"]
+    lines.append(
+        f"| insights page, {total:,} requests, computed | {big['median_ms']:.0f} ms, {big['queries']} queries "
+        f"| {small['median_ms']:.0f} ms, {small['queries']} queries near-empty | {ratio:.2f}× | ≤ 2×, same queries |"
+    )
+    ratio = big["cached_ms"] / small["cached_ms"]
+    lines.append(
+        f"| insights page, {total:,} requests, within the minute's cache | {big['cached_ms']:.0f} ms "
+        f"| {small['cached_ms']:.0f} ms near-empty | {ratio:.2f}× | ≤ 2× |"
+    )
+    lines.append(
+        f"| insights page, first view of the day (rolls up closed days) | {big['cold_ms']:.0f} ms "
+        f"| {small['cold_ms']:.0f} ms near-empty | | |"
+    )
+    v = results["verify"]
+    lines.append(f"| hitl audit verify, {total:,} records | {v['seconds']:.1f} s | | | ≤ 60 s ({v['output']}) |")
+    return lines

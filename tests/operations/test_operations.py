@@ -1,0 +1,113 @@
+"""/metrics for Prometheus (behind HITL_METRICS_TOKEN) and /healthz for load balancers."""
+
+import os
+import subprocess
+import sys
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from approvals.services import approval_decide, approval_sweep_overdue
+from approvals.waiting import slots
+from tests.factories import make_approval
+from tests.helpers import make_config, travel
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def metrics_token(monkeypatch):
+    monkeypatch.setenv("HITL_METRICS_TOKEN", "s3cret-scrape-token")
+    return "s3cret-scrape-token"
+
+
+def scrape(client, token: str) -> dict:
+    response = client.get("/metrics", HTTP_AUTHORIZATION=f"Bearer {token}")
+    assert response.status_code == 200, response.content
+    assert response["Content-Type"].startswith("text/plain")
+    samples = {}
+    for family in text_string_to_metric_families(response.content.decode()):
+        for sample in family.samples:
+            samples[(sample.name, tuple(sorted(sample.labels.items())))] = sample.value
+    return samples
+
+
+def test_metrics_answer_401_without_the_scrape_token(client, metrics_token, db):
+    assert client.get("/metrics").status_code == 401
+    assert client.get("/metrics", HTTP_AUTHORIZATION="Bearer wrong").status_code == 401
+    assert client.get("/metrics", HTTP_AUTHORIZATION=f"Bearer {metrics_token}").status_code == 200
+
+
+def test_metrics_are_off_when_no_scrape_token_is_configured(client, monkeypatch, db):
+    monkeypatch.delenv("HITL_METRICS_TOKEN", raising=False)
+    response = client.get("/metrics", HTTP_AUTHORIZATION="Bearer ")
+    assert response.status_code == 401
+    assert b"HITL_METRICS_TOKEN" in response.content
+
+
+def test_metrics_count_pending_decisions_and_time_to_decision(client, acme, bob, metrics_token):
+    support = make_config(acme, "Support agent")
+    for _ in range(3):
+        make_approval(support)
+    quick = make_approval(support)
+    with travel(timedelta(seconds=3)):
+        approval_decide(approval=quick, user=bob, decision="approve")
+    slow = make_approval(support)
+    with travel(timedelta(minutes=10)):
+        approval_decide(approval=slow, user=bob, decision="reject", reason="no")
+    make_approval(support, ttl=timedelta(minutes=1))
+    with travel(timedelta(minutes=2)):
+        approval_sweep_overdue()
+
+    samples = scrape(client, metrics_token)
+
+    assert samples[("hitl_approvals_pending", ())] == 3
+    assert samples[("hitl_approval_decisions_total", (("outcome", "approved"),))] == 1
+    assert samples[("hitl_approval_decisions_total", (("outcome", "rejected"),))] == 1
+    assert samples[("hitl_approval_decisions_total", (("outcome", "expired"),))] == 1
+    assert samples[("hitl_time_to_decision_seconds_bucket", (("le", "1.0"),))] == 0
+    assert samples[("hitl_time_to_decision_seconds_bucket", (("le", "5.0"),))] == 1
+    assert samples[("hitl_time_to_decision_seconds_bucket", (("le", "900.0"),))] == 2
+    assert samples[("hitl_time_to_decision_seconds_count", ())] == 2
+    assert 600 < samples[("hitl_time_to_decision_seconds_sum", ())] < 610
+    assert samples[("hitl_waiting_engines", ())] == 0
+
+
+def test_waiting_engines_counts_long_polls_held_now(client, db, metrics_token):
+    slots.take(None)
+    slots.take(None)
+    try:
+        assert scrape(client, metrics_token)[("hitl_waiting_engines", ())] == 2
+    finally:
+        slots.give_back(None)
+        slots.give_back(None)
+    assert scrape(client, metrics_token)[("hitl_waiting_engines", ())] == 0
+
+
+def test_healthz_says_ok_when_the_database_answers(client, db):
+    response = client.get("/healthz")
+    assert response.status_code == 200
+    assert response.json() == {"status": "ok"}
+
+
+def test_healthz_answers_503_when_the_database_is_down():
+    # A real portal process whose database does not answer (nothing listens on that port).
+    script = (
+        "import django; django.setup()\n"
+        "from django.test import Client\n"
+        "r = Client(HTTP_HOST='127.0.0.1').get('/healthz')\n"
+        "print(r.status_code, r.content.decode())\n"
+    )
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "hitl_portal.settings",
+        "DATABASE_URL": "postgres://postgres@127.0.0.1:9/nowhere",
+        "LOG_LEVEL": "CRITICAL",
+    }
+    result = subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60
+    )
+    assert result.stdout.startswith("503 "), result.stdout + result.stderr
+    assert '"status": "unavailable"' in result.stdout
