@@ -1,8 +1,8 @@
 """Wording people read: no API field names in form errors, words not raw values, token caps in their own terms."""
 
 import pytest
+from django.utils import timezone
 
-from approvals.models import ApprovalRequest
 from contacts import services as contact_services
 from tests.factories import make_approval, make_token_cap
 from tests.helpers import make_config, make_rule, publish
@@ -61,11 +61,11 @@ def test_a_version_page_shows_words_not_stored_values(as_alice, acme, alice):
 
 def test_the_history_says_proceeded_past_cap_and_never_rejected_twice(as_alice, acme, bob):
     config = make_config(acme)
-    make_token_cap(config, status="approved", decided_by=bob, decided_by_email="bob@acme.test")
-    make_token_cap(config, status="rejected", decided_by=bob, decided_by_email="bob@acme.test")
-    make_approval(config, status="rejected", decided_by=bob, decided_by_email="bob@acme.test")
-    for approval in ApprovalRequest.objects.all():
-        ApprovalRequest.objects.filter(pk=approval.pk).update(decided_at=approval.created_at)
+    now = timezone.now()
+    decided = {"decided_by": bob, "decided_by_email": "bob@acme.test", "decided_at": now, "created_at": now}
+    make_token_cap(config, status="approved", **decided)
+    make_token_cap(config, status="rejected", **decided)
+    make_approval(config, status="rejected", **decided)
 
     html = as_alice.get("/hitl/approvals/history/").content.decode()
 
