@@ -8,7 +8,7 @@ PORT ?= 8000
 WORKERS ?= 2
 # The production server (README: Deploying): gunicorn supervising uvicorn workers (ASGI), one per core.
 # A waiting engine costs a socket: give each process the hard limit of open files.
-SERVE = ulimit -n "$$(ulimit -Hn)"; $(VENV)/bin/gunicorn hitl_portal.asgi:application --bind $(HOST):$(PORT) \
+SERVE = ulimit -n "$$(ulimit -Hn)"; exec $(VENV)/bin/gunicorn hitl_portal.asgi:application --bind $(HOST):$(PORT) \
 	--worker-class uvicorn_worker.UvicornWorker --workers $(WORKERS) --timeout 60 --keep-alive 30 --access-logfile -
 
 .PHONY: run serve test lint format bench faults clean
@@ -44,10 +44,12 @@ serve: $(VENV)/.installed
 
 ## make test: the whole suite on PostgreSQL — DATABASE_URL's (CI), or else a throwaway one from the
 ## pip-installed pgserver wheel, started for this run and deleted after it (tests/throwaway_postgres.py)
+# pytest-xdist workers, each with its own test database (TEST_WORKERS=0 runs in one process)
+TEST_WORKERS ?= 2
 ON_POSTGRES = $(if $(DATABASE_URL),,$(PY) -m tests.throwaway_postgres)
 test: $(VENV)/.installed
 	$(VENV)/bin/ruff check .
-	$(ON_POSTGRES) $(VENV)/bin/pytest $(PYTEST_ARGS)
+	$(ON_POSTGRES) $(VENV)/bin/pytest -n $(TEST_WORKERS) $(PYTEST_ARGS)
 
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check .

@@ -1,11 +1,15 @@
 from django.contrib import admin
 
+from hitl_portal.admin_readonly import ReadOnlyAdmin
+
 from .models import ApprovalRequest
 
 
 @admin.register(ApprovalRequest)
-class ApprovalRequestAdmin(admin.ModelAdmin):
+class ApprovalRequestAdmin(ReadOnlyAdmin):
     """For looking, not deciding or deleting: decisions go through the queue, and history stays."""
+
+    ordering = ["-created_at", "-id"]  # the model has no default ordering (a million rows)
 
     list_display = [
         "public_id",
@@ -23,12 +27,3 @@ class ApprovalRequestAdmin(admin.ModelAdmin):
     date_hierarchy = "created_at"
     list_select_related = ["workspace", "config"]
     show_full_result_count = False  # no COUNT(*) over a large table
-
-    def has_add_permission(self, request) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_delete_permission(self, request, obj=None) -> bool:
-        return False

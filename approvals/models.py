@@ -116,7 +116,8 @@ class ApprovalRequest(models.Model):
     objects = ApprovalRequestQuerySet.as_manager()
 
     class Meta:
-        ordering = ["created_at", "id"]
+        # No default ordering: on the million-row table every query says which order it needs
+        # (an implicit ORDER BY would follow every .first() and every count-free scan).
         constraints = [
             # A constraint, not unique=True: that would add a second, LIKE-only index nobody queries.
             models.UniqueConstraint(fields=["public_id"], name="apr_public_id_unique"),

@@ -12,7 +12,7 @@ def notify_changed(public_id: str) -> None:
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
             cursor.execute("SELECT pg_notify(%s, %s)", [CHANNEL, public_id])
-    # SQLite has no NOTIFY: waiters there poll (see approvals.api_engine).
+    # SQLite has no NOTIFY: waiters there poll (see approvals.waiting).
 
 
 def notify_changed_many(public_ids: list[str]) -> None:

@@ -1,5 +1,6 @@
 """Writes on approval requests. The database, not Python, decides who wins a race."""
 
+import functools
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -195,7 +196,7 @@ def approval_register(
     with the same key is refused. Two identical registrations racing are decided by the unique
     constraint, never by a check-then-insert: the loser's INSERT fails and it returns the winner.
     """
-    version = _frozen_version(workspace=workspace, config_id=config_id, number=config_version)
+    version = _frozen_version(workspace_id=workspace.pk, config_id=config_id, number=config_version)
     label = f"{version.config.public_id}@{version.number}"
     level = version.pass_information_level
     now = timezone.now()
@@ -278,7 +279,7 @@ def approval_register(
                 return Registration(approval=first, created=False)
         if _refused_by(error) == FOREIGN_KEY:
             # The config was deleted since its version was cached.
-            _FROZEN_VERSIONS.clear()
+            _frozen_version.cache_clear()
             raise ConfigNotFound(f"No config {config_id} in this workspace.") from None
         raise
     if deliveries:
@@ -414,28 +415,18 @@ def _idempotent_replay(*, engine_key: ApiToken, idempotency_key: str, fingerprin
 
 
 # Published versions never change (a database trigger refuses it), so each process keeps the ones
-# engines register against instead of reading the same row for every request. Bounded, not LRU:
-# clearing it now and then costs one query per version.
-_FROZEN_VERSIONS: dict[tuple[int, str, int], ConfigVersion] = {}
-_FROZEN_VERSIONS_MAX = 1024
-
-
-def _frozen_version(*, workspace: Workspace, config_id: str, number: int) -> ConfigVersion:
-    key = (workspace.pk, config_id, number)
-    version = _FROZEN_VERSIONS.get(key)
-    if version is not None:
-        return version
+# engines register against instead of reading the same row for every request. A miss raises, and
+# lru_cache keeps no exception: a version published later is found then.
+@functools.lru_cache(maxsize=1024)
+def _frozen_version(*, workspace_id: int, config_id: str, number: int) -> ConfigVersion:
     version = (
         ConfigVersion.objects.select_related("config")
-        .filter(config__workspace=workspace, config__public_id=config_id, number=number)
+        .filter(config__workspace_id=workspace_id, config__public_id=config_id, number=number)
         .first()
     )
     if version is not None:
-        if len(_FROZEN_VERSIONS) >= _FROZEN_VERSIONS_MAX:
-            _FROZEN_VERSIONS.clear()
-        _FROZEN_VERSIONS[key] = version
         return version
-    if not Config.objects.filter(workspace=workspace, public_id=config_id).exists():
+    if not Config.objects.filter(workspace_id=workspace_id, public_id=config_id).exists():
         raise ConfigNotFound(f"No config {config_id} in this workspace.")
     raise ConfigNotFound(f"Config {config_id} has no version {number}: register against a published version it serves.")
 

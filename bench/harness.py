@@ -62,7 +62,7 @@ class World:
 
         self.workspace = workspace_create(slug="bench", plan="pro", name="Bench")
         self.reviewer = member_add(
-            workspace=self.workspace, email="reviewer@bench.test", role="reviewer", password="bench-reviewer"
+            workspace=self.workspace, email="reviewer@bench.test", role="reviewer", password="Bench reviewer, 2 cores!"
         ).user
         self.config = config_create(workspace=self.workspace, name="Bench agent")
         config_update(config=self.config, pass_information_level="summary")

@@ -37,18 +37,7 @@ class Server:
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise SystemExit(f"gunicorn exited with {self.process.returncode}; see bench/results/gunicorn.log")
-            try:
-                conn = http.client.HTTPConnection("127.0.0.1", PORT, timeout=5)
-                conn.request("GET", "/login/")
-                if conn.getresponse().status == 200:
-                    return
-            except OSError:
-                time.sleep(0.2)
-        raise SystemExit("gunicorn did not answer within 60 s")
+        wait_until_answering(self.process, name="gunicorn", log="bench/results/gunicorn.log")
 
     def stop(self) -> None:
         if self.process.poll() is None:
@@ -59,6 +48,24 @@ class Server:
                 os.killpg(self.process.pid, signal.SIGKILL)
                 self.process.wait()
         self.log.close()
+
+
+def wait_until_answering(
+    process: subprocess.Popen, *, name: str, log: str, port: int = PORT, seconds: float = 60
+) -> None:
+    """Until the server on `port` serves the login page; SystemExit if it exits or stays silent."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise SystemExit(f"{name} exited with {process.returncode}; see {log}")
+        try:
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+            conn.request("GET", "/login/")
+            if conn.getresponse().status == 200:
+                return
+        except OSError:
+            time.sleep(0.2)
+    raise SystemExit(f"{name} did not answer within {seconds:.0f} s")
 
 
 def load(world: World, *, method: str, path: str, concurrency: int, duration: float, **extra) -> dict:

@@ -21,6 +21,8 @@ import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from bench.server import wait_until_answering
+
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
 PORT = 8741
@@ -66,18 +68,7 @@ class Server:
         self.process = subprocess.Popen(
             argv, cwd=ROOT, env=env, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True
         )
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise SystemExit(f"{name} exited with {self.process.returncode}; see {self.log.name}")
-            try:
-                conn = http.client.HTTPConnection("127.0.0.1", PORT, timeout=5)
-                conn.request("GET", "/login/")
-                if conn.getresponse().status == 200:
-                    return
-            except OSError:
-                time.sleep(0.2)
-        raise SystemExit(f"{name} did not answer within 60 s")
+        wait_until_answering(self.process, name=name, log=self.log.name, port=PORT)
 
     def rss_mib(self) -> float:
         """Resident memory of the server's whole process group (master and workers)."""

@@ -2,6 +2,7 @@
 
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
@@ -20,7 +21,7 @@ from .selectors import contact_for
 
 @member_required
 @require_http_methods(["GET", "POST"])
-def contacts(request, cfg: str):
+def contacts(request: HttpRequest, cfg: str) -> HttpResponse:
     config = config_for(workspace=request.actor.workspace, public_id=cfg)
     form = ContactForm()
     if request.method == "POST":
@@ -40,7 +41,7 @@ def contacts(request, cfg: str):
 
 @admin_required
 @require_http_methods(["GET", "POST"])
-def contact_edit(request, cfg: str, con: str):
+def contact_edit(request: HttpRequest, cfg: str, con: str) -> HttpResponse:
     config = config_for(workspace=request.actor.workspace, public_id=cfg)
     contact = contact_for(config=config, public_id=con)
     form = ContactForm(instance=contact)
@@ -57,7 +58,7 @@ def contact_edit(request, cfg: str, con: str):
 
 @admin_required
 @require_POST
-def contact_delete(request, cfg: str, con: str):
+def contact_delete(request: HttpRequest, cfg: str, con: str) -> HttpResponse:
     config = config_for(workspace=request.actor.workspace, public_id=cfg)
     try:
         services.contact_delete(contact=contact_for(config=config, public_id=con))

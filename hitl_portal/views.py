@@ -1,4 +1,5 @@
 from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.templatetags.static import static
 
@@ -6,22 +7,22 @@ from .errors import json_error
 
 
 @login_required
-def home(request):
+def home(request: HttpRequest) -> HttpResponse:
     return redirect("approvals:queue")
 
 
-def favicon(request):
+def favicon(request: HttpRequest) -> HttpResponse:
     """Browsers ask for /favicon.ico whatever the page says; the icon is a static SVG."""
     return redirect(static("favicon.svg"), permanent=True)
 
 
-def not_found(request, exception=None):
+def not_found(request: HttpRequest, exception=None) -> HttpResponse:
     if request.path.startswith("/api/"):
         return json_error("not_found", "Not found: no such endpoint or object.", 404)
     return render(request, "404.html", status=404)
 
 
-def server_error(request):
+def server_error(request: HttpRequest) -> HttpResponse:
     if request.path.startswith("/api/"):
         return json_error("server_error", "Something went wrong on our side; it has been logged.", 500)
     return render(request, "500.html", status=500)

@@ -1,5 +1,7 @@
 from django.contrib import admin
 
+from hitl_portal.admin_readonly import ReadOnlyAdmin
+
 from .models import Config, ConfigVersion, Rule
 
 
@@ -20,21 +22,12 @@ class ConfigAdmin(admin.ModelAdmin):
 
 
 @admin.register(ConfigVersion)
-class ConfigVersionAdmin(admin.ModelAdmin):
+class ConfigVersionAdmin(ReadOnlyAdmin):
     """Read-only: a published version never changes and is never deleted (its number is never reused)."""
 
     list_display = ["__str__", "config", "number", "published_at", "published_by", "note"]
     list_filter = ["config__workspace"]
     search_fields = ["config__public_id", "config__name", "note"]
-
-    def has_add_permission(self, request) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_delete_permission(self, request, obj=None) -> bool:
-        return False
 
 
 @admin.register(Rule)

@@ -6,7 +6,7 @@ POST (`admin_required`). A config of another workspace answers 404, like a missi
 
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
-from django.http import Http404
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
@@ -41,7 +41,7 @@ def config_page_context(request, config: Config, tab: str, configs=None) -> dict
 
 @member_required
 @require_http_methods(["GET", "POST"])
-def configs(request):
+def configs(request: HttpRequest) -> HttpResponse:
     workspace = request.actor.workspace
     form = ConfigForm()
     if request.method == "POST":
@@ -63,7 +63,7 @@ def configs(request):
 
 @admin_required
 @require_POST
-def config_rename(request, cfg: str):
+def config_rename(request: HttpRequest, cfg: str) -> HttpResponse:
     config = selectors.config_for(workspace=request.actor.workspace, public_id=cfg)
     form = ConfigForm(request.POST, instance=config)
     if form.is_valid():
@@ -75,11 +75,13 @@ def config_rename(request, cfg: str):
 
 
 @member_required
-def rules(request, cfg: str):
+def rules(request: HttpRequest, cfg: str) -> HttpResponse:
     return _rules_page(request, cfg)
 
 
-def _rules_page(request, cfg: str, *, publish_form: PublishForm | None = None, status: int = 200):
+def _rules_page(
+    request: HttpRequest, cfg: str, *, publish_form: PublishForm | None = None, status: int = 200
+) -> HttpResponse:
     """The Rules tab; after a refused publish, with the typed note still in its box."""
     configs = list(selectors.configs_with_versions(request.actor.workspace))
     config = next((c for c in configs if c.public_id == cfg), None)
@@ -101,7 +103,7 @@ def _rules_page(request, cfg: str, *, publish_form: PublishForm | None = None, s
 
 @admin_required
 @require_http_methods(["GET", "POST"])
-def rule_add(request, cfg: str):
+def rule_add(request: HttpRequest, cfg: str) -> HttpResponse:
     """A new rule's form, prefilled with "approve every delete"; nothing is in the draft until it is saved."""
     config = selectors.config_for(workspace=request.actor.workspace, public_id=cfg)
     rule = Rule(config=config)
@@ -120,7 +122,7 @@ def rule_add(request, cfg: str):
 
 @admin_required
 @require_GET
-def which_one(request):
+def which_one(request: HttpRequest) -> HttpResponse:
     """The "Which one" label and hint for the kind the rule form's select now shows (htmx)."""
     return render(request, "rules/_which_one.html", {"which_one": which_one_for(request.GET.get("kind", ""))})
 
@@ -134,7 +136,7 @@ def _rule_or_404(config: Config, rul: str) -> Rule:
 
 @admin_required
 @require_http_methods(["GET", "POST"])
-def rule_edit(request, cfg: str, rul: str):
+def rule_edit(request: HttpRequest, cfg: str, rul: str) -> HttpResponse:
     config = selectors.config_for(workspace=request.actor.workspace, public_id=cfg)
     rule = _rule_or_404(config, rul)
     form = RuleForm(instance=rule)
@@ -152,7 +154,7 @@ def rule_edit(request, cfg: str, rul: str):
 
 @admin_required
 @require_POST
-def rule_toggle(request, cfg: str, rul: str):
+def rule_toggle(request: HttpRequest, cfg: str, rul: str) -> HttpResponse:
     config = selectors.config_for(workspace=request.actor.workspace, public_id=cfg)
     rule = _rule_or_404(config, rul)
     services.rule_update(rule=rule, enabled=not rule.enabled)
@@ -162,7 +164,7 @@ def rule_toggle(request, cfg: str, rul: str):
 
 @admin_required
 @require_POST
-def rule_delete(request, cfg: str, rul: str):
+def rule_delete(request: HttpRequest, cfg: str, rul: str) -> HttpResponse:
     config = selectors.config_for(workspace=request.actor.workspace, public_id=cfg)
     services.rule_delete(rule=_rule_or_404(config, rul))
     messages.success(request, "Deleted the rule from the draft. Published versions keep it.")
@@ -171,7 +173,7 @@ def rule_delete(request, cfg: str, rul: str):
 
 @member_required
 @require_http_methods(["GET", "POST"])
-def settings(request, cfg: str):
+def config_settings(request: HttpRequest, cfg: str) -> HttpResponse:
     config = selectors.config_for(workspace=request.actor.workspace, public_id=cfg)
     form = SettingsForm(instance=config)
     if request.method == "POST":
@@ -190,7 +192,7 @@ def settings(request, cfg: str):
 
 @admin_required
 @require_POST
-def publish(request, cfg: str):
+def publish(request: HttpRequest, cfg: str) -> HttpResponse:
     config = selectors.config_for(workspace=request.actor.workspace, public_id=cfg)
     form = PublishForm(request.POST)
     if not form.is_valid():
@@ -208,7 +210,7 @@ def publish(request, cfg: str):
 
 @admin_required
 @require_POST
-def pin(request, cfg: str):
+def pin(request: HttpRequest, cfg: str) -> HttpResponse:
     config = selectors.config_for(workspace=request.actor.workspace, public_id=cfg)
     form = PinForm(request.POST)
     if not form.is_valid():
@@ -222,7 +224,7 @@ def pin(request, cfg: str):
 
 
 @member_required
-def version(request, cfg: str, number: int):
+def version(request: HttpRequest, cfg: str, number: int) -> HttpResponse:
     config = selectors.config_for(workspace=request.actor.workspace, public_id=cfg)
     frozen = config.versions.select_related("published_by").filter(number=number).first()
     if frozen is None:

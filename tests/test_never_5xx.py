@@ -4,7 +4,7 @@ import base64
 
 import pytest
 
-from tests.approvals.factories import make_approval
+from tests.factories import make_approval
 from tests.helpers import make_config, make_token
 
 # The cursor an attacker sent: "p=9999-12-31T23:59:59-23:59", a moment past year 9999 in UTC.

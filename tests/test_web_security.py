@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from django.contrib.staticfiles import finders
 
-from tests.approvals.factories import make_approval, make_token_cap
+from tests.factories import make_approval, make_token_cap
 from tests.helpers import PASSWORD, make_config, make_rule, publish
 
 ROOT = Path(__file__).resolve().parents[1]

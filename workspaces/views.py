@@ -1,5 +1,5 @@
 from django.contrib.auth.decorators import login_required
-from django.http import Http404
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.views.decorators.http import require_POST
 
@@ -8,7 +8,7 @@ from .models import Membership
 
 @login_required
 @require_POST
-def switch(request):
+def switch(request: HttpRequest) -> HttpResponse:
     """Work in another of the user's workspaces."""
     membership = Membership.objects.filter(user=request.user, workspace__slug=request.POST.get("workspace")).first()
     if membership is None:

@@ -8,6 +8,7 @@ from django.db.backends import utils as db_utils
 from approvals.models import ApprovalRequest
 from approvals.services import approval_decide
 
+from ..factories import make_bulk
 from ..helpers import make_config, make_rule, publish
 
 
@@ -97,25 +98,4 @@ def count_queries():
 
 def bulk_requests(config, count: int, *, engine_key=None) -> None:
     """`count` decided and pending requests, so query counts are checked against a full table."""
-    from datetime import timedelta
-
-    from django.utils import timezone
-
-    from hitl_portal.ids import new_public_id
-
-    now = timezone.now()
-    ApprovalRequest.objects.bulk_create(
-        ApprovalRequest(
-            workspace=config.workspace,
-            engine_key=engine_key,
-            public_id=new_public_id("apr"),
-            config=config,
-            config_version=1,
-            run_id=f"run_{index}",
-            pass_information_level="full",
-            status="pending" if index % 2 else "approved",
-            expires_at=now + timedelta(hours=1),
-            idempotency_key=new_public_id("bulk"),
-        )
-        for index in range(count)
-    )
+    make_bulk(config, count, engine_key=engine_key, statuses=("approved", "pending"))

@@ -13,9 +13,8 @@ from django.core.management.base import CommandError
 from django.db import connection
 
 from approvals.models import EXPIRED_REASON, ApprovalRequest, Status
+from tests.factories import make_approval, make_token_cap
 from tests.helpers import make_config, make_member, travel
-
-from .factories import make_approval, make_token_cap
 
 
 @pytest.fixture

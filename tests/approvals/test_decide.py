@@ -8,9 +8,8 @@ from django.db import connection
 
 from approvals.models import EXPIRED_REASON, ApprovalRequest, Status
 from approvals.services import approval_decide
-from tests.helpers import Api, error_of, make_config, make_member, make_token, travel
-
-from .factories import make_approval, make_token_cap
+from tests.factories import make_approval, make_token_cap
+from tests.helpers import error_of, make_config, make_member, make_token, travel
 
 
 @pytest.fixture
@@ -212,9 +211,9 @@ def test_it_records_one_decision_when_20_reviewers_decide_at_once(transactional_
         assert sorted(already for _, _, already in answers) == [False] + [True] * 19
 
 
-def test_it_lets_a_user_token_decide_only_while_a_member(live_server, acme, support):
+def test_it_lets_a_user_token_decide_only_while_a_member(make_api, acme, support):
     dave = make_member(acme, "dave@acme.test", "reviewer")
-    api = Api(live_server.url, make_token(acme, user=dave))
+    api = make_api(make_token(acme, user=dave))
     dave.memberships.all().delete()
     approval = make_approval(support)
     assert api.post(decision_url(approval), {"decision": "approve"}).status_code in (401, 403)

@@ -310,8 +310,8 @@ def test_it_refuses_the_same_key_with_another_body_with_422(engine_api, support)
     assert ApprovalRequest.objects.count() == 1
 
 
-def test_it_scopes_idempotency_keys_to_the_engine_key(engine_api, live_server, acme, support):
-    other_engine = Api(live_server.url, make_token(acme, engine="batch-engine"))
+def test_it_scopes_idempotency_keys_to_the_engine_key(engine_api, make_api, acme, support):
+    other_engine = make_api(make_token(acme, engine="batch-engine"))
     headers = {"Idempotency-Key": "call-7"}
 
     first = engine_api.post("/api/v1/approvals", json=gate_body(support), headers=headers)
@@ -459,9 +459,9 @@ def test_it_ignores_a_lone_surrogate_in_a_field_it_does_not_know(engine_api, sup
     assert replay.status_code == 201
 
 
-def test_a_revoked_engine_key_can_no_longer_register_nor_poll(live_server, acme, support):
+def test_a_revoked_engine_key_can_no_longer_register_nor_poll(make_api, acme, support):
     raw = make_token(acme, engine="retired")
-    api = Api(live_server.url, raw)
+    api = make_api(raw)
     approval = api.post("/api/v1/approvals", json=gate_body(support)).json()
 
     token_revoke(token=ApiToken.objects.get(name="retired"))

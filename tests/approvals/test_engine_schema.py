@@ -5,61 +5,17 @@ from datetime import timedelta
 
 import jsonschema
 import pytest
-import requests
 
 from workspaces.services import workspace_set_plan
 
 from ..helpers import travel
+from ..schema import Schema
 from .engine_support import decide, gate_body, make_support_config, token_cap_body
 
 
-def _openapi_30_to_json_schema(node):
-    """OpenAPI 3.0's `nullable: true` is not JSON Schema: turn it into a type that admits null."""
-    if isinstance(node, list):
-        return [_openapi_30_to_json_schema(item) for item in node]
-    if not isinstance(node, dict):
-        return node
-    node = {key: _openapi_30_to_json_schema(value) for key, value in node.items()}
-    if node.pop("nullable", False):
-        if "enum" in node:
-            node["enum"] = [*node["enum"], None]
-        if "type" in node:
-            node["type"] = [node["type"], "null"]
-        else:
-            node = {"anyOf": [node, {"type": "null"}]}
-    return node
-
-
-class Schema:
-    def __init__(self, document: dict):
-        self.document = document
-        self.components = _openapi_30_to_json_schema(document["components"])
-
-    def operation(self, method: str, path: str) -> dict:
-        assert path in self.document["paths"], f"{path} is not in /api/schema/"
-        return self.document["paths"][path][method]
-
-    def check_response(self, method: str, path: str, response: requests.Response) -> None:
-        responses = self.operation(method, path)["responses"]
-        status = str(response.status_code)
-        assert status in responses, f"{method.upper()} {path} answered {status}, which the schema does not list"
-        schema = responses[status]["content"]["application/json"]["schema"]
-        self._validate(schema, response.json())
-
-    def check_request(self, method: str, path: str, body) -> None:
-        schema = self.operation(method, path)["requestBody"]["content"]["application/json"]["schema"]
-        self._validate(schema, body)
-
-    def _validate(self, schema: dict, instance) -> None:
-        full = {**_openapi_30_to_json_schema(copy.deepcopy(schema)), "components": self.components}
-        jsonschema.Draft202012Validator(full).validate(instance)
-
-
 @pytest.fixture
-def schema(live_server) -> Schema:
-    response = requests.get(f"{live_server.url}/api/schema/", params={"format": "json"}, timeout=30)
-    assert response.status_code == 200
-    return Schema(response.json())
+def schema(anonymous_api) -> Schema:
+    return Schema.served(anonymous_api)
 
 
 @pytest.fixture
@@ -141,4 +97,4 @@ def test_the_schema_refuses_a_response_that_breaks_it(schema, engine_api, suppor
     responses = schema.operation("get", SERVED)["responses"]
 
     with pytest.raises(jsonschema.ValidationError):
-        schema._validate(responses["200"]["content"]["application/json"]["schema"], broken)
+        schema.validate(responses["200"]["content"]["application/json"]["schema"], broken)

@@ -5,7 +5,7 @@ import pytest
 from rules import services as rule_services
 from workspaces.services import workspace_set_plan
 
-from ..helpers import Api, error_of, make_config, make_rule, make_token, make_workspace, publish
+from ..helpers import error_of, make_config, make_rule, make_token, make_workspace, publish
 from .engine_support import make_support_config, rule_ids
 
 ACTIVE = "HITL: ACTIVE — config approval rules gate the served turn"
@@ -55,12 +55,12 @@ def test_it_is_inert_when_the_served_version_has_no_enabled_rule(engine_api, acm
     assert served["gates"] == []
 
 
-def test_it_is_inert_on_the_free_plan(live_server):
+def test_it_is_inert_on_the_free_plan(make_api):
     hobby = make_workspace("hobby", plan="free")
     config = make_config(hobby)
     make_rule(config, enabled=False)
     publish(config)
-    api = Api(live_server.url, make_token(hobby, engine="hobby-engine"))
+    api = make_api(make_token(hobby, engine="hobby-engine"))
 
     served = api.get(f"/api/v1/configs/{config.public_id}/served").json()
 

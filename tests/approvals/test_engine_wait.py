@@ -38,8 +38,8 @@ def test_it_reads_a_request_for_engines_reviewers_and_admins_of_its_workspace(
     assert anonymous_api.get(f"/api/v1/approvals/{pending['id']}").status_code == 401
 
 
-def test_it_answers_404_to_another_workspace_exactly_like_a_missing_request(live_server, globex, charlie_api, pending):
-    foreign_engine = Api(live_server.url, make_token(globex, engine="globex-engine"))
+def test_it_answers_404_to_another_workspace_exactly_like_a_missing_request(make_api, globex, charlie_api, pending):
+    foreign_engine = make_api(make_token(globex, engine="globex-engine"))
 
     for api in (charlie_api, foreign_engine):
         foreign = api.get(f"/api/v1/approvals/{pending['id']}")

@@ -13,9 +13,8 @@ from approvals import tasks
 from approvals.models import EXPIRED_REASON, ApprovalRequest, Status
 from approvals.serializers import approval_as_dict
 from approvals.services import approval_decide, approval_sweep_overdue
+from tests.factories import make_approval, make_many, make_token_cap
 from tests.helpers import make_config, travel
-
-from .factories import make_approval, make_many, make_token_cap
 
 
 @pytest.fixture

@@ -9,9 +9,8 @@ from django.utils import timezone
 
 from approvals.models import ApprovalRequest, Status
 from approvals.services import approval_decide
+from tests.factories import make_approval, make_many, make_token_cap
 from tests.helpers import make_config, travel
-
-from .factories import make_approval, make_many, make_token_cap
 
 HISTORY = "/hitl/approvals/history/"
 

@@ -8,9 +8,8 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from approvals.models import Status
+from tests.factories import make_approval, make_many, make_token_cap
 from tests.helpers import make_config, make_member, make_workspace, travel
-
-from .factories import make_approval, make_many, make_token_cap
 
 QUEUE = "/hitl/approvals/"
 PARTIAL = "/hitl/approvals/queue/"

@@ -7,9 +7,8 @@ from django.utils import timezone
 
 from approvals.models import Status
 from approvals.services import approval_decide
+from tests.factories import make_approval, make_many, make_token_cap
 from tests.helpers import error_of, make_config
-
-from .factories import make_approval, make_many, make_token_cap
 
 LIST = "/api/v1/approvals"
 

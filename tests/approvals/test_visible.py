@@ -6,9 +6,8 @@ import pytest
 from django.core.management import call_command
 
 from approvals.presenters import visible
+from tests.factories import make_approval
 from tests.helpers import make_config
-
-from .factories import make_approval
 
 DISGUISED = "prod_db.\u202egnp.tmp_"  # reads as "prod_db._pmt.png" in a bidi-aware terminal or page
 REWRITES_THE_LINE = "support-bot\r\x1b[2Kapproved-by-ops"

@@ -10,7 +10,7 @@ from playwright.sync_api import expect
 
 from approvals.models import ApprovalRequest, Status
 from approvals.services import approval_decide
-from tests.approvals.factories import make_approval, make_token_cap
+from tests.factories import make_approval, make_token_cap
 from tests.helpers import make_config, make_rule, publish
 
 from .conftest import login

@@ -2,7 +2,7 @@
 
 from playwright.sync_api import expect
 
-from tests.approvals.factories import make_token_cap
+from tests.factories import make_token_cap
 from tests.helpers import make_config, make_rule, publish
 
 from .conftest import login

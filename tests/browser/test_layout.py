@@ -5,7 +5,7 @@ from playwright.sync_api import expect
 
 from contacts.models import Contact
 from contacts.services import contact_create
-from tests.approvals.factories import make_approval
+from tests.factories import make_approval
 from tests.helpers import make_config, make_rule, publish
 
 from .conftest import login

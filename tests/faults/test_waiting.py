@@ -5,16 +5,14 @@ import json
 import os
 import threading
 import time
-from datetime import timedelta
 
 from django.db import transaction
-from django.utils import timezone
 
 from approvals.models import ApprovalRequest
 from approvals.services import approval_decide
 from approvals.waiters import APPLICATION_NAME
-from hitl_portal.ids import new_public_id
 from tests.asgi import AsgiServer
+from tests.factories import make_bulk
 
 from .conftest import raw_connection, wait_for
 
@@ -22,21 +20,14 @@ ENGINES = 1_000
 
 
 def pending_requests(world, count: int) -> list[str]:
-    now = timezone.now()
-    rows = ApprovalRequest.objects.bulk_create(
-        ApprovalRequest(
-            workspace=world["workspace"],
-            engine_key=world["engine_key"],
-            public_id=new_public_id("apr"),
-            config=world["config"],
-            config_version=world["version"].number,
-            rule_id=world["rule"].public_id,
-            run_id=f"run_{index}",
-            pass_information_level="summary",
-            expires_at=now + timedelta(hours=1),
-            idempotency_key=new_public_id("fault"),
-        )
-        for index in range(count)
+    rows = make_bulk(
+        world["config"],
+        count,
+        engine_key=world["engine_key"],
+        level="summary",
+        statuses=("pending",),
+        config_version=world["version"].number,
+        rule_id=world["rule"].public_id,
     )
     return [row.public_id for row in rows]
 

@@ -16,6 +16,7 @@ from schemathesis.checks import (
     status_code_conformance,
 )
 
+from tests.factories import make_approval
 from tests.helpers import make_config, make_member, make_rule, make_token, make_workspace, publish
 
 CHECKS = [
@@ -30,7 +31,6 @@ CHECKS = [
 @pytest.fixture
 def world(live_server) -> dict:
     """acme (Pro): a published config with a rule and a contact, pending and decided requests, three roles."""
-    from approvals.models import ApprovalRequest
     from approvals.services import approval_decide
     from contacts.services import contact_create
 
@@ -47,22 +47,19 @@ def world(live_server) -> dict:
     engine_key = ApiToken.objects.get(workspace=acme, kind="engine")
     approvals = []
     for n in range(3):
-        approval = ApprovalRequest(
-            workspace=acme,
+        approval = make_approval(
+            config,
             engine_key=engine_key,
-            config=config,
-            config_version=version.number,
+            version=version.number,
             rule_id=rule.public_id,
-            boundary="delete",
-            point="entry",
             run_id=f"run_{n}",
             caller="support-agent",
             target=f"crm/customers/{n}",
             operation="delete_record",
-            pass_information_level="full",
-            expires_at=version.published_at + __import__("datetime").timedelta(days=1),
+            level="full",
+            created_at=version.published_at,
+            ttl=__import__("datetime").timedelta(days=1),
         )
-        approval.save()
         approvals.append(approval)
     approval_decide(approval=approvals[1], user=bob, decision="approve")
     return {

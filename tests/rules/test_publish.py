@@ -123,12 +123,12 @@ def test_it_refuses_an_over_long_note(alice_api, acme):
 
 
 @pytest.fixture
-def free_admin_api(live_server):
-    from ..helpers import Api, make_member, make_token
+def free_admin_api(make_api):
+    from ..helpers import make_member, make_token
 
     hobby = make_workspace("hobby", plan="free")
     user = make_member(hobby, "dora@hobby.test", "admin")
-    return hobby, Api(live_server.url, make_token(hobby, user=user))
+    return hobby, make_api(make_token(hobby, user=user))
 
 
 def test_it_refuses_to_publish_an_enabled_rule_on_the_free_plan(free_admin_api):

@@ -6,7 +6,7 @@ from django.db.models import ProtectedError
 
 from approvals.models import ApprovalRequest
 from rules.models import Config, ConfigVersion
-from tests.approvals.factories import make_approval
+from tests.factories import make_approval
 from tests.helpers import change_draft, make_config, make_rule, publish
 
 

@@ -12,7 +12,7 @@ from django.core.management.base import CommandError
 
 from workspaces.models import ApiToken, Membership, Workspace, hash_token
 
-from ..helpers import Api, make_config
+from ..helpers import make_config
 
 
 def hitl(*args) -> str:
@@ -37,14 +37,14 @@ def test_it_adds_a_member_creating_the_user(db):
     assert Membership.objects.get().role == "admin" and get_user_model().objects.count() == 1
 
 
-def test_it_prints_a_working_user_token_alone_and_stores_its_hash(live_server, acme, alice):
+def test_it_prints_a_working_user_token_alone_and_stores_its_hash(make_api, acme, alice):
     config = make_config(acme)
     out = hitl("token", "create", "--workspace", "acme", "--user", "alice@acme.test")
     raw = out.strip()
     assert out == raw + "\n" and raw.startswith("hitl_") and len(raw.splitlines()) == 1
     token = ApiToken.objects.get()
     assert token.digest == hash_token(raw) and raw not in (token.digest, token.hint)
-    response = Api(live_server.url, raw).get("/api/v1/configs")
+    response = make_api(raw).get("/api/v1/configs")
     assert response.status_code == 200
     assert [c["id"] for c in response.json()["results"]] == [config.public_id]
 

@@ -7,7 +7,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from approvals.models import ApprovalRequest, Status
-from tests.approvals.factories import make_approval
+from tests.factories import make_approval
 from tests.helpers import Api, error_of, make_config, make_token
 from workspaces.models import Membership
 

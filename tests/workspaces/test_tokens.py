@@ -17,14 +17,12 @@ def test_it_answers_401_in_the_error_shape_without_a_token(anonymous_api):
     assert error_of(response)["code"] == "not_authenticated"
 
 
-def test_it_refuses_a_revoked_token(live_server, acme):
+def test_it_refuses_a_revoked_token(make_api, acme):
     from workspaces.services import token_revoke
-
-    from ..helpers import Api
 
     raw = make_token(acme, engine="e1")
     token_revoke(token=ApiToken.objects.get())
-    response = Api(live_server.url, raw).get("/api/v1/approvals")
+    response = make_api(raw).get("/api/v1/approvals")
     assert response.status_code == 401
     assert "revoked" in error_of(response)["message"]
 

@@ -1,8 +1,14 @@
-"""make_approval: ApprovalRequest rows straight into the database, for tests of the reviewer side."""
+"""The one factory module: approval requests straight into the database (model_bakery fills what a test leaves out).
+
+Every test that needs rows it did not register through the API builds them here: reviewer-side
+tests (make_approval, make_token_cap), page and history tests (make_many), the engines' bulk rows
+(make_bulk), fuzzing and fault tests.
+"""
 
 from datetime import timedelta
 
 from django.utils import timezone
+from model_bakery import baker
 
 from approvals.digest import call_digest
 from approvals.models import ApprovalKind, ApprovalRequest
@@ -26,6 +32,7 @@ def make_approval(
     token_cap: int | None = None,
     scope: str = "",
     version: int = 1,
+    rule_id: str = "rul_test",
     created_at=None,
     ttl: timedelta = timedelta(hours=24),
     save: bool = True,
@@ -33,13 +40,14 @@ def make_approval(
 ) -> ApprovalRequest:
     created_at = created_at or timezone.now()
     token_cap_kind = kind == ApprovalKind.TOKEN_CAP
-    approval = ApprovalRequest(
+    approval = baker.prepare(
+        ApprovalRequest,
         public_id=new_public_id("apr"),
         workspace=config.workspace,
         kind=kind,
         config=config,
         config_version=version,
-        rule_id="" if token_cap_kind else "rul_test",
+        rule_id="" if token_cap_kind else rule_id,
         boundary="" if token_cap_kind else boundary,
         point="" if token_cap_kind else point,
         message=message,
@@ -74,4 +82,37 @@ def make_many(config, count: int, *, start=None, **fields) -> list[ApprovalReque
     """`count` requests in one INSERT, a second apart, oldest first."""
     start = start or timezone.now() - timedelta(seconds=count)
     rows = [make_approval(config, created_at=start + timedelta(seconds=i), save=False, **fields) for i in range(count)]
+    return ApprovalRequest.objects.bulk_create(rows)
+
+
+def make_bulk(
+    config,
+    count: int,
+    *,
+    engine_key=None,
+    level: str = "full",
+    ttl: timedelta = timedelta(hours=1),
+    statuses=("approved", "pending"),
+    **fields,
+) -> list[ApprovalRequest]:
+    """`count` bare requests in one INSERT (an engine's many registrations), statuses alternating."""
+    now = timezone.now()
+    rows = [
+        baker.prepare(
+            ApprovalRequest,
+            workspace=config.workspace,
+            engine_key=engine_key,
+            public_id=new_public_id("apr"),
+            config=config,
+            config_version=fields.get("config_version", 1),
+            rule_id=fields.get("rule_id", ""),
+            run_id=f"run_{index}",
+            pass_information_level=level,
+            status=statuses[index % len(statuses)],
+            created_at=now,
+            expires_at=now + ttl,
+            idempotency_key=new_public_id("bulk"),
+        )
+        for index in range(count)
+    ]
     return ApprovalRequest.objects.bulk_create(rows)
