@@ -320,8 +320,10 @@ def _record_failure(*, delivery: Delivery, error: TransportError, now: datetime,
             status=DeliveryStatus.FAILED, last_error=error.message[:500]
         )
         return len(ids)
+    # Not before the receiver asked (Slack's 429 Retry-After), nor before the backoff's next step.
+    wait = max(retry_delay(delivery.attempts), timedelta(seconds=error.retry_after or 0))
     Delivery.objects.filter(pk__in=ids, status=DeliveryStatus.PENDING).update(
-        next_attempt_at=now + retry_delay(delivery.attempts), last_error=error.message[:500]
+        next_attempt_at=now + wait, last_error=error.message[:500]
     )
     return 0
 

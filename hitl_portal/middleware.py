@@ -8,6 +8,10 @@ from django.http import Http404, HttpResponse, HttpResponseBadRequest
 
 from .errors import json_error
 
+# Endpoints machines call, answering in the API's JSON error shape: the REST API, and the
+# integrations (Slack's interactivity), whose bodies are held to the same limit.
+MACHINE_PATHS = ("/api/", "/integrations/")
+
 
 def _too_large(size: str) -> object:
     return json_error(
@@ -44,7 +48,7 @@ class ApiBodyLimitMiddleware:
         self.get_response = get_response
 
     def __call__(self, request):
-        if request.path.startswith("/api/"):
+        if request.path.startswith(MACHINE_PATHS):
             declared = request.META.get("CONTENT_LENGTH")
             if declared:
                 try:
@@ -119,7 +123,7 @@ class NulGuardMiddleware:
     @staticmethod
     def _refuse(request, where: str) -> HttpResponse:
         message = NUL_MESSAGE.format(where=where)
-        if request.path.startswith("/api/"):
+        if request.path.startswith(MACHINE_PATHS):
             return json_error("bad_request", message, 400)
         return HttpResponseBadRequest(message, content_type="text/plain; charset=utf-8")
 

@@ -59,6 +59,7 @@ INSTALLED_APPS = [
     "rules",
     "contacts",
     "approvals",
+    "integrations",
 ]
 
 MIDDLEWARE = [
@@ -315,6 +316,12 @@ globals().update(_email_settings())
 EMAIL_BACKEND = os.environ.get("EMAIL_BACKEND", "django.core.mail.backends.smtp.EmailBackend")
 EMAIL_TIMEOUT = envint("EMAIL_TIMEOUT", "10")
 DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "HITL Portal <hitl@localhost>")
+
+# Slack app (README, "Slack"): the bot token and signing secret come from the environment only,
+# never the database. The API base URL is configurable so tests can point at a fake on loopback.
+HITL_SLACK_BOT_TOKEN = os.environ.get("HITL_SLACK_BOT_TOKEN", "")
+HITL_SLACK_SIGNING_SECRET = os.environ.get("HITL_SLACK_SIGNING_SECRET", "")
+HITL_SLACK_API_URL = os.environ.get("HITL_SLACK_API_URL", "https://slack.com/api/")
 
 Q_CLUSTER = {
     "name": "hitl",

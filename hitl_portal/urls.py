@@ -15,6 +15,7 @@ urlpatterns = [
     path("hitl/", include("rules.urls")),
     path("hitl/", include("contacts.urls")),
     path("hitl/", include("approvals.urls")),
+    path("integrations/", include("integrations.urls")),
     path("admin/", admin.site.urls),
     path("favicon.ico", views.favicon),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),

@@ -14,12 +14,14 @@ from contacts.models import reference_name
 
 class TransportError(Exception):
     """Why a send failed, in words safe to store and show: a variable's name or an HTTP status,
-    never a resolved address, URL or secret. `permanent` failures are not retried."""
+    never a resolved address, URL or secret. `permanent` failures are not retried; `retry_after`
+    (seconds) is the receiver's own wait (Slack's 429 Retry-After), honoured by the next attempt."""
 
-    def __init__(self, message: str, *, permanent: bool = False) -> None:
+    def __init__(self, message: str, *, permanent: bool = False, retry_after: int | None = None) -> None:
         super().__init__(message)
         self.message = message
         self.permanent = permanent
+        self.retry_after = retry_after
 
 
 @dataclass(frozen=True)
@@ -78,9 +80,9 @@ class Transport(Protocol):
 
 
 def transport_for(channel: str) -> Transport | None:
-    from . import email, webhook
+    from . import email, slack, webhook
 
-    return {"webhook": webhook.TRANSPORT, "email": email.TRANSPORT}.get(channel)
+    return {"webhook": webhook.TRANSPORT, "email": email.TRANSPORT, "slack": slack.TRANSPORT}.get(channel)
 
 
 def address_of(recipient: Recipient) -> str | None:

@@ -1,0 +1,215 @@
+"""The Slack message for a request: its card's facts as Block Kit, worded by the shared presenters.
+
+A pending request gets its decision buttons (Approve rightmost); a resolved one gets the same
+facts and the resolution line in their place, so a message never shows a stale "pending".
+"""
+
+import json
+
+from django.conf import settings
+from django.urls import reverse
+
+from approvals.models import ApprovalRequest, Status
+from approvals.presenters import (
+    LEVEL_HINTS,
+    card_title,
+    decision_line,
+    point_words,
+    pretty_json,
+    thousands,
+    visible,
+    when,
+)
+from contacts.outbox import review_url
+
+# Block Kit limits (api.slack.com/reference/block-kit): longer text is refused with invalid_blocks.
+HEADER_MAX = 150
+FIELD_MAX = 2000
+SECTION_MAX = 3000
+
+# The decision words of the one decide service, as buttons: (action_id, label, style), Approve last.
+GATE_BUTTONS = [("reject", "Reject", "danger"), ("approve", "Approve", "primary")]
+TOKEN_CAP_BUTTONS = [("stop", "Stop the run", "danger"), ("proceed", "Proceed past cap", "primary")]
+# These ask for a reason first (a modal), passed back to the agent.
+ASKS_REASON = {"reject", "stop"}
+REASON_MODAL = "hitl_reason"
+
+
+def escape(text: str) -> str:
+    """Engine text for Slack mrkdwn: control and bidi characters made visible (presenters.visible),
+    and &, < and > escaped — in mrkdwn they are markup (links, mentions such as <!channel>)."""
+    return visible(text, keep_newlines=True).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def portal_url(approval: ApprovalRequest) -> str:
+    """The request's page in the portal (behind the normal login), as every notification links it."""
+    return review_url(approval)
+
+
+def version_url(approval: ApprovalRequest) -> str:
+    return settings.HITL_BASE_URL + reverse("rules:version", args=[approval.config.public_id, approval.config_version])
+
+
+def fallback_text(approval: ApprovalRequest) -> str:
+    """The notification's plain text (and what screen readers get): the act, as an email subject names it."""
+    title = card_title(approval)
+    if approval.effective_status() == Status.PENDING:
+        return _clip(f"Approve: {title}?", SECTION_MAX)
+    return _clip(f"{title} — {decision_line(approval)}", SECTION_MAX)
+
+
+def test_text() -> str:
+    return "Test message from the HITL Portal: approval requests for this contact will arrive in this channel."
+
+
+def digest_blocks(subject: str, items: list[dict]) -> list[dict]:
+    """The fatigue rule's digest: one line per request, linking to its page (decided there, not here)."""
+    lines = [f"• <{item['review_url']}|{escape(item['subject'])}>" for item in items]
+    blocks, chunk = [_section(f"*{escape(subject)}*")], []
+    for line in lines:  # a section holds 3,000 characters: as many sections as the list needs
+        if sum(len(item) + 1 for item in chunk) + len(line) > SECTION_MAX - 10:
+            blocks.append(_section("\n".join(chunk)))
+            chunk = []
+        chunk.append(line)
+    if chunk:
+        blocks.append(_section("\n".join(chunk)))
+    return blocks[:50]  # Slack's limit per message; a digest is a minute's worth, far fewer
+
+
+def nudge_text(approval: ApprovalRequest, event: str) -> str:
+    """A reminder or an escalation, as a reply under the request's message."""
+    title = escape(card_title(approval))
+    if approval.effective_status() != Status.PENDING:
+        return f"{title}: {escape(decision_line(approval))}"
+    lead = "Escalated — still waiting for a decision" if event == "escalated" else "Reminder — still waiting"
+    return f"{lead}: {title}, expires {when(approval.expires_at)}. <{portal_url(approval)}|Open in portal>"
+
+
+def _field(label: str, value: str) -> dict:
+    return {"type": "mrkdwn", "text": _clip(f"*{label}*\n{escape(value) or '—'}", FIELD_MAX), "verbatim": True}
+
+
+def _facts(approval: ApprovalRequest) -> list[dict]:
+    cfg = f"{approval.config.public_id}@{approval.config_version}"
+    fields = [_field("Caller", approval.caller)]
+    if approval.is_token_cap:
+        fields += [
+            _field("Tokens used", f"{thousands(approval.tokens_used)} of {thousands(approval.token_cap)}"),
+            _field("Scope", approval.get_scope_display() if approval.scope else ""),
+        ]
+    else:
+        boundary = approval.get_boundary_display() if approval.boundary else ""
+        fields += [
+            _field("Target", approval.target),
+            _field("Boundary", f"{boundary} · {point_words(approval.point)}"),
+        ]
+    fields += [
+        {"type": "mrkdwn", "text": f"*Config*\n<{version_url(approval)}|{escape(cfg)}>"},
+        _field("Level", approval.get_pass_information_level_display()),
+        _field("Expires", when(approval.expires_at)),
+    ]
+    blocks: list[dict] = [
+        {"type": "header", "text": {"type": "plain_text", "text": _clip(card_title(approval), HEADER_MAX)}},
+        {"type": "section", "fields": fields[:10]},
+    ]
+    if approval.message:
+        blocks.append(_section(f"> {escape(approval.message)}"))
+    # What the config's level lets the portal pass: stored only as allowed, shown as stored.
+    if approval.summary:
+        blocks.append(_section(f"*Summary*\n{escape(approval.summary)}"))
+    if approval.arguments is not None:
+        arguments = pretty_json(approval.arguments)
+        blocks.append(_section(f"*Arguments*\n```{escape(_clip(arguments, SECTION_MAX - 40))}```"))
+    if not approval.is_token_cap and approval.summary == "" and approval.arguments is None:
+        blocks.append(_context(LEVEL_HINTS.get(approval.pass_information_level, "")))
+    return blocks
+
+
+def _section(text: str) -> dict:
+    return {"type": "section", "text": {"type": "mrkdwn", "text": _clip(text, SECTION_MAX), "verbatim": True}}
+
+
+def _context(text: str) -> dict:
+    return {"type": "context", "elements": [{"type": "mrkdwn", "text": _clip(text, SECTION_MAX), "verbatim": True}]}
+
+
+def _link(approval: ApprovalRequest) -> dict:
+    # A link in text rather than a URL button: a URL button would also post an interaction.
+    return {"type": "context", "elements": [{"type": "mrkdwn", "text": f"<{portal_url(approval)}|Open in portal>"}]}
+
+
+def request_blocks(approval: ApprovalRequest) -> list[dict]:
+    """The message as it should read now: buttons while pending, the resolution once resolved."""
+    blocks = _facts(approval)
+    if approval.effective_status() == Status.PENDING:
+        buttons = TOKEN_CAP_BUTTONS if approval.is_token_cap else GATE_BUTTONS
+        blocks.append(
+            {
+                "type": "actions",
+                "block_id": "hitl_decision",
+                "elements": [
+                    {
+                        "type": "button",
+                        "action_id": action,
+                        "text": {"type": "plain_text", "text": label},
+                        "style": style,
+                        "value": approval.public_id,
+                    }
+                    for action, label, style in buttons
+                ],
+            }
+        )
+    else:
+        blocks.append(_section(resolution_line(approval)))
+    blocks.append(_link(approval))
+    return blocks
+
+
+def resolution_line(approval: ApprovalRequest) -> str:
+    """'*Approved by ana@… at …*', with the reason when one was given; the expired line as it is."""
+    line = f"*{escape(decision_line(approval))}*"
+    status = approval.effective_status()
+    if status in (Status.APPROVED, Status.REJECTED) and approval.reason:
+        line += f"\nReason: {escape(approval.reason)}"
+    return line
+
+
+def reason_modal(*, approval: ApprovalRequest, decision: str) -> dict:
+    """The modal a Reject (or Stop the run) opens: the reason, passed back to the agent."""
+    label = "Stop the run" if decision == "stop" else "Reject"
+    return {
+        "type": "modal",
+        "callback_id": REASON_MODAL,
+        # Signed by Slack on the way back; still re-checked: the request and the person are looked up again.
+        "private_metadata": json.dumps({"approval": approval.public_id, "decision": decision}),
+        "title": {"type": "plain_text", "text": label},
+        "submit": {"type": "plain_text", "text": label},
+        "close": {"type": "plain_text", "text": "Cancel"},
+        "blocks": [
+            {
+                "type": "section",
+                "text": {"type": "plain_text", "text": _clip(card_title(approval), SECTION_MAX)},
+            },
+            {
+                "type": "input",
+                "block_id": "reason",
+                "optional": True,
+                "label": {"type": "plain_text", "text": "Reason — passed back to the agent"},
+                "element": {"type": "plain_text_input", "action_id": "reason", "multiline": True, "max_length": 2000},
+            },
+        ],
+    }
+
+
+def notice_view(text: str) -> dict:
+    """A modal that only says something (the request was decided meanwhile)."""
+    return {
+        "type": "modal",
+        "title": {"type": "plain_text", "text": "HITL"},
+        "close": {"type": "plain_text", "text": "Close"},
+        "blocks": [_section(escape(text))],
+    }

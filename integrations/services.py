@@ -1,0 +1,280 @@
+"""Slack writes: post a request's message, bring it up to date, and decide from a button.
+
+Deciding goes through approvals.services.approval_decide, the one decide service the tab, the
+API, the CLI and the one-click links use, so "decided once" (and quorum and four eyes, where the
+rule asks for them) hold in Slack exactly as everywhere else.
+"""
+
+import json
+import logging
+from dataclasses import dataclass, field
+
+from django.contrib.auth import get_user_model
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from approvals.models import ApprovalRequest, Status
+from approvals.permissions import may_decide
+from approvals.presenters import decided_line
+from approvals.services import approval_decide
+from hitl_portal.exceptions import DomainError
+from workspaces.access import actor_for_membership
+from workspaces.models import Membership
+
+from . import blocks, slack
+from .models import SlackMessage
+
+logger = logging.getLogger(__name__)
+
+DECISION_WORDS = {"approve", "reject", "proceed", "stop"}
+NOTHING_DECIDED = "Nothing was decided."
+
+
+# --- Messages ---------------------------------------------------------------------------------
+
+
+def slack_message_post(*, approval: ApprovalRequest, channel: str, contact_id: str = "") -> SlackMessage:
+    """Post the request's message to a channel once and remember where it is.
+
+    Safe to run twice: a channel that already has the request's message gets a reply in its thread
+    (an escalation or a repeated delivery), never a second set of buttons.
+    """
+    existing = SlackMessage.objects.filter(approval=approval, channel=channel).first()
+    if existing is not None:
+        return existing
+    answer = slack.call(
+        "chat.postMessage",
+        channel=channel,
+        text=blocks.fallback_text(approval),
+        blocks=blocks.request_blocks(approval),
+        unfurl_links=False,
+        unfurl_media=False,
+    )
+    shown = approval.effective_status()
+    try:
+        with transaction.atomic():
+            return SlackMessage.objects.create(
+                approval=approval,
+                contact_id=contact_id,
+                channel=answer.get("channel") or channel,
+                ts=answer["ts"],
+                shown_status=shown,
+            )
+    except IntegrityError:  # a parallel delivery posted to the same channel first: keep that one
+        return SlackMessage.objects.get(approval=approval, channel=channel)
+
+
+def slack_thread_reply(*, message: SlackMessage, text: str) -> None:
+    """A line under the request's message (reminder, escalation): no second set of buttons to keep in step."""
+    slack.call("chat.postMessage", channel=message.channel, thread_ts=message.ts, text=text)
+
+
+def slack_messages_refresh(*, approval: ApprovalRequest, channel: str | None = None) -> int:
+    """Bring the request's Slack messages (in one channel, or all) up to date; returns how many changed.
+
+    Called for every resolution, wherever it happened. Idempotent: a message already showing the
+    request's status is left alone, and the recorded status moves only from what was read, so two
+    refreshes racing send Slack the same content at worst.
+    """
+    approval.refresh_from_db()
+    status = approval.effective_status()
+    messages = SlackMessage.objects.filter(approval=approval).exclude(shown_status=status)
+    if channel is not None:
+        messages = messages.filter(channel=channel)
+    changed = 0
+    for message in messages:
+        slack.call(
+            "chat.update",
+            channel=message.channel,
+            ts=message.ts,
+            text=blocks.fallback_text(approval),
+            blocks=blocks.request_blocks(approval),
+        )
+        changed += SlackMessage.objects.filter(pk=message.pk, shown_status=message.shown_status).update(
+            shown_status=status, updated_at=timezone.now()
+        )
+    return changed
+
+
+def slack_deliver(*, approval: ApprovalRequest | None, event: str, channel_ref: str, contact_id: str = "") -> None:
+    """What one notification event means for a Slack contact (the outbox's Slack transport calls this).
+
+    requested / escalated: the message with its buttons (an escalation to a channel that already has
+    it is a reply in its thread); reminder: a reply in the thread; decided / expired: the message
+    updated in place, buttons removed; test: a line saying the contact reaches this channel.
+    Raises slack.SlackError: `permanent`, or with Slack's `retry_after` for a 429.
+    """
+    channel = slack.channel_for(channel_ref)
+    if approval is None:  # a `test` event belongs to no request
+        slack.call("chat.postMessage", channel=channel, text=blocks.test_text())
+        return
+    existing = SlackMessage.objects.filter(approval=approval, channel=channel).first()
+    if existing is None:
+        slack_message_post(approval=approval, channel=channel, contact_id=contact_id)
+    elif event in ("decided", "expired", "requested"):
+        slack_messages_refresh(approval=approval, channel=channel)
+    else:  # reminder, escalated
+        slack_thread_reply(message=existing, text=blocks.nudge_text(approval, event))
+
+
+def slack_digest(*, channel_ref: str, subject: str, items: list[dict]) -> None:
+    """Many requests in one minute for one contact: one message listing them, each a link to its page."""
+    channel = slack.channel_for(channel_ref)
+    slack.call("chat.postMessage", channel=channel, text=subject, blocks=blocks.digest_blocks(subject, items))
+
+
+# --- Interactions -----------------------------------------------------------------------------
+
+
+@dataclass
+class Answer:
+    """What the endpoint answers Slack (a body for view submissions), and what to tell the person."""
+
+    body: dict = field(default_factory=dict)
+    ephemeral: str = ""  # shown only to the person who clicked, in the channel
+
+
+def reviewer_for(*, slack_user_id: str, approval: ApprovalRequest):
+    """The portal member this Slack user is, if they may decide the request; else (None, why not).
+
+    The email users.info reports is the identity; being in the channel is not a permission.
+    """
+    try:
+        identity = slack.identity_of(slack_user_id)
+    except slack.SlackError:
+        return None, f"Slack did not say who you are just now; try again in a moment. {NOTHING_DECIDED}"
+    if not identity.email:
+        return None, (
+            "Slack shows this app no email address for you, so the HITL portal cannot tell which member you are. "
+            f"{NOTHING_DECIDED}"
+        )
+    user = get_user_model().objects.filter(email__iexact=identity.email, is_active=True).first()
+    membership = (
+        Membership.objects.select_related("workspace", "user").filter(user=user, workspace=approval.workspace).first()
+        if user is not None
+        else None
+    )
+    # The one "may this person decide it" check, as for the page, the API and the CLI.
+    if membership is None or not may_decide(actor_for_membership(membership), approval):
+        return None, (
+            f"{identity.email} is not a reviewer of {approval.workspace.name} in the HITL portal, so you cannot "
+            f"decide this request. {NOTHING_DECIDED} Ask an admin of {approval.workspace.name} to add you."
+        )
+    return user, ""
+
+
+def _approval(public_id: str) -> ApprovalRequest | None:
+    return ApprovalRequest.objects.select_related("workspace", "config").filter(public_id=public_id).first()
+
+
+def _already(approval: ApprovalRequest) -> str:
+    line = decided_line(approval, already=True)
+    if approval.effective_status() == Status.EXPIRED:
+        return f"{line}. {NOTHING_DECIDED}"
+    return f"{line}; the first decision stands. {NOTHING_DECIDED}"
+
+
+def slack_block_action(*, payload: dict) -> Answer:
+    """A button on a request's message: decide (Approve, Proceed past cap) or ask for a reason first."""
+    actions = payload.get("actions") or []
+    action = actions[0] if actions and isinstance(actions[0], dict) else {}
+    decision = action.get("action_id")
+    if decision not in DECISION_WORDS:
+        return Answer()  # not one of our buttons (Slack also reports link clicks): nothing to do
+    approval = _approval(str(action.get("value") or ""))
+    if approval is None:
+        return Answer(ephemeral=f"This request is not in the HITL portal any more. {NOTHING_DECIDED}")
+    user, why_not = reviewer_for(slack_user_id=_user_id(payload), approval=approval)
+    if user is None:
+        return Answer(ephemeral=why_not)
+    if approval.effective_status() != Status.PENDING:
+        return Answer(ephemeral=_already(approval))
+    if decision in blocks.ASKS_REASON:
+        try:
+            slack.call(
+                "views.open",
+                timeout=slack.INTERACTIVE_TIMEOUT_SECONDS,
+                trigger_id=str(payload.get("trigger_id") or ""),
+                view=blocks.reason_modal(approval=approval, decision=decision),
+            )
+        except slack.SlackError as error:
+            logger.warning("Could not open the reason modal for %s: %s", approval.public_id, error.message)
+            return Answer(ephemeral=f"Slack could not open the reason form; click again. {NOTHING_DECIDED}")
+        return Answer()
+    return _decide(approval=approval, user=user, decision=decision, reason="")
+
+
+def slack_view_submission(*, payload: dict) -> Answer:
+    """The reason modal submitted: decide with that reason, or say in the modal why not."""
+    view = payload.get("view") or {}
+    if view.get("callback_id") != blocks.REASON_MODAL:
+        return Answer()
+    try:
+        meta = json.loads(view.get("private_metadata") or "{}")
+    except ValueError:
+        meta = {}
+    decision = meta.get("decision") if isinstance(meta, dict) else None
+    approval = _approval(str(meta.get("approval") or "")) if decision in blocks.ASKS_REASON else None
+    if approval is None:
+        return _modal_error(f"This request is not in the HITL portal any more. {NOTHING_DECIDED}")
+    reason = _reason(view)
+    if len(reason) > 2000:
+        return _modal_error(f"The reason is {len(reason)} characters; keep it to 2000.")
+    user, why_not = reviewer_for(slack_user_id=_user_id(payload), approval=approval)
+    if user is None:
+        return _modal_error(why_not)
+    answer = _decide(approval=approval, user=user, decision=decision, reason=reason)
+    if answer.ephemeral:  # decided meanwhile: say so in the modal instead of closing it silently
+        return Answer(body={"response_action": "update", "view": blocks.notice_view(answer.ephemeral)})
+    return Answer(body={"response_action": "clear"})
+
+
+def _decide(*, approval: ApprovalRequest, user, decision: str, reason: str) -> Answer:
+    try:
+        approval, already = approval_decide(approval=approval, user=user, decision=decision, reason=reason)
+    except DomainError as refused:
+        # Whatever the one decide service refuses (the wrong pair of words; approving one's own
+        # request where the rule asks for four eyes), the person is told its reason, as the API would.
+        return Answer(ephemeral=f"{refused.message.rstrip('.')}. {NOTHING_DECIDED}")
+    # The message itself is updated by the outbox: approval_decide wrote a `decided` delivery for
+    # every contact of the rule, as it does for a decision made anywhere else.
+    return Answer(ephemeral=_already(approval) if already else "")
+
+
+def _modal_error(text: str) -> Answer:
+    return Answer(body={"response_action": "errors", "errors": {"reason": text[:2000]}})
+
+
+def _user_id(payload: dict) -> str:
+    user = payload.get("user")
+    return str(user.get("id") or "") if isinstance(user, dict) else ""
+
+
+def _channel(payload: dict) -> str:
+    channel = payload.get("channel") if isinstance(payload.get("channel"), dict) else {}
+    container = payload.get("container") if isinstance(payload.get("container"), dict) else {}
+    return str(channel.get("id") or container.get("channel_id") or "")
+
+
+def _reason(view: dict) -> str:
+    try:
+        return (view["state"]["values"]["reason"]["reason"]["value"] or "").strip()
+    except (KeyError, TypeError):
+        return ""
+
+
+def slack_tell(*, payload: dict, text: str) -> None:
+    """An ephemeral message to the person who clicked, in the channel of the click; best effort."""
+    channel = _channel(payload)
+    if not channel or not _user_id(payload):
+        return
+    try:
+        slack.call(
+            "chat.postEphemeral",
+            timeout=slack.INTERACTIVE_TIMEOUT_SECONDS,
+            channel=channel,
+            user=_user_id(payload),
+            text=text,
+        )
+    except slack.SlackError as error:
+        logger.warning("Could not tell a Slack user why: %s", error.message)

@@ -1,0 +1,165 @@
+import hashlib
+import hmac
+import json
+import time
+from urllib.parse import urlencode
+
+import pytest
+import requests
+
+from tests.factories import make_approval
+from tests.helpers import make_config, make_member
+
+from .fake_slack import FakeSlack
+
+SIGNING_SECRET = "8f742231b10e8888abcd99yyyzzz85a5"
+BOT_TOKEN = "xoxb-test-bot-token"
+CHANNEL_REF = "${HITL_SLACK_APPROVERS}"
+CHANNEL = "C0APPROVERS"
+
+# Slack users of the tests, by Slack id: bob is acme's reviewer, charlie an admin of globex only.
+BOB_SLACK = "U0BOB"
+ALICE_SLACK = "U0ALICE"
+CHARLIE_SLACK = "U0CHARLIE"
+
+
+@pytest.fixture
+def fake_slack(settings, monkeypatch, alice, bob, charlie):
+    fake = FakeSlack().start()
+    settings.HITL_SLACK_API_URL = fake.url
+    settings.HITL_SLACK_BOT_TOKEN = BOT_TOKEN
+    settings.HITL_SLACK_SIGNING_SECRET = SIGNING_SECRET
+    settings.HITL_BASE_URL = "https://portal.example"
+    monkeypatch.setenv("HITL_SLACK_APPROVERS", CHANNEL)
+    monkeypatch.setenv("HITL_SLACK_LEADS", "C0LEADS")
+    fake.add_user(ALICE_SLACK, "Alice@Acme.test")  # Slack's case, not the portal's: emails match regardless
+    fake.add_user(BOB_SLACK, "bob@acme.test")
+    fake.add_user(CHARLIE_SLACK, "charlie@globex.test")
+    yield fake
+    fake.stop()
+
+
+@pytest.fixture
+def config(acme):
+    return make_config(acme, pass_information_level="summary")
+
+
+@pytest.fixture
+def request_for_deletion(config):
+    return make_approval(
+        config,
+        target="customer T-4821",
+        caller="support-bot",
+        message="Deleting a customer is final.",
+        summary="Customer asked to close the account",
+        level="summary",
+    )
+
+
+@pytest.fixture
+def slack_world(acme, bob):
+    """acme's config whose delete rule tells the #approvers Slack contact of every event."""
+    from contacts.services import contact_create
+    from tests.helpers import make_rule, make_token, publish
+
+    config = make_config(acme, pass_information_level="summary")
+    approvers = contact_create(config=config, name="#approvers", channel="slack", channel_ref=CHANNEL_REF)
+    leads = contact_create(config=config, name="#leads", channel="slack", channel_ref="${HITL_SLACK_LEADS}")
+    rule = make_rule(config, message="Deleting a customer is final.", notify=[approvers.public_id])
+    both = make_rule(config, kind="mcp_server", match="mcp_billing", notify=[approvers.public_id, leads.public_id])
+    version = publish(config)
+    make_token(acme, engine="support-engine")
+    return {
+        "workspace": acme,
+        "config": config,
+        "contact": approvers,
+        "rule": rule,
+        "rule_to_both": both,
+        "version": version,
+    }
+
+
+def register(world, **fields):
+    """A gate request through the registration service, as the engine API makes it."""
+    from approvals.services import approval_register
+    from workspaces.models import ApiToken
+
+    data = {
+        "kind": "gate",
+        "config_id": world["config"].public_id,
+        "config_version": world["version"].number,
+        "rule_id": world["rule"].public_id,
+        "run_id": "run_1",
+        "thread_id": "thr_1",
+        "caller": "support-bot",
+        "target": "customer T-4821",
+        "operation": "delete",
+        "summary": "Customer asked to close the account",
+        **fields,
+    }
+    engine_key = ApiToken.objects.get(workspace=world["workspace"], kind="engine")
+    return approval_register(workspace=world["workspace"], engine_key=engine_key, **data).approval
+
+
+def sign(body: str, *, timestamp: int | None = None, secret: str = SIGNING_SECRET) -> dict:
+    """The headers Slack sends with a request body."""
+    timestamp = int(time.time()) if timestamp is None else timestamp
+    digest = hmac.new(secret.encode(), f"v0:{timestamp}:{body}".encode(), hashlib.sha256).hexdigest()
+    return {
+        "X-Slack-Request-Timestamp": str(timestamp),
+        "X-Slack-Signature": f"v0={digest}",
+        "Content-Type": "application/x-www-form-urlencoded",
+    }
+
+
+def form(payload: dict) -> str:
+    return urlencode({"payload": json.dumps(payload)})
+
+
+def post_signed(base_url: str, payload: dict, **signing) -> requests.Response:
+    body = form(payload)
+    return requests.post(
+        f"{base_url}/integrations/slack/interactions", data=body, headers=sign(body, **signing), timeout=10
+    )
+
+
+def click(approval, action: str, *, slack_user: str, channel: str = CHANNEL, ts: str = "1764480000.000001") -> dict:
+    """A block_actions payload as Slack sends it when someone presses a button on the request's message."""
+    return {
+        "type": "block_actions",
+        "team": {"id": "T0ACME", "domain": "acme"},
+        "user": {"id": slack_user, "username": slack_user.lower(), "team_id": "T0ACME"},
+        "api_app_id": "A0HITL",
+        "trigger_id": f"trigger-{slack_user}-{action}",
+        "container": {"type": "message", "message_ts": ts, "channel_id": channel, "is_ephemeral": False},
+        "channel": {"id": channel, "name": "approvers"},
+        "response_url": "https://hooks.slack.invalid/actions/T0ACME/1/xyz",
+        "actions": [
+            {
+                "type": "button",
+                "block_id": "hitl_decision",
+                "action_id": action,
+                "value": approval.public_id,
+                "action_ts": "1764480001.000100",
+            }
+        ],
+    }
+
+
+def submit_reason(view: dict, reason: str, *, slack_user: str) -> dict:
+    """The view_submission Slack sends when the reason modal the portal opened is submitted."""
+    return {
+        "type": "view_submission",
+        "team": {"id": "T0ACME"},
+        "user": {"id": slack_user, "team_id": "T0ACME"},
+        "view": {
+            "id": "V0001",
+            "callback_id": view["callback_id"],
+            "private_metadata": view["private_metadata"],
+            "state": {"values": {"reason": {"reason": {"type": "plain_text_input", "value": reason}}}},
+        },
+    }
+
+
+def member(workspace, email, role):
+    return make_member(workspace, email, role)
