@@ -1,7 +1,6 @@
 """HITL_BASE_URL is needed for links once anything may be sent: refuse to start without it."""
 
 from django.conf import settings
-from django.core import checks
 from django.core.exceptions import ImproperlyConfigured
 
 MESSAGE = (
@@ -20,12 +19,3 @@ def require_base_url() -> None:
     """Called at startup by the web server (wsgi/asgi) and by the sender: fail with a message, not at send time."""
     if base_url_missing():
         raise ImproperlyConfigured(MESSAGE)
-
-
-@checks.register(checks.Tags.database)
-def check_base_url(app_configs=None, **kwargs) -> list[checks.CheckMessage]:
-    try:
-        missing = base_url_missing()
-    except Exception:  # no database yet (first migrate): nothing to say
-        return []
-    return [checks.Error(MESSAGE, id="hitl.E010")] if missing else []

@@ -9,6 +9,8 @@ same variable the demo's webhook contact names) and prints one line per event.
 import argparse
 import json
 import os
+import signal
+import sys
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -42,6 +44,9 @@ def main() -> None:
         def log_message(self, *args) -> None:
             pass
 
+    # Started in the background by make run, where SIGINT is ignored unless asked for: Ctrl-C ends it too.
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: sys.exit(0))
     print(f"[webhook] demo receiver listening on http://127.0.0.1:{args.port}/hook", flush=True)
     ThreadingHTTPServer(("127.0.0.1", args.port), Handler).serve_forever()
 
