@@ -142,6 +142,8 @@ def detail(request: HttpRequest, public_id: str) -> HttpResponse:
         "can_review": may_decide(request.actor, approval),
         "outcome": decision_line(approval) if approval.status != "pending" else "",
         "deliveries": delivery_rows(deliveries),
+        # Who may still vote, on a quorum request's card (as in the queue).
+        "reviewers": selectors.reviewer_emails(request.actor.workspace) if approval.approvals_required > 1 else [],
     }
     return render(request, "approvals/detail.html", ctx)
 

@@ -129,3 +129,19 @@ def test_the_cli_keeps_four_eyes_and_counts_quorum_votes(support, alice, bob):
     assert out.strip().endswith("1 of 2 approvals — bob@acme.test.") and "bob@acme.test approved" in out
     assert "already approved" in hitl("approve", quorum.public_id, "--as", "bob@acme.test")
     assert hitl("approve", quorum.public_id, "--as", "alice@acme.test").startswith("Approved by alice@acme.test")
+
+
+def test_its_request_page_shows_quorum_progress_then_every_vote(support, alice, bob):
+    make_member(support.workspace, "dave@acme.test", "reviewer")
+    approval = make_approval(support, approvals_required=2)
+    page_url = reverse("approvals:detail", args=[approval.public_id])
+    approval_decide(approval=approval, user=bob, decision="approve", reason="Looks right.")
+    pending = client_for(alice).get(page_url).content.decode()
+    assert "1 of 2 approvals — bob@acme.test" in pending
+    assert "May still approve: alice@acme.test, dave@acme.test" in pending
+
+    approval_decide(approval=approval, user=alice, decision="approve")
+    decided = client_for(bob).get(page_url).content.decode()
+    assert "2 of 2 approvals — bob@acme.test, alice@acme.test" in decided
+    assert "Approved by bob@acme.test at" in decided and "Looks right." in decided
+    assert "Approved by alice@acme.test at" in decided
