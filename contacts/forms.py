@@ -1,4 +1,5 @@
 from django import forms
+from django.core.exceptions import ValidationError
 
 from .models import Contact
 
@@ -14,3 +15,21 @@ class ContactForm(forms.ModelForm):
             "address or URL; empty for None.",
             "secret_ref": "Webhook only: the ${HITL_…} variable holding its whsec_… signing secret.",
         }
+
+    def add_error(self, field, error):
+        # Contact.clean() words its refusals for the API ("channel_ref must be …"); a person reads
+        # them next to the field, so they start with the field's label instead.
+        if field is None and isinstance(error, ValidationError) and hasattr(error, "error_dict"):
+            error = ValidationError(
+                {
+                    name: [_labelled(message, name, self.fields.get(name)) for message in ValidationError(errors)]
+                    for name, errors in error.error_dict.items()
+                }
+            )
+        super().add_error(field, error)
+
+
+def _labelled(message: str, name: str, field: forms.Field | None) -> str:
+    if field is None or not message.startswith(f"{name} "):
+        return message
+    return f"{field.label}{message[len(name) :]}"
