@@ -151,3 +151,52 @@ def test_a_refused_change_leaves_no_record(client, acme, alice):
     before = AuditRecord.objects.filter(workspace=acme).count()
     as_alice.post("/api/v1/configs", {"name": ""}, 400)
     assert AuditRecord.objects.filter(workspace=acme).count() == before
+
+
+def test_votes_and_run_grants_are_recorded_as_they_happen(client, acme, alice, bob):
+    as_alice = Caller(client, make_token(acme, user=alice))
+    as_bob = Caller(client, make_token(acme, user=bob))
+    engine = Caller(client, make_token(acme, engine="support-engine"))
+    config = as_alice.post("/api/v1/configs", {"name": "Support agent"}, 201)
+    quorum = as_alice.post(f"/api/v1/configs/{config['id']}/rules", {"approvals_required": 2}, 201)
+    granting = as_alice.post(
+        f"/api/v1/configs/{config['id']}/rules", {"kind": "worker", "match": "*", "allow_run_grant": True}, 201
+    )
+    as_alice.post(f"/api/v1/configs/{config['id']}/publish", {}, 201)
+    body = {
+        "kind": "gate",
+        "config_id": config["id"],
+        "config_version": 1,
+        "run_id": "run_1",
+        "thread_id": "thr_1",
+        "caller": "support-bot",
+        "target": "customer T-4821",
+        "operation": "delete",
+    }
+
+    voted = engine.post("/api/v1/approvals", {**body, "rule_id": quorum["id"]}, 201)
+    as_bob.post(f"/api/v1/approvals/{voted['id']}/decision", {"decision": "approve", "reason": "checked"}, 200)
+    as_alice.post(f"/api/v1/approvals/{voted['id']}/decision", {"decision": "approve"}, 200)
+
+    first = engine.post("/api/v1/approvals", {**body, "rule_id": granting["id"]}, 201)
+    answer = as_bob.post(f"/api/v1/approvals/{first['id']}/decision", {"decision": "approve", "grant": "run"}, 200)
+    grant_id = answer["decision"]["grant_id"]
+    covered = engine.post("/api/v1/approvals", {**body, "rule_id": granting["id"], "operation": "start"}, 201)
+    assert covered["status"] == "approved" and covered["decision"]["grant_id"] == grant_id
+    revoked = client.delete(f"/api/v1/grants/{grant_id}", HTTP_AUTHORIZATION=as_bob.auth)
+    assert revoked.status_code == 204
+
+    records = export(client, make_token(acme, user=alice))
+    assert_chain(records)
+    story = [(r["action"], r["actor"]) for r in records if r["object"] in (voted["id"], grant_id)]
+    assert story == [
+        ("approval.registered", "engine:support-engine"),
+        ("approval.voted", "bob@acme.test"),
+        ("approval.voted", "alice@acme.test"),
+        ("approval.decided", "alice@acme.test"),
+        ("grant.created", "bob@acme.test"),
+        ("grant.used", "engine:support-engine"),
+        ("grant.revoked", "bob@acme.test"),
+    ]
+    used = next(r for r in records if r["action"] == "grant.used")
+    assert used["data"] == {"approval": covered["id"]}
