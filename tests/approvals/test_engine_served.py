@@ -55,7 +55,7 @@ def test_it_is_inert_when_the_served_version_has_no_enabled_rule(engine_api, acm
     assert served["gates"] == []
 
 
-def test_it_is_inert_on_the_free_plan(make_api):
+def test_it_is_inert_on_the_free_plan(db, make_api):
     hobby = make_workspace("hobby", plan="free")
     config = make_config(hobby)
     make_rule(config, enabled=False)

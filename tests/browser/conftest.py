@@ -26,7 +26,10 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.browser)
 
 
-@pytest.fixture(scope="session")
+# Per module, not per session: Playwright's sync API keeps its event loop running in the test
+# thread while it is open, and a later test in the same xdist worker that calls asyncio.run()
+# (the async client, the adapters) would find it there.
+@pytest.fixture(scope="module")
 def browser():
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=FLAGS, headless=True)
