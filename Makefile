@@ -30,9 +30,13 @@ run: $(VENV)/.installed
 	$(PY) manage.py migrate --noinput --verbosity 0
 	$(PY) manage.py collectstatic --noinput --verbosity 0
 	$(PY) manage.py hitl demo --url http://$(HOST):$(PORT)/
-	@# Ctrl-C stops both and returns: the trap clears itself first (a bare `kill 0` re-entered it
-	@# until the shell crashed) and signals only the children (server, cluster, demo webhook receiver), then waits for them.
-	@trap 'trap - INT TERM EXIT; kill $$(jobs -p) 2>/dev/null; wait' INT TERM EXIT; \
+	@# Ctrl-C stops them all and returns: the trap clears itself first (a bare `kill 0` re-entered it
+	@# until the shell crashed), signals only the children (server, cluster, demo webhook receiver),
+	@# gives them 10 s to stop, then kills what is left (a cluster caught mid-shutdown once hung).
+	@trap 'trap - INT TERM EXIT; pids=$$(jobs -p); kill $$pids 2>/dev/null; \
+	  for _ in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do \
+	    alive=; for p in $$pids; do kill -0 $$p 2>/dev/null && alive=1; done; [ -z "$$alive" ] && break; sleep 0.5; \
+	  done; for p in $$pids; do pkill -9 -P $$p 2>/dev/null; done; kill -9 $$pids 2>/dev/null; wait' INT TERM EXIT; \
 	  $(PY) -m hitl_portal.demo_receiver --port 8009 & \
 	  $(PY) manage.py qcluster & \
 	  ( $(SERVE) ) & \
