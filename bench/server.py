@@ -37,7 +37,7 @@ class Server:
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
-        wait_until_answering(self.process, name="gunicorn", log="bench/results/gunicorn.log")
+        wait_until_answering(self.process, name="gunicorn", log="bench/results/gunicorn.log", port=PORT)
 
     def stop(self) -> None:
         if self.process.poll() is None:
@@ -51,9 +51,10 @@ class Server:
 
 
 def wait_until_answering(
-    process: subprocess.Popen, *, name: str, log: str, port: int = PORT, seconds: float = 60
+    process: subprocess.Popen, *, name: str, log: str, port: int | None = None, seconds: float = 60
 ) -> None:
     """Until the server on `port` serves the login page; SystemExit if it exits or stays silent."""
+    port = port or PORT  # read at call time: the audit section moves the server to its own port
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         if process.poll() is not None:
