@@ -21,6 +21,7 @@ SQLite has no NOTIFY: `PollingHub` re-reads each waiter every POLL_INTERVAL inst
 """
 
 import asyncio
+import concurrent.futures
 import logging
 from collections import defaultdict
 from collections.abc import Iterable
@@ -363,6 +364,7 @@ def _changed(public_id: str, token_id: int | None) -> bool:
 
 
 _hubs: dict[asyncio.AbstractEventLoop, WaitHub | PollingHub] = {}
+_server_loop: asyncio.AbstractEventLoop | None = None  # the ASGI server's loop (lifespan startup), for sync views
 
 
 def hub() -> WaitHub | PollingHub:
@@ -372,6 +374,42 @@ def hub() -> WaitHub | PollingHub:
         postgres = settings.DATABASES["default"]["ENGINE"].endswith("postgresql")
         _hubs[loop] = WaitHub() if postgres else PollingHub()
     return _hubs[loop]
+
+
+def serve_sync_waits() -> None:
+    """At server startup (ASGI lifespan): sync views' waits (browser sessions) may use this loop's hub."""
+    global _server_loop
+    _server_loop = asyncio.get_running_loop()
+
+
+def server_loop() -> asyncio.AbstractEventLoop | None:
+    """The server's running loop, when the caller is a thread other than the loop's own; else None."""
+    loop = _server_loop
+    if loop is None or loop.is_closed() or not loop.is_running():
+        return None
+    try:
+        if asyncio.get_running_loop() is loop:
+            return None  # the loop's own thread cannot block on itself
+    except RuntimeError:  # no loop in this thread: the usual case for a sync view's thread
+        pass
+    return loop
+
+
+def wait_from_thread(*, public_id: str, token_id: int | None, user_id: int | None, seconds: float) -> bool:
+    """`hub().wait(…)` on the server's loop, this thread blocked meanwhile (see waiting.approval_wait)."""
+
+    async def wait() -> bool:
+        return await hub().wait(public_id=public_id, token_id=token_id, user_id=user_id, seconds=seconds)
+
+    loop = server_loop()
+    if loop is None:
+        raise RuntimeError("no ASGI server loop to wait on")
+    future = asyncio.run_coroutine_threadsafe(wait(), loop)
+    try:
+        return future.result(timeout=seconds + 5)
+    except (TimeoutError, concurrent.futures.CancelledError):  # the server is stopping: read and answer now
+        future.cancel()
+        return True
 
 
 async def close_hubs() -> None:

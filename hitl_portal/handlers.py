@@ -96,12 +96,13 @@ class PortalASGI:
         await self.full(scope, receive, send)
 
     async def _lifespan(self, receive, send) -> None:
-        from approvals.waiters import close_hubs, hub
+        from approvals.waiters import close_hubs, hub, serve_sync_waits
 
         while True:
             message = await receive()
             if message["type"] == "lifespan.startup":
                 hub()  # LISTEN from the start: the engine key cache (workspaces/authentication.py) needs it
+                serve_sync_waits()  # a browser session's wait (a sync view) waits on it too
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
                 await close_hubs()
