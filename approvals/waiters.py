@@ -26,6 +26,7 @@ import logging
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 import psycopg
 from asgiref.sync import sync_to_async
@@ -96,7 +97,7 @@ def approval_from_row(row: tuple) -> ApprovalRequest:
     return approval
 
 
-def row_value(row: tuple, attname: str):
+def row_value(row: tuple, attname: str) -> Any:
     """One column of a first-read row, by the model field's attname (`status`, `expires_at`, …)."""
     return row[_COLUMN[attname]]
 
