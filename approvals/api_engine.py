@@ -301,6 +301,7 @@ class ApprovalDetailView(APIView):
                 approval=approval,
                 seconds=plan.seconds,
                 token_id=plan.token_id,
+                user_id=plan.user_id,
             )
         if approval.is_overdue():
             approval = services.approval_expire_if_overdue(approval=approval)

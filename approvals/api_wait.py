@@ -11,18 +11,51 @@ blocks drop the waiter and its slot at once.
 
 hitl_portal/handlers.py sends only `GET /api/v1/approvals/<apr>?wait=…` with a Bearer token here;
 a browser session's long-poll goes through the full middleware (and a thread) like any page.
+
+**The fast lane** (`fast_long_poll`, tried first by the handler): most long-polls are an engine
+asking again, every 30 s, about a request it has asked about before. For that one shape — a
+cached engine key (workspaces/authentication.py: cached only while the LISTEN connection is up),
+`?wait=S` and nothing else, no body, a Host Django accepts, an Accept JSONRenderer answers as is —
+the wait skips Django's request, middleware, DRF and the executor thread altogether: the hub's
+checker reads the request in its batched query (waiters.py), and a wait that runs out answers
+with that row, rendered by the same `approval_as_dict` and JSONRenderer, with the headers Django
+would send (ResponseHeaders: DRF's, and SecurityMiddleware's for that Host and scheme).
+Anything else — an unknown id, another workspace's, a decided or nearly expired request, a quorum,
+a revoked key, the cap, a wake-up — goes to Django's view as before, which answers it exactly.
+A wait then costs the event loop a few dictionary operations and a share of one query.
 """
 
+import asyncio
+import io
+import re
+from collections.abc import Awaitable, Callable
+from datetime import timedelta
+
 from asgiref.sync import sync_to_async
+from django.conf import settings
+from django.core.exceptions import DisallowedHost
+from django.core.handlers.asgi import ASGIRequest
 from django.db import close_old_connections
 from django.http import HttpRequest, HttpResponse
+from django.middleware.security import SecurityMiddleware
 from django.urls import path
+from django.utils import timezone
+from django.utils.cache import patch_vary_headers
+from rest_framework.renderers import JSONRenderer
 
 from hitl_portal.errors import json_error
+from workspaces.authentication import engine_keys
+from workspaces.models import hash_token
 
 from . import waiters
 from .api_engine import ApprovalDetailView
+from .models import Status
+from .serializers import approval_as_dict
 from .waiting import DEFER, WAITED, TooManyWaits, WaitPlan, slots
+
+Receive = Callable[[], Awaitable[dict]]
+WAITED_SCOPE_KEY = "hitl.waited"  # set by the fast lane when it hands a woken wait to Django's view
+Send = Callable[[dict], Awaitable[None]]
 
 _detail_view = ApprovalDetailView.as_view()
 
@@ -45,6 +78,8 @@ run_detail_view = sync_to_async(_run_detail_view, thread_sensitive=False)
 
 
 async def approval_detail(request: HttpRequest, apr: str) -> HttpResponse:
+    if request.scope.get(WAITED_SCOPE_KEY):  # the fast lane has waited already (below)
+        return await run_detail_view(request, apr, WAITED)
     response = await run_detail_view(request, apr, DEFER)
     plan: WaitPlan | None = request.__dict__.pop("hitl_wait", None)
     if plan is None:  # an error, no wait, or nothing to wait for
@@ -67,6 +102,170 @@ async def approval_detail(request: HttpRequest, apr: str) -> HttpResponse:
         # so, and this spares them a second pass through auth and the read.
         return response
     return await run_detail_view(request, apr, WAITED)
+
+
+# ------------------------------------------------------------------------------------ the fast lane
+
+FAST_PATH = re.compile(r"/api/v1/approvals/([a-z]{3}_[a-z0-9]{1,21})")  # hitl_portal/ids.py: no NUL, no oddity
+FAST_QUERY = re.compile(rb"wait=([0-9]{1,2}(?:\.[0-9]{1,6})?)")
+# Headers that decide whether the fast lane answers just as Django would: each may appear once at most.
+WATCHED = {b"authorization", b"host", b"accept", b"content-length", b"transfer-encoding"} | {
+    b"x-forwarded-host",
+    b"x-forwarded-proto",
+}
+# The renderings DRF would choose JSONRenderer's plain output for (`application/json; indent=4` would not).
+PLAIN_ACCEPT = {None, b"*/*", b"application/json"}
+FIRST_READ_SECONDS = 5.0  # the checker is stuck (database down): let Django's view answer however it can
+EXPIRY_MARGIN = timedelta(seconds=1)  # a wait that would end as the request expires is Django's (it expires it)
+_renderer = JSONRenderer()
+
+
+class ResponseHeaders:
+    """The headers Django sends with a 200 from this view (but Content-Length), per Host, scheme and proxy headers.
+
+    DRF's own (content type, `Vary`, `Allow`) and what SecurityMiddleware adds, asked of the
+    middleware itself on a request built from the scope, so the settings apply as they would.
+    None for a Host Django would refuse (ALLOWED_HOSTS) or a request it would redirect
+    (SECURE_SSL_REDIRECT): those go to Django, which answers them. tests/approvals/
+    test_waiting_fast_lane.py compares the result with Django's own response. Bounded: a few
+    hosts in practice.
+    """
+
+    LIMIT = 32
+
+    def __init__(self) -> None:
+        self._by_key: dict[tuple, list[tuple[bytes, bytes]] | None] = {}
+
+    def get(self, scope: dict, key: tuple) -> list[tuple[bytes, bytes]] | None:
+        if key not in self._by_key:
+            if len(self._by_key) >= self.LIMIT:
+                return None
+            self._by_key[key] = self._ask_django(scope)
+        return self._by_key[key]
+
+    @staticmethod
+    def _ask_django(scope: dict) -> list[tuple[bytes, bytes]] | None:
+        request = ASGIRequest({**scope, "query_string": b""}, io.BytesIO())
+        try:
+            request.get_host()
+        except DisallowedHost:
+            return None
+        if settings.SECURE_SSL_REDIRECT and not request.is_secure():
+            return None
+        view = ApprovalDetailView()
+        view.setup(request)
+        response = HttpResponse(content_type="application/json")
+        for name, value in view.default_response_headers.items():  # as DRF's finalize_response sets them
+            if name == "Vary":
+                patch_vary_headers(response, [value])
+            else:
+                response[name] = value
+        response = SecurityMiddleware(lambda request: response).process_response(request, response)
+        return [(name.lower().encode("latin-1"), value.encode("latin-1")) for name, value in response.items()]
+
+
+response_headers = ResponseHeaders()
+
+
+def headers_key(scope: dict) -> tuple | None:
+    """(What the response headers depend on, the Authorization header); None: not the fast lane's shape."""
+    if scope.get("root_path") or FAST_PATH.fullmatch(scope["path"]) is None:
+        return None
+    seen: dict[bytes, bytes] = {}
+    for name, value in scope["headers"]:
+        if name in WATCHED:
+            if name in seen:
+                return None
+            seen[name] = value
+    if seen.get(b"content-length", b"0") != b"0" or b"transfer-encoding" in seen:
+        return None
+    if seen.get(b"accept") not in PLAIN_ACCEPT:
+        return None
+    host = (seen.get(b"host"), seen.get(b"x-forwarded-host"), scope.get("scheme"), seen.get(b"x-forwarded-proto"))
+    return host, seen.get(b"authorization")
+
+
+def _replay(message: dict, receive: Receive) -> Receive:
+    """`receive` with a message already taken from it put back in front, for Django's handler."""
+    held = [message]
+
+    async def replayed() -> dict:
+        return held.pop() if held else await receive()
+
+    return replayed
+
+
+async def fast_long_poll(scope: dict, receive: Receive, send: Send) -> Receive | None:
+    """Answer the long-poll here if it is the common shape and stays so; None once answered.
+
+    Otherwise returns the `receive` Django's handler should read the request from (nothing has been
+    sent, and any message taken from `receive` is replayed).
+    """
+    shape = headers_key(scope)
+    match = FAST_QUERY.fullmatch(scope["query_string"])
+    hub = waiters.hub()
+    if shape is None or match is None or not isinstance(hub, waiters.WaitHub):
+        return receive
+    host, authorization = shape
+    seconds = float(match[1])
+    headers = response_headers.get(scope, host)
+    raw = authorization[7:].decode("latin-1").strip() if authorization else ""
+    if not 0 < seconds <= settings.APPROVAL_MAX_WAIT_SECONDS or headers is None or not raw or " " in raw:
+        return receive
+    token = engine_keys.get(hash_token(raw))
+    if token is None or not token.is_engine:
+        return receive
+    try:
+        slots.take(token.pk)
+    except TooManyWaits:
+        return receive  # Django's view refuses it with the 429 and its Retry-After
+    waiter = hub.join(public_id=scope["path"].rsplit("/", 1)[1], token_id=token.pk, workspace_id=token.workspace_id)
+    try:
+        try:
+            row = await asyncio.wait_for(waiter.first_read, FIRST_READ_SECONDS)
+        except TimeoutError:
+            row = None
+        if row is None or not _worth_waiting(row, seconds):
+            return receive
+        message = await receive()  # the (empty) body: there already
+        if message["type"] == "http.disconnect":
+            return None
+        if message.get("more_body"):
+            return _replay(message, receive)
+        hung_up = asyncio.ensure_future(receive())
+        try:
+            done, _ = await asyncio.wait((waiter.future, hung_up), timeout=seconds, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            if not hung_up.done():
+                hung_up.cancel()
+        if hung_up in done:  # for a request without a body, the one message left to come is the disconnect
+            return None  # the client has gone: nothing to answer
+        if waiter.future in done:  # decided, expired or revoked: Django's view reads and answers it, no new wait
+            scope[WAITED_SCOPE_KEY] = True
+            return _replay(message, receive)
+        body = _renderer.render(approval_as_dict(waiters.approval_from_row(row)))
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 200,
+                "headers": [*headers, (b"content-length", str(len(body)).encode())],
+            }
+        )
+        await send({"type": "http.response.body", "body": body})
+        return None
+    finally:
+        hub.leave(waiter)
+        slots.give_back(token.pk)
+
+
+def _worth_waiting(row: tuple, seconds: float) -> bool:
+    """Pending past the end of the wait, and one approval decides it (a quorum's votes are another read)."""
+    expires_at = waiters.row_value(row, "expires_at")
+    return (
+        waiters.row_value(row, "status") == Status.PENDING
+        and waiters.row_value(row, "approvals_required") == 1
+        and expires_at - timezone.now() > timedelta(seconds=seconds) + EXPIRY_MARGIN
+    )
 
 
 # The long-poll handler's URLconf (hitl_portal/handlers.py): this one path, the same name as the sync one.

@@ -64,37 +64,47 @@ class TooManyWaits(APIException):
 
 
 class WaitSlots:
-    """The waits this process holds, in all and per token: the cap, and the `hitl_waiting_engines` figure.
+    """The waits this process holds, in all and per key: the cap, and the `hitl_waiting_engines` figure.
 
-    Per process, not per deployment: counting across processes would cost a database round trip
-    per wait, so a key may hold up to HITL_MAX_WAITS_PER_KEY × (server processes) waits in all.
+    A wait counts against its token (an engine key or a person's token) or, for a browser session,
+    against its user: HITL_MAX_WAITS_PER_KEY each. Per process, not per deployment: counting across
+    processes would cost a database round trip per wait, so a key may hold up to
+    HITL_MAX_WAITS_PER_KEY × (server processes) waits in all.
     """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()  # WSGI threads and the ASGI event loop alike
-        self._per_token: Counter[int] = Counter()
+        self._per_key: Counter[tuple[str, int]] = Counter()
         self.total = 0
 
-    def take(self, token_id: int | None) -> None:
-        """Count one wait more, or raise TooManyWaits. A session (no token) is counted, never capped."""
+    @staticmethod
+    def _key(token_id: int | None, user_id: int | None) -> tuple[str, int] | None:
+        if token_id is not None:
+            return ("token", token_id)
+        return ("user", user_id) if user_id is not None else None
+
+    def take(self, token_id: int | None, user_id: int | None = None) -> None:
+        """Count one wait more for this token (else this session's user), or raise TooManyWaits."""
         limit = settings.HITL_MAX_WAITS_PER_KEY
+        key = self._key(token_id, user_id)
         with self._lock:
-            if token_id is not None:
-                if self._per_token[token_id] >= limit:
+            if key is not None:
+                if self._per_key[key] >= limit:
                     raise TooManyWaits(limit)
-                self._per_token[token_id] += 1
+                self._per_key[key] += 1
             self.total += 1
 
-    def give_back(self, token_id: int | None) -> None:
+    def give_back(self, token_id: int | None, user_id: int | None = None) -> None:
+        key = self._key(token_id, user_id)
         with self._lock:
-            if token_id is not None:
-                self._per_token[token_id] -= 1
-                if not self._per_token[token_id]:
-                    del self._per_token[token_id]
+            if key is not None:
+                self._per_key[key] -= 1
+                if not self._per_key[key]:
+                    del self._per_key[key]
             self.total -= 1
 
     def held_by(self, token_id: int) -> int:
-        return self._per_token[token_id]
+        return self._per_key[("token", token_id)]
 
 
 slots = WaitSlots()
@@ -106,23 +116,35 @@ def waiting_count() -> int:
 
 
 def approval_wait(
-    *, load: Callable[[], ApprovalRequest], approval: ApprovalRequest, seconds: float, token_id: int | None = None
+    *,
+    load: Callable[[], ApprovalRequest],
+    approval: ApprovalRequest,
+    seconds: float,
+    token_id: int | None = None,
+    user_id: int | None = None,
 ) -> ApprovalRequest:
     """Return the request as soon as it is no longer pending, or after `seconds` with it still pending.
 
     `load()` re-reads the request (scoped to the caller's workspace, config loaded). This thread
-    waits: the WSGI servers' way. Raises TooManyWaits when the key holds its cap already.
+    waits: the WSGI servers' way, and a browser session's under the ASGI server (there it waits on
+    the process's LISTEN hub, holding no database connection). Raises TooManyWaits when the token
+    (or, without one, the session's user) holds its cap already.
     """
     if seconds <= 0 or not is_waiting(approval):
         return approval
-    slots.take(token_id)
+    slots.take(token_id, user_id)
     try:
         deadline = time.monotonic() + seconds
         if connection.vendor == "postgresql" and not connection.in_atomic_block:
+            waited = _wait_on_server_hub(
+                load=load, approval=approval, deadline=deadline, token_id=token_id, user_id=user_id
+            )
+            if waited is not None:
+                return waited
             return _wait_notified(load=load, approval=approval, deadline=deadline)
         return _wait_polling(load=load, approval=approval, deadline=deadline)
     finally:
-        slots.give_back(token_id)
+        slots.give_back(token_id, user_id)
 
 
 def is_waiting(approval: ApprovalRequest) -> bool:
@@ -144,6 +166,34 @@ def _wait_polling(*, load, approval: ApprovalRequest, deadline: float) -> Approv
         time.sleep(min(POLL_INTERVAL, remaining))
         approval = load()
     return approval
+
+
+def _wait_on_server_hub(
+    *, load, approval: ApprovalRequest, deadline: float, token_id: int | None, user_id: int | None
+) -> ApprovalRequest | None:
+    """Under the ASGI server, a sync view's wait (a browser session's) on the event loop's hub; None elsewhere.
+
+    Its pooled connection goes back first: the pool is a handful of connections per process, and a
+    LISTEN held on one for 30 s per waiting reviewer would soon leave the pages none.
+    """
+    from .waiters import wait_from_thread
+
+    if not _server_hub_reachable():
+        return None
+    connection.close()  # pooled (settings.pooled_under_asgi): back to the pool; load() takes one again
+    wait_from_thread(
+        public_id=approval.public_id,
+        token_id=token_id,
+        user_id=user_id,
+        seconds=_remaining(approval, deadline),
+    )
+    return load()
+
+
+def _server_hub_reachable() -> bool:
+    from .waiters import server_loop
+
+    return server_loop() is not None and bool(settings.DATABASES["default"].get("OPTIONS", {}).get("pool"))
 
 
 def _wait_notified(*, load, approval: ApprovalRequest, deadline: float) -> ApprovalRequest:

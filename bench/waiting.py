@@ -70,20 +70,39 @@ class Server:
         )
         wait_until_answering(self.process, name=name, log=self.log.name, port=PORT)
 
-    def rss_mib(self) -> float:
-        """Resident memory of the server's whole process group (master and workers)."""
-        total = 0
+    def _group(self) -> list[str]:
+        """The pids of the server's whole process group (master and workers)."""
+        pids = []
         for pid in os.listdir("/proc"):
-            if not pid.isdigit():
-                continue
             try:
-                if os.getpgid(int(pid)) != self.process.pid:
-                    continue
+                if pid.isdigit() and os.getpgid(int(pid)) == self.process.pid:
+                    pids.append(pid)
+            except OSError:
+                continue
+        return pids
+
+    def rss_mib(self) -> float:
+        """Resident memory of the server's whole process group."""
+        total = 0
+        for pid in self._group():
+            try:
                 with open(f"/proc/{pid}/statm") as statm:
                     total += int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
             except (OSError, ValueError):
                 continue
         return total / 2**20
+
+    def cpu_s(self) -> float:
+        """CPU time (user + system) the server's processes have used so far: what the waits cost it."""
+        total = 0
+        for pid in self._group():
+            try:
+                with open(f"/proc/{pid}/stat") as stat:
+                    fields = stat.read().rsplit(")", 1)[1].split()
+                total += int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15 of stat)
+            except (OSError, ValueError, IndexError):
+                continue
+        return total / os.sysconf("SC_CLK_TCK")
 
     def stop(self) -> None:
         if self.process.poll() is None:
@@ -276,6 +295,7 @@ class Bench:
         return {"requests": by_name.get(APP_NAME, 0), "waiters": by_name.get("hitl-waiting", 0)}
 
     def level(self, server: Server, waiters: int, hold_s: float) -> dict:
+        cpu_before = server.cpu_s()
         load = subprocess.Popen(
             [sys.executable, "-m", "bench.waitload", "--port", str(PORT), "--waiters", str(waiters)]
             + ["--tokens-file", str(RESULTS / "waiting-tokens.txt"), "--ids-file", str(RESULTS / "waiting-ids.txt")]
@@ -287,6 +307,8 @@ class Bench:
         try:
             ready_line = load.stdout.readline().strip()
             figures: dict = {"ready": ready_line, "settle_s": self.settle()}
+            # Server CPU per wait taken in (the ramp: each wait's first read), in ms.
+            figures["ramp_cpu_ms_per_wait"] = (server.cpu_s() - cpu_before) * 1000 / waiters
             figures.update(connections=self.connections_held(), rss_mib=server.rss_mib())
             figures["reviewer_api"] = self.reviewer_latencies(
                 "/api/v1/approvals?status=pending", {"Authorization": f"Bearer {self.reviewer_token}"}, 40
@@ -316,8 +338,8 @@ def summarise(results: dict) -> str:
     lines = [
         "| server | waiters | reviewer API p50/p95 | Approvals tab p50/p95 | decision → engine p50/max |"
         " DB conns (requests + waiters) |"
-        " RSS | long-poll answers (errors) |",
-        "|---|---:|---:|---:|---:|---:|---:|---|",
+        " RSS | ramp: s, server CPU per wait | long-poll answers (errors) |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
 
     def pair(figure: dict, a: str, b: str) -> str:
@@ -329,7 +351,7 @@ def summarise(results: dict) -> str:
     for name, levels in results["servers"].items():
         for waiters, f in levels.items():
             if "error" in f:
-                lines.append(f"| {name} | {int(waiters):,} | {f['error']} | | | | | |")
+                lines.append(f"| {name} | {int(waiters):,} | {f['error']} | | | | | | |")
                 continue
             answers = ", ".join(f"{k}: {v:,}" for k, v in f["load"]["answers"].items()) or "none"
             errors = sum(f["load"]["errors"].values())
@@ -337,6 +359,7 @@ def summarise(results: dict) -> str:
                 f"| {name} | {int(waiters):,} | {pair(f['reviewer_api'], 'p50_ms', 'p95_ms')} |"
                 f" {pair(f['approvals_tab'], 'p50_ms', 'p95_ms')} | {pair(f['decision'], 'p50_ms', 'max_ms')} |"
                 f" {_conns(f['connections'], f['connections_after'])} | {f['rss_mib']:,.0f} MiB |"
+                f" {f['load']['ramp_s']:.1f} s, {f.get('ramp_cpu_ms_per_wait', 0):.2f} ms |"
                 f" {answers} ({errors:,}) |"
             )
     return "\n".join(lines)

@@ -2,10 +2,11 @@
 
 - A Bearer-token API call (engines, scripts) uses none of sessions, messages, CSRF, auth
   middleware, clickjacking headers, htmx or static files: it goes through API_MIDDLEWARE alone.
-- A long-poll (`GET /api/v1/approvals/<apr>?wait=…` with a Bearer token, ASGI only) goes through
-  LONG_POLL_MIDDLEWARE (all async: a sync middleware would pin a thread for the whole wait) to the
-  async view in approvals/api_wait.py, without Django's per-request thread (ThreadSensitiveContext):
-  10,000 waits must not be 10,000 threads.
+- A long-poll (`GET /api/v1/approvals/<apr>?wait=…` with a Bearer token, ASGI only) is first
+  offered to the fast lane (approvals/api_wait.py: a cached engine key waiting again, no Django
+  at all), else goes through LONG_POLL_MIDDLEWARE (all async: a sync middleware would pin a
+  thread for the whole wait) to the async view in approvals/api_wait.py, without Django's
+  per-request thread (ThreadSensitiveContext): 10,000 waits must not be 10,000 threads.
 - Everything else (pages, the browser's session calls to the API) gets the full MIDDLEWARE.
 """
 
@@ -46,6 +47,12 @@ class LongPollASGIHandler(_OwnMiddleware, ASGIHandler):
     middleware_setting = "LONG_POLL_MIDDLEWARE"
 
     async def __call__(self, scope, receive, send) -> None:
+        from approvals.api_wait import fast_long_poll
+
+        # Most long-polls are an engine asking again about the same request: answered without Django.
+        receive = await fast_long_poll(scope, receive, send)
+        if receive is None:
+            return
         # Django's ASGIHandler opens a ThreadSensitiveContext here, which gives every request a thread of
         # its own for as long as it lasts. Our view hands its sync work to the shared executor instead.
         await self.handle(scope, receive, send)
@@ -89,12 +96,13 @@ class PortalASGI:
         await self.full(scope, receive, send)
 
     async def _lifespan(self, receive, send) -> None:
-        from approvals.waiters import close_hubs, hub
+        from approvals.waiters import close_hubs, hub, serve_sync_waits
 
         while True:
             message = await receive()
             if message["type"] == "lifespan.startup":
                 hub()  # LISTEN from the start: the engine key cache (workspaces/authentication.py) needs it
+                serve_sync_waits()  # a browser session's wait (a sync view) waits on it too
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
                 await close_hubs()

@@ -80,7 +80,7 @@ class AsgiServer:
             try:
                 if requests.get(self.url + "/login/", timeout=5).status_code == 200:
                     return self
-            except requests.ConnectionError:
+            except (requests.ConnectionError, requests.Timeout):  # not up yet, or slow to start on a busy machine
                 time.sleep(0.1)
         self.__exit__()
         raise RuntimeError("the ASGI server did not answer within 30 s")

@@ -6,7 +6,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import psycopg
 import pytest
+import requests
 from django.contrib.auth import get_user_model
+from django.test import Client
 
 from approvals.waiters import APPLICATION_NAME
 from workspaces.models import ApiToken
@@ -179,3 +181,41 @@ def test_a_long_poll_with_a_nul_byte_is_refused_not_an_error(engine, support):
     assert engine.get(f"/api/v1/approvals/{apr}%00?wait=1").status_code == 404
     refused = engine.get(f"/api/v1/approvals/{apr}?wait=1%00")
     assert refused.status_code == 400 and error_of(refused)["code"] == "bad_request"
+
+
+def session_of(user) -> dict:
+    """A logged-in browser session's cookie for `user`, made as django.contrib.auth makes one."""
+    browser = Client()
+    browser.force_login(user)
+    return {"Cookie": f"sessionid={browser.cookies['sessionid'].value}"}
+
+
+def test_a_browser_sessions_waits_are_capped_per_person_and_hold_no_database_connection(acme, alice, bob, support):
+    # A pool of two connections per process: two sessions waiting on them would leave the others none.
+    with AsgiServer(HITL_MAX_WAITS_PER_KEY=str(CAP), HITL_DB_POOL_SIZE="2") as server:
+        engine = Api(server.url, make_token(acme, engine="support-engine"))
+        ids = register(engine, support, CAP + 1)
+        bob_browser, alice_browser = session_of(bob), session_of(alice)
+
+        def session_get(headers: dict, path: str) -> requests.Response:
+            return requests.get(server.url + path, headers=headers, timeout=40)
+
+        with ThreadPoolExecutor(2 * CAP) as pool:
+            waits = [
+                pool.submit(session_get, browser, f"/api/v1/approvals/{apr}?wait=20")
+                for browser in (bob_browser, alice_browser)
+                for apr in ids[:CAP]
+            ]
+            time.sleep(1.5)
+            refused = session_get(bob_browser, f"/api/v1/approvals/{ids[CAP]}?wait=5")
+            assert refused.status_code == 429 and error_of(refused)["code"] == "too_many_waits"
+            assert int(refused.headers["Retry-After"]) > 0
+            # Four sessions waiting, yet the process's two pooled connections serve others at once.
+            status, seconds, _ = timed_get(engine, f"/api/v1/approvals/{ids[CAP]}")
+            assert status == 200 and seconds < 2
+            decided_at = time.monotonic()
+            for apr in ids[:CAP]:
+                decide(apr, alice, "approve")
+            answers = [wait.result(timeout=30).json()["status"] for wait in waits]
+        assert answers == ["approved"] * (2 * CAP)
+        assert time.monotonic() - decided_at < 5  # heard at once, not at the end of the 20 s
