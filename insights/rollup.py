@@ -40,27 +40,23 @@ BUCKET_RATIO = 1.05
 
 TABLE = ApprovalRequest._meta.db_table
 
-# The requests of one workspace that resolved in [start, end). Decided rows through the history's
-# partial index (a request resolves at most APPROVAL_TTL_SECONDS after it was registered, which
-# bounds the scan); overdue pending ones through apr_overdue. Pending requests still waiting (most
-# of a busy day's rows) are never read.
+# The requests of one workspace that resolved in [start, end): decided or swept ones (the sweep sets
+# decided_at to the deadline) through apr_resolved, overdue pending ones through apr_overdue. Both
+# read only the rows resolved in the range: rolling up an hour, or the current hour live, costs an
+# hour's traffic whatever the size of the table.
 RESOLVED_SQL = f"""
-    SELECT CASE WHEN status IN ('approved', 'rejected') THEN decided_at ELSE expires_at END AS resolved_at,
-           status AS outcome, config_id, rule_id,
+    SELECT decided_at AS resolved_at, status AS outcome, config_id, rule_id,
            CASE WHEN status IN ('approved', 'rejected') THEN decided_by_email ELSE '' END AS reviewer,
            CASE WHEN status IN ('approved', 'rejected')
                 THEN greatest(extract(epoch FROM decided_at - created_at)::float8, 0) END AS secs,
            status = 'approved' AND execution_status = 'failed' AS failed
     FROM {TABLE}
-    WHERE workspace_id = %(workspace)s AND created_at >= %(born)s
-      AND status IN ('approved', 'rejected', 'expired')
-      AND CASE WHEN status IN ('approved', 'rejected') THEN decided_at ELSE expires_at END >= %(start)s
-      AND CASE WHEN status IN ('approved', 'rejected') THEN decided_at ELSE expires_at END < %(end)s
+    WHERE workspace_id = %(workspace)s AND status IN ('approved', 'rejected', 'expired')
+      AND decided_at >= %(start)s AND decided_at < %(end)s
     UNION ALL
     SELECT expires_at, 'expired', config_id, rule_id, '', NULL, false
     FROM {TABLE}
-    WHERE workspace_id = %(workspace)s AND status = 'pending' AND created_at >= %(born)s
-      AND expires_at >= %(start)s AND expires_at < %(end)s
+    WHERE workspace_id = %(workspace)s AND status = 'pending' AND expires_at >= %(start)s AND expires_at < %(end)s
 """
 
 BUCKET_SQL = (
@@ -101,8 +97,8 @@ FROM (
     SELECT date_trunc('hour', decided_at, 'UTC') AS hour, config_id, rule_id, decided_by_email AS reviewer,
            count(*) FILTER (WHERE execution_status = 'failed') AS failed
     FROM {TABLE}
-    WHERE workspace_id = %(workspace)s AND created_at >= %(born)s AND status = 'approved'
-      AND decided_at >= %(start)s AND decided_at < %(end)s
+    WHERE workspace_id = %(workspace)s AND status IN ('approved', 'rejected', 'expired')
+      AND decided_at >= %(start)s AND decided_at < %(end)s AND status = 'approved'
     GROUP BY 1, 2, 3, 4
 ) AS f
 WHERE h.workspace_id = %(workspace)s AND h.hour >= %(start)s AND h.outcome = 'approved' AND h.hour = f.hour
@@ -130,7 +126,7 @@ def closed_until(now: datetime) -> datetime:
 
 
 def resolved_params(*, workspace_id: int, start: datetime, end: datetime) -> dict:
-    return {"workspace": workspace_id, "start": start, "end": end, "born": start - lifetime()}
+    return {"workspace": workspace_id, "start": start, "end": end}
 
 
 def bucket_of(seconds: float) -> int:

@@ -339,3 +339,18 @@ def test_an_admin_sees_how_notifications_are_delivered(client, alice, bob, acme)
 def test_no_deliveries_say_so(client, alice, acme):
     client.force_login(alice)
     assert "No notifications were sent in these 30 days." in client.get(PAGE).content.decode()
+
+
+def test_a_long_queue_is_counted_up_to_a_bound(client, alice, history, monkeypatch):
+    """Counting 100,000 waiting requests would cost more than the rest of the page: past the bound it says so."""
+    from insights import selectors
+
+    monkeypatch.setattr(selectors, "PENDING_COUNTED", 3)
+    client.force_login(alice)
+    tile = client.get(PAGE).content.decode().split('id="tile-pending"')[1][:400]
+    assert '<div class="figure">2</div>' in tile  # within the bound: exact
+
+    make_approval(history[0], created_at=timezone.now() - timedelta(minutes=1))
+    make_approval(history[0], created_at=timezone.now() - timedelta(minutes=1))
+    tile = client.get(PAGE).content.decode().split('id="tile-pending"')[1][:400]
+    assert '<div class="figure">more than 3</div>' in tile and "oldest waiting 2.0 h" in tile
