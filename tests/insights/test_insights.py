@@ -354,3 +354,17 @@ def test_a_long_queue_is_counted_up_to_a_bound(client, alice, history, monkeypat
     make_approval(history[0], created_at=timezone.now() - timedelta(minutes=1))
     tile = client.get(PAGE).content.decode().split('id="tile-pending"')[1][:400]
     assert '<div class="figure">more than 3</div>' in tile and "oldest waiting 2.0 h" in tile
+
+
+def test_the_schedule_rolls_up_each_paying_workspace(acme, busy):
+    from django_q.models import Schedule
+
+    from insights.tasks import roll_up_all
+    from tests.helpers import make_workspace
+
+    make_workspace("hobby", plan="free")
+    schedule = Schedule.objects.get(func="insights.tasks.roll_up_all")
+    assert (schedule.schedule_type, schedule.minutes, schedule.repeats) == (Schedule.MINUTES, 5, -1)
+    assert roll_up_all() == 1  # acme; the free workspace has no insights
+    assert RollupMark.objects.get(workspace=acme).rolled_up_to == rollup.closed_until(timezone.now())
+    assert HourlyRollup.objects.filter(workspace=acme).exists()
