@@ -27,6 +27,25 @@ class HourlyRollup(models.Model):
         indexes = [models.Index(fields=["workspace", "hour"], name="rollup_hour")]
 
 
+class DayRollup(models.Model):
+    """A closed UTC day's HourlyRollup rows summed (when its last hour is rolled up): the page reads
+    30 days as ≤ 29 days of these and today's hours, not 720 hours of rows."""
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="+", db_index=False)
+    day = models.DateField()
+    outcome = models.CharField(max_length=16)
+    config_id = models.BigIntegerField()
+    rule_id = models.CharField(max_length=24, blank=True)
+    reviewer = models.CharField(max_length=254, blank=True)
+    count = models.PositiveIntegerField()
+    fast = models.PositiveIntegerField()
+    failed = models.PositiveIntegerField()
+    seconds = models.FloatField()
+
+    class Meta:
+        indexes = [models.Index(fields=["workspace", "day"], name="dayrollup_day")]
+
+
 class HourlyTimes(models.Model):
     """A histogram of one closed hour's times to decision, per reviewer, in fixed logarithmic buckets.
 

@@ -6,7 +6,8 @@ hour in which requests resolved is final once it is over (plus GRACE for a decis
 to commit). `roll_up` aggregates every closed hour not yet rolled up, in one transaction under the
 workspace's RollupMark row, into:
 
-- HourlyRollup: counts, rubber stamps, failures and summed times by outcome, config, rule, reviewer;
+- HourlyRollup: counts, rubber stamps, failures and summed times by outcome, config, rule, reviewer
+  (and DayRollup: a closed day's hours summed, so the page reads one row per day, not 24);
 - HourlyTimes: a histogram of times to decision per reviewer (fixed logarithmic buckets);
 - DailyPercentiles: each day's exact p50 / p90 (percentile_cont over its requests), once the day closes.
 
@@ -27,7 +28,7 @@ from django.db import connection, transaction
 
 from approvals.models import ApprovalRequest
 
-from .models import DailyPercentiles, HourlyRollup, HourlyTimes, RollupMark
+from .models import DailyPercentiles, DayRollup, HourlyRollup, HourlyTimes, RollupMark
 
 WINDOW_DAYS = 30
 RUBBER_STAMP_SECONDS = 5
@@ -88,6 +89,30 @@ SELECT %(workspace)s, (resolved_at AT TIME ZONE 'UTC')::date, GROUPING(reviewer)
 FROM ({RESOLVED_SQL}) AS resolved
 WHERE secs IS NOT NULL
 GROUP BY GROUPING SETS ((2, reviewer), (2))
+"""
+
+# A closed day's hours, summed: the page reads one row per key and day instead of 24.
+_DAYS_SQL = f"""
+INSERT INTO {DayRollup._meta.db_table}
+    (workspace_id, day, outcome, config_id, rule_id, reviewer, count, fast, failed, seconds)
+SELECT workspace_id, (hour AT TIME ZONE 'UTC')::date, outcome, config_id, rule_id, reviewer,
+       sum(count), sum(fast), sum(failed), sum(seconds)
+FROM {HourlyRollup._meta.db_table}
+WHERE workspace_id = %(workspace)s AND hour >= %(start)s AND hour < %(end)s
+GROUP BY 1, 2, 3, 4, 5, 6
+"""
+
+# After a recount of failures: the closed days it touched, brought into line with their hours.
+_DAY_FAILURES_SQL = f"""
+UPDATE {DayRollup._meta.db_table} AS d SET failed = h.failed
+FROM (
+    SELECT (hour AT TIME ZONE 'UTC')::date AS day, outcome, config_id, rule_id, reviewer, sum(failed) AS failed
+    FROM {HourlyRollup._meta.db_table}
+    WHERE workspace_id = %(workspace)s AND outcome = 'approved' AND hour >= %(start)s AND hour < %(end)s
+    GROUP BY 1, 2, 3, 4, 5
+) AS h
+WHERE d.workspace_id = %(workspace)s AND d.day >= %(start)s::date AND d.outcome = 'approved' AND d.day = h.day
+  AND d.config_id = h.config_id AND d.rule_id = h.rule_id AND d.reviewer = h.reviewer AND d.failed <> h.failed
 """
 
 # The failures the engines reported since: each closed hour of the last day, recounted.
@@ -191,12 +216,18 @@ def roll_up(*, workspace_id: int, now: datetime) -> datetime:
         days_from = start.astimezone(UTC).date()
         days_to = closed.date()  # exclusive: the day `closed` falls in is still open
         if days_from < days_to:
-            cursor.execute(
-                _PERCENTILES_SQL,
-                resolved_params(workspace_id=workspace_id, start=midnight(days_from), end=midnight(days_to)),
-            )
+            days = resolved_params(workspace_id=workspace_id, start=midnight(days_from), end=midnight(days_to))
+            cursor.execute(_PERCENTILES_SQL, days)
+            cursor.execute(_DAYS_SQL, days)
         recount_from = max(first, closed - FAILURE_HORIZON)
         cursor.execute(_FAILURES_SQL, resolved_params(workspace_id=workspace_id, start=recount_from, end=closed))
+        # The closed days among the recounted hours (the day of recount_from up to the open day).
+        recounted_days = midnight(recount_from.astimezone(UTC).date())
+        if recounted_days < midnight(days_to):
+            cursor.execute(
+                _DAY_FAILURES_SQL,
+                resolved_params(workspace_id=workspace_id, start=recounted_days, end=midnight(days_to)),
+            )
         cursor.execute(
             f"UPDATE {RollupMark._meta.db_table} SET rolled_up_to = %s WHERE workspace_id = %s", [closed, workspace_id]
         )
@@ -206,5 +237,6 @@ def roll_up(*, workspace_id: int, now: datetime) -> datetime:
 def forget_before(*, workspace_id: int, before: datetime) -> None:
     """Drop the rollups older than the window (nothing reads them)."""
     HourlyRollup.objects.filter(workspace_id=workspace_id, hour__lt=before).delete()
+    DayRollup.objects.filter(workspace_id=workspace_id, day__lt=before.date()).delete()
     HourlyTimes.objects.filter(workspace_id=workspace_id, hour__lt=before).delete()
     DailyPercentiles.objects.filter(workspace_id=workspace_id, day__lt=before.date()).delete()

@@ -25,7 +25,7 @@ from rules.models import Config
 from workspaces.models import Workspace
 
 from . import rollup
-from .models import DailyPercentiles, HourlyRollup, HourlyTimes
+from .models import DailyPercentiles, DayRollup, HourlyRollup, HourlyTimes
 from .rollup import RUBBER_STAMP_SECONDS, WINDOW_DAYS, histogram_percentile, midnight
 
 __all__ = ["RUBBER_STAMP_SECONDS", "WINDOW_DAYS", "Insights", "DeliveryHealth", "insights_for", "delivery_health"]
@@ -49,12 +49,19 @@ class Facts:
 
 # --- PostgreSQL: rollups of closed hours + the current hour live --------------------------------
 
+# The closed days (before the mark's day) from DayRollup, the open day's closed hours from HourlyRollup.
 _ROLLED_UP_SQL = f"""
-SELECT (hour AT TIME ZONE 'UTC')::date, outcome, config_id, rule_id, reviewer,
-       sum(count), sum(fast), sum(failed), sum(seconds)
-FROM {HourlyRollup._meta.db_table}
-WHERE workspace_id = %(workspace)s AND hour >= %(first)s AND hour < %(mark)s
-  AND (%(reviewer)s::text IS NULL OR reviewer = %(reviewer)s::text)
+SELECT day, outcome, config_id, rule_id, reviewer, sum(count), sum(fast), sum(failed), sum(seconds)
+FROM (
+    SELECT day, outcome, config_id, rule_id, reviewer, count, fast, failed, seconds
+    FROM {DayRollup._meta.db_table}
+    WHERE workspace_id = %(workspace)s AND day >= %(first)s::date AND day < %(open)s::date
+    UNION ALL
+    SELECT (hour AT TIME ZONE 'UTC')::date, outcome, config_id, rule_id, reviewer, count, fast, failed, seconds
+    FROM {HourlyRollup._meta.db_table}
+    WHERE workspace_id = %(workspace)s AND hour >= %(open)s AND hour < %(mark)s
+) AS rolled_up
+WHERE %(reviewer)s::text IS NULL OR reviewer = %(reviewer)s::text
 GROUP BY 1, 2, 3, 4, 5
 """
 
@@ -84,7 +91,10 @@ def _facts_from_rollups(*, workspace_id: int, reviewer: str | None, now: datetim
     rows: list[dict] = []
     histograms: dict[date, dict[int, int]] = defaultdict(lambda: defaultdict(int))
     with connection.cursor() as cursor:
-        cursor.execute(_ROLLED_UP_SQL, {"workspace": workspace_id, "first": first, "mark": mark, "reviewer": reviewer})
+        # Every day before the mark's is closed, and in DayRollup (rollup.roll_up).
+        open_from = midnight(mark.astimezone(UTC).date())
+        params = {"workspace": workspace_id, "first": first, "open": open_from, "mark": mark, "reviewer": reviewer}
+        cursor.execute(_ROLLED_UP_SQL, params)
         rows += [dict(zip(ROW_FIELDS, row, strict=True)) for row in cursor.fetchall()]
         live = rollup.resolved_params(workspace_id=workspace_id, start=mark, end=now)
         cursor.execute(_LIVE_SQL, {**live, "reviewer": reviewer})

@@ -10,7 +10,7 @@ from django.utils import timezone
 from approvals.services import approval_report_outcome
 from contacts.models import Delivery
 from insights import rollup
-from insights.models import DailyPercentiles, HourlyRollup, HourlyTimes, RollupMark
+from insights.models import DailyPercentiles, DayRollup, HourlyRollup, HourlyTimes, RollupMark
 from insights.selectors import _facts_from_rollups, facts_directly
 from tests.factories import make_approval
 from tests.helpers import make_config, make_member
@@ -220,6 +220,7 @@ def _snapshot(workspace) -> list:
         for model, fields in (
             (HourlyRollup, ("hour", "outcome", "config_id", "rule_id", "reviewer", "count", "fast", "failed")),
             (HourlyTimes, ("hour", "reviewer", "bucket", "count")),
+            (DayRollup, ("day", "outcome", "config_id", "rule_id", "reviewer", "count", "fast", "failed")),
             (DailyPercentiles, ("day", "everyone", "reviewer", "decisions", "p50", "p90")),
         )
     ]
@@ -253,6 +254,24 @@ def test_a_failure_reported_after_its_hour_was_rolled_up_is_counted(acme, bob):
     approval_report_outcome(approval=approval, status="failed", detail="HTTP 500")
     rollup.roll_up(workspace_id=acme.pk, now=now + timedelta(hours=1))
     assert HourlyRollup.objects.get(workspace=acme, outcome="approved").failed == 1
+
+
+def test_a_late_failure_reaches_a_day_already_closed(acme, bob):
+    """Approved at 23:30, the day closes at midnight, the failure is reported after: the closed day counts it."""
+    support = make_config(acme, "Support agent")
+    at = rollup.midnight(timezone.now().astimezone(UTC).date()) + timedelta(hours=1, minutes=30)  # 01:30 today
+    approval = decided(support, created=at - timedelta(hours=2, minutes=1), status="approved", seconds=60)
+    rollup.roll_up(workspace_id=acme.pk, now=at)
+    assert DayRollup.objects.get(workspace=acme, outcome="approved").failed == 0
+
+    approval_report_outcome(approval=approval, status="failed", detail="HTTP 500")
+    later = at + timedelta(hours=1)
+    rollup.roll_up(workspace_id=acme.pk, now=later)
+    assert DayRollup.objects.get(workspace=acme, outcome="approved").failed == 1
+    _assert_same_numbers(
+        _facts_from_rollups(workspace_id=acme.pk, reviewer=None, now=later),
+        facts_directly(workspace_id=acme.pk, reviewer=None, now=later),
+    )
 
 
 def test_the_page_runs_the_same_queries_however_much_history_there_is(client, alice, history):
