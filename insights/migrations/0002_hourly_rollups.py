@@ -21,10 +21,6 @@ class Migration(migrations.Migration):
                 ('rolled_up_to', models.DateTimeField()),
             ],
         ),
-        migrations.RemoveField(
-            model_name='rolledupday',
-            name='workspace',
-        ),
         migrations.CreateModel(
             name='DailyPercentiles',
             fields=[
