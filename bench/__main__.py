@@ -39,6 +39,8 @@ def main() -> None:
     args = parse_args()
     if args.section == "audit":  # its own run: it restarts the server with the audit log on and off
         return audit.run(quick=args.quick, rounds=args.rounds, duration=args.duration)
+    if args.section == "insights":  # the insights page alone (part of the audit section)
+        return audit.run_insights(quick=args.quick)
     url = os.environ.get("BENCH_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/hitl_bench")
     if args.waiting:  # its own run: servers side by side, thousands of waits (bench/waiting.py)
         from bench.waiting import run_waiting
@@ -78,7 +80,12 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--duration", type=float, default=None, help="seconds per load run (default 5, quick 2)")
     parser.add_argument("--profile", action="store_true", help="pyinstrument the pages and the sweep")
     parser.add_argument("--rounds", type=int, default=None, help="floor/portal pairs per figure (default 5, quick 1)")
-    parser.add_argument("--section", choices=["all", "audit"], default="all", help="audit: bench/audit.py alone")
+    parser.add_argument(
+        "--section",
+        choices=["all", "audit", "insights"],
+        default="all",
+        help="audit: bench/audit.py alone; insights: its insights page only",
+    )
     parser.add_argument("--waiting", action="store_true", help="only the waiting-engines section (bench/waiting.py)")
     parser.add_argument("--servers", default="gthread,gunicorn+uvicorn", help="--waiting: servers to compare")
     parser.add_argument("--levels", default=[100, 1000, 3000, 10000], type=lambda v: [int(x) for x in v.split(",")])

@@ -23,6 +23,11 @@ def duration(seconds: float | None) -> str:
     return f"{seconds / 3600:.1f} h"
 
 
+def about(approximate: bool) -> str:
+    """The mark of a figure read from a histogram (within ±2.5 %)."""
+    return "≈" if approximate else ""
+
+
 def _svg(body: list[str], label: str, height: int = HEIGHT) -> SafeString:
     return mark_safe(
         f'<svg class="chart" viewBox="0 0 {WIDTH} {height}" role="img" aria-label="{escape(label)}" '
@@ -63,8 +68,8 @@ def outcomes_per_day(days: list[date], per_day: dict) -> SafeString:
     return _svg(body, "Approved, rejected and expired requests per day")
 
 
-def decision_times(days: list[date], p50: dict, p90: dict) -> SafeString:
-    """Lines: median and 90th percentile time to decision, per day."""
+def decision_times(days: list[date], p50: dict, p90: dict, approximate: set | frozenset = frozenset()) -> SafeString:
+    """Lines: median and 90th percentile time to decision, per day (≈ on a day read from a histogram)."""
     plot_h = HEIGHT - TOP - BOTTOM
     peak = max((v for v in list(p50.values()) + list(p90.values()) if v is not None), default=0) or 1
     step = (WIDTH - LEFT) / len(days)
@@ -81,7 +86,8 @@ def decision_times(days: list[date], p50: dict, p90: dict) -> SafeString:
         for x, y, day, value in points:
             body.append(
                 f'<circle cx="{x:.1f}" cy="{y:.1f}" r="3" fill="{COLOURS[name]}">'
-                f"<title>{escape(f'{day:%a %d %b} {name}: {duration(value)}')}</title></circle>"
+                f"<title>{escape(f'{day:%a %d %b} {name}: {about(day in approximate)}{duration(value)}')}"
+                "</title></circle>"
             )
     return _svg(body, "Time to decision per day, median and 90th percentile")
 
@@ -110,3 +116,29 @@ def breakdown_bars(rows: list) -> SafeString:
                 x += w
         body.append(f'<text x="{x + 4:.1f}" y="{y + 15}" font-size="11" fill="#555">{row.total:,}</text></g>')
     return _svg(body, "Requests by outcome", height=height)
+
+
+def delivery_bars(channels: list) -> SafeString:
+    """Horizontal stacked bars, one per channel: delivered, failed and pending deliveries."""
+    row_h, label_w = 22, 120
+    parts = (("delivered", COLOURS["approved"]), ("failed", COLOURS["rejected"]), ("pending", COLOURS["expired"]))
+    height = max(len(channels), 1) * row_h + 4
+    peak = max((h.delivered + h.failed + h.pending for h in channels), default=0) or 1
+    body = []
+    for index, health in enumerate(channels):
+        y = index * row_h + 2
+        body.append(
+            f'<text x="{label_w - 6}" y="{y + 15}" text-anchor="end" font-size="12" fill="#333">'
+            f"{escape(health.label)}</text>"
+        )
+        x = label_w
+        title = f"{health.label}: " + ", ".join(f"{getattr(health, name):,} {name}" for name, _ in parts)
+        body.append(f"<g><title>{escape(title)}</title>")
+        for name, colour in parts:
+            w = getattr(health, name) / peak * (WIDTH - label_w - 60)
+            if w:
+                body.append(f'<rect x="{x:.1f}" y="{y + 3}" width="{w:.1f}" height="{row_h - 6}" fill="{colour}"/>')
+                x += w
+        total = health.delivered + health.failed + health.pending
+        body.append(f'<text x="{x + 4:.1f}" y="{y + 15}" font-size="11" fill="#555">{total:,}</text></g>')
+    return _svg(body, "Deliveries per channel", height=height)

@@ -1,96 +1,151 @@
-"""The insights page's numbers: SQL aggregates over indexed rows, a bounded number of queries.
+"""The insights page's numbers: SQL aggregates over rollups, a fixed number of queries.
 
-Closed days (requests registered two or more UTC days ago: all decided or expired by now, and
-never changed again) are aggregated once into DailyRollup. Each page view then reads those rows,
-aggregates only the two open days live, and counts the pending queue: the cost follows the
-traffic of the last two days, not the size of the history.
+On PostgreSQL the page reads the rollups of closed hours (rollup.py) and aggregates live only
+the requests resolved since (the current hour), so its cost follows an hour's traffic, not the
+history's size. Requests are counted in the UTC day they resolved (decided, or reached their
+deadline). Each closed day's p50 / p90 are exact (percentile_cont, stored when the day closed);
+the days still open (today, and yesterday for its first minutes) and the "last 2 days" tile are
+read from histograms of decision times and are within ±2.5 % — the page marks them "≈".
+
+SQLite (a first run on a laptop) has no percentile_cont: the same figures are computed directly
+in Python from the requests, exact, without rollups. A test holds the two together.
 """
 
 from collections import defaultdict
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime, time, timedelta
+from datetime import UTC, date, datetime, timedelta
 
-from django.db import connection, transaction
+from django.db import connection
 from django.db.models import Count, Min
 from django.utils import timezone
 
 from approvals.models import ApprovalRequest, Status
+from contacts.models import Channel, Delivery, DeliveryStatus
 from rules.models import Config
 from workspaces.models import Workspace
 
-from .models import DailyRollup, Grain, RolledUpDay
+from . import rollup
+from .models import DailyPercentiles, DayRollup, HourlyRollup, HourlyTimes
+from .rollup import RUBBER_STAMP_SECONDS, WINDOW_DAYS, histogram_percentile, midnight
 
-WINDOW_DAYS = 30
-RUBBER_STAMP_SECONDS = 5
+__all__ = ["RUBBER_STAMP_SECONDS", "WINDOW_DAYS", "Insights", "DeliveryHealth", "insights_for", "delivery_health"]
+
 OUTCOMES = ("approved", "rejected", "expired")
+ROW_FIELDS = ("day", "outcome", "config_id", "rule_id", "reviewer", "count", "fast", "failed", "seconds")
+RECENT_FAILURES = 10
+PENDING_COUNTED = 1000
 
-ROW_FIELDS = (
-    "day",
-    "grain",
-    "outcome",
-    "config_id",
-    "rule_id",
-    "reviewer",
-    "count",
-    "fast",
-    "failed",
-    "seconds",
-    "p50",
-    "p90",
-)
 
-_AGGREGATE_SQL = f"""
-SELECT day, GROUPING(day, outcome, reviewer), coalesce(outcome, ''), config_id, coalesce(rule_id, ''),
-       coalesce(reviewer, ''), count(*), count(*) FILTER (WHERE secs < {RUBBER_STAMP_SECONDS}),
-       count(*) FILTER (WHERE failed), coalesce(sum(secs), 0),
-       percentile_cont(0.5) WITHIN GROUP (ORDER BY secs), percentile_cont(0.9) WITHIN GROUP (ORDER BY secs)
+@dataclass
+class Facts:
+    """What the page is drawn from, however it was computed."""
+
+    rows: list[dict]  # ROW_FIELDS: counts by day, outcome, config, rule and reviewer
+    percentiles: dict[date, tuple[float, float]]  # time to decision p50, p90 of each day with decisions
+    recent: tuple[float | None, float | None]  # p50, p90 over yesterday and today
+    approximate: set[date] = field(default_factory=set)  # days whose percentiles came from histograms
+    recent_approximate: bool = False
+
+
+# --- PostgreSQL: rollups of closed hours + the current hour live --------------------------------
+
+# The closed days (before the mark's day) from DayRollup, the open day's closed hours from HourlyRollup.
+_ROLLED_UP_SQL = f"""
+SELECT day, outcome, config_id, rule_id, reviewer, sum(count), sum(fast), sum(failed), sum(seconds)
 FROM (
-    SELECT (created_at AT TIME ZONE 'UTC')::date AS day,
-           CASE WHEN status = 'pending' THEN 'expired' ELSE status END AS outcome,
-           config_id, rule_id,
-           CASE WHEN status IN ('approved', 'rejected') THEN decided_by_email ELSE '' END AS reviewer,
-           CASE WHEN status IN ('approved', 'rejected')
-                THEN extract(epoch FROM decided_at - created_at)::float8 END AS secs,
-           execution_status = 'failed' AS failed
-    FROM (
-        -- Decided rows through the history's partial index, overdue pending ones through
-        -- apr_overdue: the requests still waiting (most of the open days' rows) are never read.
-        SELECT * FROM {ApprovalRequest._meta.db_table}
-        WHERE workspace_id = %(workspace)s AND created_at >= %(start)s AND created_at < %(end)s
-          AND status IN ('approved', 'rejected', 'expired')
-        UNION ALL
-        SELECT * FROM {ApprovalRequest._meta.db_table}
-        WHERE workspace_id = %(workspace)s AND created_at >= %(start)s AND created_at < %(end)s
-          AND status = 'pending' AND expires_at <= %(now)s
-    ) AS resolved
-) AS requests
-GROUP BY GROUPING SETS ((day, outcome, config_id, rule_id, reviewer), (day, reviewer), (day), (reviewer), ())
+    SELECT day, outcome, config_id, rule_id, reviewer, count, fast, failed, seconds
+    FROM {DayRollup._meta.db_table}
+    WHERE workspace_id = %(workspace)s AND day >= %(first)s::date AND day < %(open)s::date
+    UNION ALL
+    SELECT (hour AT TIME ZONE 'UTC')::date, outcome, config_id, rule_id, reviewer, count, fast, failed, seconds
+    FROM {HourlyRollup._meta.db_table}
+    WHERE workspace_id = %(workspace)s AND hour >= %(open)s AND hour < %(mark)s
+) AS rolled_up
+WHERE %(reviewer)s::text IS NULL OR reviewer = %(reviewer)s::text
+GROUP BY 1, 2, 3, 4, 5
+"""
+
+# The requests resolved since the mark, grouped finely enough to give both the rows and the histogram.
+_LIVE_SQL = f"""
+SELECT (resolved_at AT TIME ZONE 'UTC')::date, outcome, config_id, rule_id, reviewer,
+       count(*), count(*) FILTER (WHERE secs < {RUBBER_STAMP_SECONDS}), count(*) FILTER (WHERE failed),
+       coalesce(sum(secs), 0), CASE WHEN secs IS NOT NULL THEN {rollup.BUCKET_SQL} END
+FROM ({rollup.RESOLVED_SQL}) AS resolved
+WHERE %(reviewer)s::text IS NULL OR reviewer = %(reviewer)s::text
+GROUP BY 1, 2, 3, 4, 5, 10
+"""
+
+_TIMES_SQL = f"""
+SELECT (hour AT TIME ZONE 'UTC')::date, bucket, sum(count)
+FROM {HourlyTimes._meta.db_table}
+WHERE workspace_id = %(workspace)s AND hour >= %(from)s AND hour < %(mark)s
+  AND (%(reviewer)s::text IS NULL OR reviewer = %(reviewer)s::text)
+GROUP BY 1, 2
 """
 
 
-def _midnight(day: date) -> datetime:
-    return datetime.combine(day, time.min, tzinfo=UTC)
+def _facts_from_rollups(*, workspace_id: int, reviewer: str | None, now: datetime) -> Facts:
+    mark = rollup.roll_up(workspace_id=workspace_id, now=now)
+    first = rollup.window_start(now)
+    yesterday = now.astimezone(UTC).date() - timedelta(days=1)
+    rows: list[dict] = []
+    histograms: dict[date, dict[int, int]] = defaultdict(lambda: defaultdict(int))
+    with connection.cursor() as cursor:
+        # Every day before the mark's is closed, and in DayRollup (rollup.roll_up).
+        open_from = midnight(mark.astimezone(UTC).date())
+        params = {"workspace": workspace_id, "first": first, "open": open_from, "mark": mark, "reviewer": reviewer}
+        cursor.execute(_ROLLED_UP_SQL, params)
+        rows += [dict(zip(ROW_FIELDS, row, strict=True)) for row in cursor.fetchall()]
+        live = rollup.resolved_params(workspace_id=workspace_id, start=mark, end=now)
+        cursor.execute(_LIVE_SQL, {**live, "reviewer": reviewer})
+        for *row, bucket in cursor.fetchall():
+            rows.append(dict(zip(ROW_FIELDS, row, strict=True)))
+            if bucket is not None:
+                histograms[row[0]][bucket] += row[5]
+        params = {"workspace": workspace_id, "from": midnight(yesterday), "mark": mark, "reviewer": reviewer}
+        cursor.execute(_TIMES_SQL, params)
+        for day, bucket, count in cursor.fetchall():
+            histograms[day][bucket] += count
+    exact = DailyPercentiles.objects.filter(workspace_id=workspace_id, day__gte=first.date())
+    exact = exact.filter(everyone=True) if reviewer is None else exact.filter(everyone=False, reviewer=reviewer)
+    percentiles = {day: (p50, p90) for day, p50, p90 in exact.values_list("day", "p50", "p90")}
+    approximate = set()
+    for day, histogram in histograms.items():
+        if day not in percentiles:  # not closed yet: read from its histogram
+            percentiles[day] = (histogram_percentile(histogram, 0.5), histogram_percentile(histogram, 0.9))
+            approximate.add(day)
+    recent: dict[int, int] = defaultdict(int)
+    for histogram in histograms.values():
+        for bucket, count in histogram.items():
+            recent[bucket] += count
+    return Facts(
+        rows=rows,
+        percentiles=percentiles,
+        recent=(histogram_percentile(recent, 0.5), histogram_percentile(recent, 0.9)),
+        approximate=approximate,
+        recent_approximate=bool(recent),
+    )
 
 
-def aggregate(*, workspace_id: int, first: date, last: date, now: datetime) -> list[dict]:
-    """Rows of every grain for the requests registered on days first..last (UTC); overdue pending count as expired."""
-    params = {
-        "workspace": workspace_id,
-        "start": _midnight(first),
-        "end": _midnight(last + timedelta(days=1)),
-        "now": now,
-    }
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute(_AGGREGATE_SQL, params)
-            return [dict(zip(ROW_FIELDS, row, strict=True)) for row in cursor.fetchall()]
-    return _aggregate_in_python(**params)
+# --- Directly from the requests (SQLite; and the reference the rollups are tested against) -------
 
 
-def _aggregate_in_python(*, workspace: int, start: datetime, end: datetime, now: datetime) -> list[dict]:
-    """SQLite has no percentile_cont nor GROUPING SETS: the same rows, computed here (small databases only)."""
+def percentile(values: list[float], fraction: float) -> float | None:
+    """percentile_cont: linear interpolation between the closest ranks."""
+    if not values:
+        return None
+    values = sorted(values)
+    rank = fraction * (len(values) - 1)
+    low = int(rank)
+    high = min(low + 1, len(values) - 1)
+    return values[low] + (values[high] - values[low]) * (rank - low)
+
+
+def facts_directly(*, workspace_id: int, reviewer: str | None, now: datetime) -> Facts:
+    """The same facts from the requests themselves, exact (small databases only: it reads the window)."""
+    first = rollup.window_start(now)
     requests = ApprovalRequest.objects.filter(
-        workspace_id=workspace, created_at__gte=start, created_at__lt=end
+        workspace_id=workspace_id, created_at__gte=first - rollup.lifetime(), created_at__lt=now
     ).values_list(
         "created_at",
         "status",
@@ -102,79 +157,52 @@ def _aggregate_in_python(*, workspace: int, start: datetime, end: datetime, now:
         "execution_status",
     )
     groups: dict[tuple, list] = defaultdict(list)
+    times: dict[date, list[float]] = defaultdict(list)
+    yesterday = now.astimezone(UTC).date() - timedelta(days=1)
     for created, status, expires, config_id, rule_id, email, decided, execution in requests:
+        person = status in (Status.APPROVED, Status.REJECTED)
         if status == Status.PENDING and expires > now:
+            continue  # still waiting
+        resolved = expires if status == Status.PENDING else decided  # the sweep sets decided_at to the deadline
+        if not first <= resolved < now:
             continue
+        who = email if person else ""
+        if reviewer is not None and who != reviewer:
+            continue
+        day = resolved.astimezone(UTC).date()
+        secs = max((decided - created).total_seconds(), 0) if person else None
         outcome = Status.EXPIRED if status == Status.PENDING else status
-        person = outcome in (Status.APPROVED, Status.REJECTED)
-        reviewer = email if person else ""
-        secs = (decided - created).total_seconds() if person else None
-        day = created.astimezone(UTC).date()
-        fact = (secs, execution == "failed")
-        for key in [
-            (day, Grain.FULL, outcome, config_id, rule_id, reviewer),
-            (day, Grain.REVIEWER_DAY, "", None, "", reviewer),
-            (day, Grain.DAY, "", None, "", ""),
-            (None, Grain.REVIEWER, "", None, "", reviewer),
-            (None, Grain.ALL, "", None, "", ""),
-        ]:
-            groups[key].append(fact)
+        failed = status == Status.APPROVED and execution == "failed"
+        groups[(day, str(outcome), config_id, rule_id, who)].append((secs, failed))
+        if secs is not None:
+            times[day].append(secs)
     rows = []
     for key, facts in groups.items():
         seconds = [secs for secs, _ in facts if secs is not None]
         rows.append(
             dict(
-                zip(ROW_FIELDS[:6], key, strict=True),
+                zip(ROW_FIELDS[:5], key, strict=True),
                 count=len(facts),
                 fast=sum(1 for secs in seconds if secs < RUBBER_STAMP_SECONDS),
                 failed=sum(1 for _, failed in facts if failed),
                 seconds=sum(seconds),
-                p50=_percentile(seconds, 0.5),
-                p90=_percentile(seconds, 0.9),
             )
         )
-    return rows
-
-
-def _percentile(values: list[float], fraction: float) -> float | None:
-    """percentile_cont: linear interpolation between the closest ranks."""
-    if not values:
-        return None
-    values = sorted(values)
-    rank = fraction * (len(values) - 1)
-    low = int(rank)
-    high = min(low + 1, len(values) - 1)
-    return values[low] + (values[high] - values[low]) * (rank - low)
-
-
-def _rolled_up(*, workspace_id: int, first: date, last: date, now: datetime) -> list[dict]:
-    """The closed days' rows, aggregating (once, under the workspace's row lock) any day not yet rolled up."""
-    days = {first + timedelta(days=n) for n in range((last - first).days + 1)}
-    done = set(
-        RolledUpDay.objects.filter(workspace_id=workspace_id, day__gte=first, day__lte=last).values_list(
-            "day", flat=True
-        )
+    recent = [secs for day, values in times.items() if day >= yesterday for secs in values]
+    return Facts(
+        rows=rows,
+        percentiles={day: (percentile(v, 0.5), percentile(v, 0.9)) for day, v in times.items()},
+        recent=(percentile(recent, 0.5), percentile(recent, 0.9)),
     )
-    if days - done:
-        with transaction.atomic():
-            Workspace.objects.select_for_update().filter(pk=workspace_id).values_list("pk").first()
-            done = set(
-                RolledUpDay.objects.filter(workspace_id=workspace_id, day__gte=first, day__lte=last).values_list(
-                    "day", flat=True
-                )
-            )
-            missing = days - done
-            if missing:
-                rows = aggregate(workspace_id=workspace_id, first=min(missing), last=max(missing), now=now)
-                DailyRollup.objects.bulk_create(
-                    DailyRollup(workspace_id=workspace_id, **row)
-                    for row in rows
-                    if row["day"] in missing and row["grain"] in (Grain.FULL, Grain.REVIEWER_DAY, Grain.DAY)
-                )
-                RolledUpDay.objects.bulk_create(RolledUpDay(workspace_id=workspace_id, day=day) for day in missing)
-    return list(
-        DailyRollup.objects.filter(workspace_id=workspace_id, day__gte=first, day__lte=last).values(*ROW_FIELDS)
-    )
+
+
+def facts_for(*, workspace_id: int, reviewer: str | None, now: datetime) -> Facts:
+    if connection.vendor == "postgresql":
+        return _facts_from_rollups(workspace_id=workspace_id, reviewer=reviewer, now=now)
+    return facts_directly(workspace_id=workspace_id, reviewer=reviewer, now=now)
+
+
+# --- The page ------------------------------------------------------------------------------------
 
 
 @dataclass
@@ -203,13 +231,16 @@ class Breakdown:
 @dataclass
 class Insights:
     days: list[date]
-    pending: int
+    pending: int  # at most PENDING_COUNTED
+    pending_more: bool  # more than PENDING_COUNTED are waiting
     oldest_pending_at: datetime | None
     per_day: dict  # day -> {outcome: count}
     p50_per_day: dict  # day -> seconds or None
     p90_per_day: dict
-    recent_p50: float | None  # the two open days, exact
+    approximate_days: set  # days whose p50 / p90 are read from histograms (±2.5 %)
+    recent_p50: float | None  # yesterday and today
     recent_p90: float | None
+    recent_approximate: bool
     totals: Breakdown
     by_config: list[Breakdown]
     by_rule: list[Breakdown]
@@ -219,65 +250,144 @@ class Insights:
 def insights_for(*, workspace: Workspace, reviewer: str | None = None, now: datetime | None = None) -> Insights:
     """The last 30 days for the whole workspace, or one reviewer's own decisions (`reviewer` = their email)."""
     now = now or timezone.now()
-    today = now.astimezone(UTC).date()
-    first, open_from = today - timedelta(days=WINDOW_DAYS - 1), today - timedelta(days=1)
-    rows = _rolled_up(workspace_id=workspace.pk, first=first, last=open_from - timedelta(days=1), now=now)
-    rows += aggregate(workspace_id=workspace.pk, first=open_from, last=today, now=now)
-
-    def mine(row: dict) -> bool:
-        return reviewer is None or row["reviewer"] == reviewer
-
+    facts = facts_for(workspace_id=workspace.pk, reviewer=reviewer, now=now)
+    first = rollup.window_start(now).date()
     days = [first + timedelta(days=n) for n in range(WINDOW_DAYS)]
     per_day = {day: dict.fromkeys(OUTCOMES, 0) for day in days}
-    p50, p90 = dict.fromkeys(days), dict.fromkeys(days)
     totals = Breakdown("All")
     groups: dict[str, dict] = {"config": {}, "rule": {}, "reviewer": {}}
-    recent = (None, None)
-    day_grain = Grain.DAY if reviewer is None else Grain.REVIEWER_DAY
-    all_grain = Grain.ALL if reviewer is None else Grain.REVIEWER
-    for row in rows:
-        grain = row["grain"]
-        if grain == Grain.FULL and mine(row):
-            per_day[row["day"]][row["outcome"]] += row["count"]
-            for breakdown in (
-                totals,
-                groups["config"].setdefault(row["config_id"], Breakdown(str(row["config_id"]))),
-                groups["rule"].setdefault(row["rule_id"] or "—", Breakdown(row["rule_id"] or "token caps")),
-                groups["reviewer"].setdefault(row["reviewer"] or "—", Breakdown(row["reviewer"] or "nobody (expired)")),
-            ):
-                breakdown.counts[row["outcome"]] += row["count"]
-                breakdown.fast += row["fast"]
-                breakdown.failed += row["failed"]
-                breakdown.seconds += row["seconds"]
-        elif grain == day_grain and mine(row):
-            p50[row["day"]], p90[row["day"]] = row["p50"], row["p90"]
-        elif grain == all_grain and mine(row):
-            recent = (row["p50"], row["p90"])
+    for row in facts.rows:
+        if row["day"] not in per_day:
+            continue  # resolved in the moment between two UTC days
+        per_day[row["day"]][row["outcome"]] += row["count"]
+        for breakdown in (
+            totals,
+            groups["config"].setdefault(row["config_id"], Breakdown(str(row["config_id"]))),
+            groups["rule"].setdefault(row["rule_id"] or "—", Breakdown(row["rule_id"] or "token caps")),
+            groups["reviewer"].setdefault(row["reviewer"] or "—", Breakdown(row["reviewer"] or "nobody (expired)")),
+        ):
+            breakdown.counts[row["outcome"]] += row["count"]
+            breakdown.fast += row["fast"]
+            breakdown.failed += row["failed"]
+            breakdown.seconds += row["seconds"]
 
     names = dict(Config.objects.filter(workspace=workspace).values_list("pk", "name"))
     for config_id, breakdown in groups["config"].items():
         breakdown.label = names.get(config_id, f"config {config_id}")
-    # The queue's index (workspace, status, created_at) answers both.
-    queue = (
-        ApprovalRequest.objects.filter(workspace=workspace)
-        .pending(now)
-        .aggregate(n=Count("id"), oldest=Min("created_at"))
-    )
+    # A pending request past its deadline (not yet swept) is expired, not waiting. Counted up to
+    # PENDING_COUNTED: an exact count of 100,000 waiting requests reads 100,000 index entries and
+    # rows (146 ms in bench/audit.py), the rest of the page a few hundred rollup rows. The oldest is
+    # the first entry of the queue's index (workspace, status, created_at).
+    waiting = ApprovalRequest.objects.filter(workspace=workspace).pending(now)
+    pending = waiting.values("pk")[: PENDING_COUNTED + 1].count()
+    oldest = waiting.aggregate(oldest=Min("created_at"))["oldest"]
 
     def ranked(group: dict) -> list[Breakdown]:
         return sorted(group.values(), key=lambda b: (-b.total, b.label))[:12]
 
     return Insights(
         days=days,
-        pending=queue["n"],
-        oldest_pending_at=queue["oldest"],
+        pending=min(pending, PENDING_COUNTED),
+        pending_more=pending > PENDING_COUNTED,
+        oldest_pending_at=oldest,
         per_day=per_day,
-        p50_per_day=p50,
-        p90_per_day=p90,
-        recent_p50=recent[0],
-        recent_p90=recent[1],
+        p50_per_day={day: facts.percentiles.get(day, (None, None))[0] for day in days},
+        p90_per_day={day: facts.percentiles.get(day, (None, None))[1] for day in days},
+        approximate_days=facts.approximate,
+        recent_p50=facts.recent[0],
+        recent_p90=facts.recent[1],
+        recent_approximate=facts.recent_approximate,
         totals=totals,
         by_config=ranked(groups["config"]),
         by_rule=ranked(groups["rule"]),
         by_reviewer=ranked(groups["reviewer"]),
     )
+
+
+# --- Notification delivery health (admins) ------------------------------------------------------
+
+
+@dataclass
+class ChannelHealth:
+    channel: str
+    label: str
+    delivered: int = 0
+    failed: int = 0
+    pending: int = 0
+    attempts: list = field(default_factory=list)  # (attempts, how many finished deliveries took that many)
+
+    @property
+    def failure_rate(self) -> float | None:
+        """Of the deliveries that finished (delivered or given up): pending ones may still go either way."""
+        finished = self.delivered + self.failed
+        return self.failed / finished if finished else None
+
+    @property
+    def failure_rate_text(self) -> str:
+        rate = self.failure_rate
+        return "—" if rate is None else f"{rate:.1%}"
+
+    @property
+    def median_attempts_text(self) -> str:
+        value = self.median_attempts
+        return "—" if value is None else f"{value:g}"
+
+    @property
+    def median_attempts(self) -> float | None:
+        """Over finished deliveries; attempts are small integers, so counted per value, not one by one."""
+        total = sum(n for _, n in self.attempts)
+        if not total:
+            return None
+
+        def at(rank: int) -> int:
+            for attempts, n in self.attempts:
+                if rank < n:
+                    return attempts
+                rank -= n
+            raise AssertionError("rank beyond the total")
+
+        return (at((total - 1) // 2) + at(total // 2)) / 2
+
+
+@dataclass
+class DeliveryHealth:
+    channels: list[ChannelHealth]
+    recent_failures: list[dict]  # contact name, channel, event, attempts, last_error, created_at, request id
+
+
+def delivery_health(*, workspace: Workspace, now: datetime | None = None) -> DeliveryHealth:
+    """Deliveries of the page's window per channel, and the latest failures — two queries on dlv_log.
+
+    Only the contact's name is read from the frozen recipient: never its address reference or secret.
+    `last_error` names the variable or the HTTP status (contacts.outbox), never the address.
+    """
+    now = now or timezone.now()
+    recent = Delivery.objects.filter(workspace=workspace, created_at__gte=rollup.window_start(now))
+    labels = dict(Channel.choices)
+    channels: dict[str, ChannelHealth] = {}
+    # Grouped by (channel, status, attempts): a few dozen rows however many deliveries.
+    for channel, status, attempts, n in (
+        recent.order_by().values_list("channel", "status", "attempts").annotate(n=Count("*"))
+    ):
+        health = channels.setdefault(channel, ChannelHealth(channel, labels.get(channel, channel)))
+        if status == DeliveryStatus.SENT:
+            health.delivered += n
+        elif status == DeliveryStatus.FAILED:
+            health.failed += n
+        else:
+            health.pending += n
+        if status != DeliveryStatus.PENDING:
+            health.attempts.append((attempts, n))
+    for health in channels.values():
+        health.attempts.sort()
+    failures = list(
+        recent.filter(status=DeliveryStatus.FAILED)
+        .order_by("-created_at", "-id")
+        .values("recipient__name", "channel", "event", "attempts", "last_error", "created_at", "approval__public_id")[
+            :RECENT_FAILURES
+        ]
+    )
+    for failure in failures:
+        failure["contact"] = failure.pop("recipient__name") or "—"
+        failure["request"] = failure.pop("approval__public_id")
+    return DeliveryHealth(channels=sorted(channels.values(), key=lambda h: h.label), recent_failures=failures)
