@@ -2,13 +2,14 @@
 
 import functools
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
+from django.contrib.auth.base_user import AbstractBaseUser
 from django.core.exceptions import ImproperlyConfigured, ValidationError
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Count, DateField, DateTimeField, F, Field, OuterRef, Subquery
+from django.db.models import Count, DateField, DateTimeField, F, Field, OuterRef, QuerySet, Subquery
 from django.utils import timezone
 
 from audit.chain import canonical
@@ -32,7 +33,7 @@ from .exceptions import (
     WrongDecision,
 )
 from .models import EXPIRED_REASON, Action, ApprovalKind, ApprovalRequest, Grant, Scope, Status, Vote
-from .notify import CHANNEL, notify_changed, notify_changed_many
+from .notify import CHANNEL, notify_changed_many
 from .permissions import refuses_self_approval
 
 # decision word → (the kind it decides, resulting status, the action the engine takes)
@@ -53,7 +54,7 @@ GRANT_TTL_MAX = 8 * 3600
 def approval_decide(
     *,
     approval: ApprovalRequest,
-    user,
+    user: AbstractBaseUser,
     decision: str,
     reason: str = "",
     grant_ttl_seconds: int | None = None,
@@ -88,24 +89,10 @@ def approval_decide(
         return _approval_vote(approval=approval, user=user, reason=reason, now=now)
     grant_id = new_public_id("grt") if grant_ttl_seconds is not None else None
     with transaction.atomic():
-        won = ApprovalRequest.objects.filter(pk=approval.pk, status=Status.PENDING, expires_at__gt=now).update(
-            status=status,
-            decision_action=action,
-            decided_at=now,
-            decided_by=user,
-            decided_by_email=getattr(user, "email", "") or "",
-            reason=reason,
-            grant_id=grant_id,
+        won = _decided(
+            approval=approval, user=user, status=status, action=action, reason=reason, now=now, grant_id=grant_id
         )
         if won:
-            audit_append(
-                workspace_id=approval.workspace_id,
-                actor=actor_of(user=user),
-                action="approval.decided",
-                object=approval.public_id,
-                data={"outcome": status, "action": action, "reason": reason},
-                at=now,
-            )
             if grant_id:
                 grant = _grant_create(
                     public_id=grant_id, approval=approval, user=user, now=now, ttl_seconds=grant_ttl_seconds
@@ -122,13 +109,110 @@ def approval_decide(
                     },
                     at=now,
                 )
-            notify_changed(approval.public_id)
             # Every way a request resolves tells its contacts, in the deciding transaction.
             deliveries_for_resolution(approvals=[approval], event=DeliveryEvent.DECIDED)
     if not won:
         approval_expire_if_overdue(approval=approval)
     approval.refresh_from_db()
     return approval, not won
+
+
+def _decided(
+    *,
+    approval: ApprovalRequest,
+    user,
+    status: str,
+    action: str,
+    reason: str,
+    now: datetime,
+    grant_id: str | None = None,
+    quorum: bool = False,
+) -> bool:
+    """Decide a pending request if it still is one; returns whether this call decided it.
+
+    The conditional UPDATE is the arbiter (a decided request is never overwritten). The request must
+    still be pending and — a single decision — not yet overdue, or — a quorum's flip — have as many
+    votes as it needs: the database compares, never Python. When it wins, the same statement appends
+    its `approval.decided` audit record and wakes its long-polls (NOTIFY, sent at commit), so auditing
+    a decision costs no round trip (bench/audit.py). Call inside the deciding transaction.
+    """
+    email = getattr(user, "email", "") or ""
+    audit = {"outcome": status, "action": action, "reason": reason}
+    if connection.vendor != "postgresql":
+        rows = ApprovalRequest.objects.filter(pk=approval.pk, status=Status.PENDING)
+        if quorum:
+            votes = (
+                Vote.objects.filter(approval_id=OuterRef("pk"))
+                .order_by()
+                .values("approval_id")
+                .annotate(n=Count("id"))
+                .values("n")
+            )
+            rows = rows.filter(approvals_required__lte=Subquery(votes))
+        else:
+            rows = rows.filter(expires_at__gt=now)
+        values = {"grant_id": grant_id} if grant_id else {}
+        won = rows.update(
+            status=status,
+            decision_action=action,
+            decided_at=now,
+            decided_by=user,
+            decided_by_email=email,
+            reason=reason,
+            **values,
+        )
+        if won:
+            audit_append(
+                workspace_id=approval.workspace_id,
+                actor=actor_of(user=user),
+                action="approval.decided",
+                object=approval.public_id,
+                data=audit,
+                at=now,
+            )
+        return bool(won)
+    params = {
+        "id": approval.pk,
+        "pending": Status.PENDING,
+        "status": status,
+        "action": action,
+        "now": now,
+        "user": getattr(user, "pk", None),
+        "email": email,
+        "reason": reason,
+        "grant": grant_id,
+        "channel": CHANNEL,
+        "public_id": approval.public_id,
+    }
+    audited = _audit_enabled()
+    if audited:
+        params.update(workspace=approval.workspace_id, actor=actor_of(user=user), data=canonical(audit))
+    sql = _DECIDE_SQL.format(
+        condition=_QUORUM_MET if quorum else "expires_at > %(now)s", audit=_DECIDED_AUDIT if audited else ""
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchone() is not None
+
+
+# _decided on PostgreSQL: the UPDATE, its audit record (`audit_record`, when the log is on) and the
+# NOTIFY in one statement. grant_id is only ever set by a decision that grants (NULL otherwise, as
+# every pending request has it).
+_DECIDE_SQL = f"""
+WITH won AS (
+    UPDATE {ApprovalRequest._meta.db_table}
+    SET status = %(status)s, decision_action = %(action)s, decided_at = %(now)s, decided_by_id = %(user)s,
+        decided_by_email = %(email)s, reason = %(reason)s, grant_id = %(grant)s
+    WHERE id = %(id)s AND status = %(pending)s AND {{condition}}
+    RETURNING id
+){{audit}}
+SELECT pg_notify(%(channel)s, %(public_id)s) FROM won
+"""
+_QUORUM_MET = f"approvals_required <= (SELECT count(*) FROM {Vote._meta.db_table} WHERE approval_id = %(id)s)"
+_DECIDED_AUDIT = f""", audit_record AS (
+    INSERT INTO {AuditRecord._meta.db_table} (workspace_id, at, actor, action, object, data)
+    SELECT %(workspace)s, %(now)s, %(actor)s, 'approval.decided', %(public_id)s, %(data)s::jsonb FROM won
+)"""
 
 
 def _check_grant(*, approval: ApprovalRequest, decision: str, ttl_seconds: int) -> None:
@@ -189,33 +273,16 @@ def _approval_vote(*, approval: ApprovalRequest, user, reason: str, now) -> tupl
                 data={"vote": "approve", "reason": reason},
                 at=now,
             )
-            votes = (
-                Vote.objects.filter(approval_id=OuterRef("pk"))
-                .order_by()
-                .values("approval_id")
-                .annotate(n=Count("id"))
-                .values("n")
-            )
-            flipped = ApprovalRequest.objects.filter(
-                pk=approval.pk, status=Status.PENDING, approvals_required__lte=Subquery(votes)
-            ).update(
+            flipped = _decided(
+                approval=approval,
+                user=user,
                 status=Status.APPROVED,
-                decision_action=Action.RESUME,
-                decided_at=now,
-                decided_by=user,
-                decided_by_email=user.email,
+                action=Action.RESUME,
                 reason=reason,
+                now=now,
+                quorum=True,
             )
             if flipped:
-                audit_append(
-                    workspace_id=approval.workspace_id,
-                    actor=actor_of(user=user),
-                    action="approval.decided",
-                    object=approval.public_id,
-                    data={"outcome": Status.APPROVED, "action": Action.RESUME, "reason": reason},
-                    at=now,
-                )
-                notify_changed(approval.public_id)
                 deliveries_for_resolution(approvals=[approval], event=DeliveryEvent.DECIDED)
             approval.refresh_from_db()
             return approval, False
@@ -225,7 +292,7 @@ def _approval_vote(*, approval: ApprovalRequest, user, reason: str, now) -> tupl
 
 
 @transaction.atomic
-def grant_revoke(*, grant: Grant, user=None) -> Grant:
+def grant_revoke(*, grant: Grant, user: AbstractBaseUser | None = None) -> Grant:
     """Revoke at once: the next registration of that run pends again. Revoking twice changes nothing."""
     if Grant.objects.filter(pk=grant.pk, revoked_at__isnull=True).update(revoked_at=timezone.now()):
         audit_append(
@@ -247,7 +314,7 @@ def approval_expire_if_overdue(*, approval: ApprovalRequest) -> ApprovalRequest:
     return approval
 
 
-def expire_requests(queryset) -> int:
+def expire_requests(queryset: QuerySet[ApprovalRequest]) -> int:
     """Mark the overdue pending requests of `queryset` expired; returns how many were."""
     now = timezone.now()
     with transaction.atomic():
