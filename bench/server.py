@@ -37,7 +37,11 @@ class Server:
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
-        wait_until_answering(self.process, name="gunicorn", log="bench/results/gunicorn.log")
+        try:
+            wait_until_answering(self.process, name="gunicorn", log="bench/results/gunicorn.log")
+        except SystemExit:
+            self.stop()  # never leave a server behind holding the port (and a database's connections)
+            raise
 
     def stop(self) -> None:
         if self.process.poll() is None:

@@ -328,8 +328,7 @@ def _send_batch(claimed: list[Delivery]) -> int:
     then record the whole batch: one UPDATE for the sent, one per failure."""
     now = timezone.now()
     sends = [send for delivery in claimed if (send := _prepare(delivery=delivery, now=now)) is not None]
-    with ThreadPoolExecutor(max_workers=SEND_THREADS) as pool:
-        list(pool.map(_attempt, sends))
+    list(_senders().map(_attempt, sends))
     sent = [d.pk for s in sends if s.error is None for d in (s.digest or [s.delivery])]
     if sent:
         Delivery.objects.filter(pk__in=sent, status=DeliveryStatus.PENDING).update(
@@ -340,6 +339,24 @@ def _send_batch(claimed: list[Delivery]) -> int:
         if send.error is not None:
             settled += _record_failure(delivery=send.delivery, error=send.error, now=now, also=send.digest)
     return settled
+
+
+_pool: ThreadPoolExecutor | None = None
+_pool_pid = 0
+_pool_lock = threading.Lock()
+
+
+def _senders() -> ThreadPoolExecutor:
+    """This process's send threads, kept from batch to batch: each keeps its keep-alive HTTP session
+    (transports/webhook.py), so a burst reuses SEND_THREADS connections per worker. A pool per batch
+    opened and dropped eight connections every 50 sends; a loaded receiver's listen queue overflowed
+    and the refused sends waited a minute for their retry (bench/notify.py)."""
+    global _pool, _pool_pid
+    with _pool_lock:
+        if _pool is None or _pool_pid != os.getpid():  # threads do not survive a fork
+            _pool = ThreadPoolExecutor(max_workers=SEND_THREADS, thread_name_prefix="hitl-send")
+            _pool_pid = os.getpid()
+        return _pool
 
 
 def _prepare(*, delivery: Delivery, now: datetime) -> _Send | None:
