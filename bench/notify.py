@@ -18,8 +18,12 @@ import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import TYPE_CHECKING
 
 import requests
+
+if TYPE_CHECKING:
+    from bench.harness import Bench
 
 SECRET = "whsec_YmVuY2gtc2lnbmluZy1zZWNyZXQtMzItYnl0ZXMhIQ=="
 
@@ -108,7 +112,7 @@ def percentile(samples: list[float], p: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))]
 
 
-def run(bench) -> list[dict]:
+def run(bench: "Bench") -> list[dict]:
     """Its own webhook contact, notify rule, gunicorn and cluster, on the bench's workspace."""
     from bench.harness import ROOT, log
     from bench.server import PORT, Server, load
