@@ -1,14 +1,16 @@
 """Writes on approval requests. The database, not Python, decides who wins a race."""
 
 import functools
+import json
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
+from django.contrib.auth.base_user import AbstractBaseUser
 from django.core.exceptions import ImproperlyConfigured, ValidationError
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Count, DateField, DateTimeField, F, Field, OuterRef, Subquery
+from django.db.models import Count, DateField, DateTimeField, F, Field, OuterRef, QuerySet, Subquery
 from django.utils import timezone
 
 from audit.chain import canonical
@@ -32,7 +34,7 @@ from .exceptions import (
     WrongDecision,
 )
 from .models import EXPIRED_REASON, Action, ApprovalKind, ApprovalRequest, Grant, Scope, Status, Vote
-from .notify import CHANNEL, notify_changed, notify_changed_many
+from .notify import CHANNEL, notify_changed_many
 from .permissions import refuses_self_approval
 
 # decision word → (the kind it decides, resulting status, the action the engine takes)
@@ -53,7 +55,7 @@ GRANT_TTL_MAX = 8 * 3600
 def approval_decide(
     *,
     approval: ApprovalRequest,
-    user,
+    user: AbstractBaseUser,
     decision: str,
     reason: str = "",
     grant_ttl_seconds: int | None = None,
@@ -88,24 +90,10 @@ def approval_decide(
         return _approval_vote(approval=approval, user=user, reason=reason, now=now)
     grant_id = new_public_id("grt") if grant_ttl_seconds is not None else None
     with transaction.atomic():
-        won = ApprovalRequest.objects.filter(pk=approval.pk, status=Status.PENDING, expires_at__gt=now).update(
-            status=status,
-            decision_action=action,
-            decided_at=now,
-            decided_by=user,
-            decided_by_email=getattr(user, "email", "") or "",
-            reason=reason,
-            grant_id=grant_id,
+        won = _decided(
+            approval=approval, user=user, status=status, action=action, reason=reason, now=now, grant_id=grant_id
         )
         if won:
-            audit_append(
-                workspace_id=approval.workspace_id,
-                actor=actor_of(user=user),
-                action="approval.decided",
-                object=approval.public_id,
-                data={"outcome": status, "action": action, "reason": reason},
-                at=now,
-            )
             if grant_id:
                 grant = _grant_create(
                     public_id=grant_id, approval=approval, user=user, now=now, ttl_seconds=grant_ttl_seconds
@@ -122,13 +110,110 @@ def approval_decide(
                     },
                     at=now,
                 )
-            notify_changed(approval.public_id)
             # Every way a request resolves tells its contacts, in the deciding transaction.
             deliveries_for_resolution(approvals=[approval], event=DeliveryEvent.DECIDED)
     if not won:
         approval_expire_if_overdue(approval=approval)
     approval.refresh_from_db()
     return approval, not won
+
+
+def _decided(
+    *,
+    approval: ApprovalRequest,
+    user,
+    status: str,
+    action: str,
+    reason: str,
+    now: datetime,
+    grant_id: str | None = None,
+    quorum: bool = False,
+) -> bool:
+    """Decide a pending request if it still is one; returns whether this call decided it.
+
+    The conditional UPDATE is the arbiter (a decided request is never overwritten). The request must
+    still be pending and — a single decision — not yet overdue, or — a quorum's flip — have as many
+    votes as it needs: the database compares, never Python. When it wins, the same statement appends
+    its `approval.decided` audit record and wakes its long-polls (NOTIFY, sent at commit), so auditing
+    a decision costs no round trip (bench/audit.py). Call inside the deciding transaction.
+    """
+    email = getattr(user, "email", "") or ""
+    audit = {"outcome": status, "action": action, "reason": reason}
+    if connection.vendor != "postgresql":
+        rows = ApprovalRequest.objects.filter(pk=approval.pk, status=Status.PENDING)
+        if quorum:
+            votes = (
+                Vote.objects.filter(approval_id=OuterRef("pk"))
+                .order_by()
+                .values("approval_id")
+                .annotate(n=Count("id"))
+                .values("n")
+            )
+            rows = rows.filter(approvals_required__lte=Subquery(votes))
+        else:
+            rows = rows.filter(expires_at__gt=now)
+        values = {"grant_id": grant_id} if grant_id else {}
+        won = rows.update(
+            status=status,
+            decision_action=action,
+            decided_at=now,
+            decided_by=user,
+            decided_by_email=email,
+            reason=reason,
+            **values,
+        )
+        if won:
+            audit_append(
+                workspace_id=approval.workspace_id,
+                actor=actor_of(user=user),
+                action="approval.decided",
+                object=approval.public_id,
+                data=audit,
+                at=now,
+            )
+        return bool(won)
+    params = {
+        "id": approval.pk,
+        "pending": Status.PENDING,
+        "status": status,
+        "action": action,
+        "now": now,
+        "user": getattr(user, "pk", None),
+        "email": email,
+        "reason": reason,
+        "grant": grant_id,
+        "channel": CHANNEL,
+        "public_id": approval.public_id,
+    }
+    audited = _audit_enabled()
+    if audited:
+        params.update(workspace=approval.workspace_id, actor=actor_of(user=user), data=canonical(audit))
+    sql = _DECIDE_SQL.format(
+        condition=_QUORUM_MET if quorum else "expires_at > %(now)s", audit=_DECIDED_AUDIT if audited else ""
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchone() is not None
+
+
+# _decided on PostgreSQL: the UPDATE, its audit record (`audit_record`, when the log is on) and the
+# NOTIFY in one statement. grant_id is only ever set by a decision that grants (NULL otherwise, as
+# every pending request has it).
+_DECIDE_SQL = f"""
+WITH won AS (
+    UPDATE {ApprovalRequest._meta.db_table}
+    SET status = %(status)s, decision_action = %(action)s, decided_at = %(now)s, decided_by_id = %(user)s,
+        decided_by_email = %(email)s, reason = %(reason)s, grant_id = %(grant)s
+    WHERE id = %(id)s AND status = %(pending)s AND {{condition}}
+    RETURNING id
+){{audit}}
+SELECT pg_notify(%(channel)s, %(public_id)s) FROM won
+"""
+_QUORUM_MET = f"approvals_required <= (SELECT count(*) FROM {Vote._meta.db_table} WHERE approval_id = %(id)s)"
+_DECIDED_AUDIT = f""", audit_record AS (
+    INSERT INTO {AuditRecord._meta.db_table} (workspace_id, at, actor, action, object, data)
+    SELECT %(workspace)s, %(now)s, %(actor)s, 'approval.decided', %(public_id)s, %(data)s::jsonb FROM won
+)"""
 
 
 def _check_grant(*, approval: ApprovalRequest, decision: str, ttl_seconds: int) -> None:
@@ -189,33 +274,16 @@ def _approval_vote(*, approval: ApprovalRequest, user, reason: str, now) -> tupl
                 data={"vote": "approve", "reason": reason},
                 at=now,
             )
-            votes = (
-                Vote.objects.filter(approval_id=OuterRef("pk"))
-                .order_by()
-                .values("approval_id")
-                .annotate(n=Count("id"))
-                .values("n")
-            )
-            flipped = ApprovalRequest.objects.filter(
-                pk=approval.pk, status=Status.PENDING, approvals_required__lte=Subquery(votes)
-            ).update(
+            flipped = _decided(
+                approval=approval,
+                user=user,
                 status=Status.APPROVED,
-                decision_action=Action.RESUME,
-                decided_at=now,
-                decided_by=user,
-                decided_by_email=user.email,
+                action=Action.RESUME,
                 reason=reason,
+                now=now,
+                quorum=True,
             )
             if flipped:
-                audit_append(
-                    workspace_id=approval.workspace_id,
-                    actor=actor_of(user=user),
-                    action="approval.decided",
-                    object=approval.public_id,
-                    data={"outcome": Status.APPROVED, "action": Action.RESUME, "reason": reason},
-                    at=now,
-                )
-                notify_changed(approval.public_id)
                 deliveries_for_resolution(approvals=[approval], event=DeliveryEvent.DECIDED)
             approval.refresh_from_db()
             return approval, False
@@ -225,7 +293,7 @@ def _approval_vote(*, approval: ApprovalRequest, user, reason: str, now) -> tupl
 
 
 @transaction.atomic
-def grant_revoke(*, grant: Grant, user=None) -> Grant:
+def grant_revoke(*, grant: Grant, user: AbstractBaseUser | None = None) -> Grant:
     """Revoke at once: the next registration of that run pends again. Revoking twice changes nothing."""
     if Grant.objects.filter(pk=grant.pk, revoked_at__isnull=True).update(revoked_at=timezone.now()):
         audit_append(
@@ -247,7 +315,7 @@ def approval_expire_if_overdue(*, approval: ApprovalRequest) -> ApprovalRequest:
     return approval
 
 
-def expire_requests(queryset) -> int:
+def expire_requests(queryset: QuerySet[ApprovalRequest]) -> int:
     """Mark the overdue pending requests of `queryset` expired; returns how many were."""
     now = timezone.now()
     with transaction.atomic():
@@ -661,12 +729,8 @@ def _insert(approval: ApprovalRequest, *, engine_key: ApiToken, deliveries: list
                 canonical({"approval": approval.public_id}),
             ]
     if deliveries:
-        where = f"WHERE apr.status = '{Status.PENDING.value}'" if approval.allow_run_grant else ""
-        ctes.append(_DELIVERIES_CTE.format(values=", ".join([_DELIVERY_ROW] * len(deliveries)), where=where))
-        for delivery in deliveries:
-            params += [
-                field.get_db_prep_save(getattr(delivery, field.attname), connection) for field in _DELIVERY_FIELDS
-            ]
+        ctes.append(_DELIVERIES_CTE_GRANTED if approval.allow_run_grant else _DELIVERIES_CTE)
+        params.append(_deliveries_json(deliveries))
     sql = "WITH " + ", ".join(ctes) + " SELECT * FROM apr"
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
@@ -688,15 +752,33 @@ def _insert(approval: ApprovalRequest, *, engine_key: ApiToken, deliveries: list
 
 # The deliveries' INSERT, fed by the request's INSERT as a CTE: one round trip, no BEGIN/COMMIT.
 # A request a grant approved at once has nothing to ask (apr.status is returned only by that form).
+# The rows travel as one JSON parameter, however many contacts: psycopg caches how it splits a
+# statement of up to 50 parameters and 4,096 characters, and re-parses a longer one on every call —
+# one parameter per column per row cost a notified registration ≈400 µs of CPU (bench/notify.py).
 _DELIVERY_FIELDS = [
     field for field in Delivery._meta.concrete_fields if not field.primary_key and field.name != "approval"
 ]
-_DELIVERY_ROW = "(" + ", ".join(f"%s::{field.db_type(connection)}" for field in _DELIVERY_FIELDS) + ")"
 _DELIVERIES_CTE = (
     f'dlv AS (INSERT INTO {Delivery._meta.db_table} ("approval_id", '
     + ", ".join(f'"{field.column}"' for field in _DELIVERY_FIELDS)
-    + ") SELECT apr.id, v.* FROM apr, (VALUES {values}) AS v {where})"
+    + ") SELECT apr.id, v.* FROM apr, jsonb_to_recordset(%s::jsonb) AS v("
+    + ", ".join(f'"{field.column}" {field.db_type(connection)}' for field in _DELIVERY_FIELDS)
+    + ") {where})"
 )
+_DELIVERIES_CTE_GRANTED = _DELIVERIES_CTE.format(where=f"WHERE apr.status = '{Status.PENDING.value}'")
+_DELIVERIES_CTE = _DELIVERIES_CTE.format(where="")
+
+
+def _deliveries_json(deliveries: list[Delivery]) -> str:
+    """The rows for jsonb_to_recordset: each column's value, datetimes in full ISO 8601 (microseconds kept)."""
+    rows = []
+    for delivery in deliveries:
+        row = {}
+        for field in _DELIVERY_FIELDS:
+            value = getattr(delivery, field.attname)
+            row[field.column] = value.isoformat() if isinstance(value, datetime) else value
+        rows.append(row)
+    return json.dumps(rows, separators=(",", ":"))
 
 
 def _granted_params(params: list, *, now) -> list:

@@ -37,7 +37,11 @@ class Server:
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
-        wait_until_answering(self.process, name="gunicorn", log="bench/results/gunicorn.log", port=PORT)
+        try:
+            wait_until_answering(self.process, name="gunicorn", log="bench/results/gunicorn.log")
+        except SystemExit:
+            self.stop()  # never leave a server behind holding the port (and a database's connections)
+            raise
 
     def stop(self) -> None:
         if self.process.poll() is None:
@@ -53,8 +57,9 @@ class Server:
 def wait_until_answering(
     process: subprocess.Popen, *, name: str, log: str, port: int | None = None, seconds: float = 60
 ) -> None:
-    """Until the server on `port` serves the login page; SystemExit if it exits or stays silent."""
-    port = port or PORT  # read at call time: the audit section moves the server to its own port
+    """Until the server on `port` (PORT as it is now: bench/audit.py moves it) serves the login page;
+    SystemExit if it exits or stays silent."""
+    port = port or PORT
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         if process.poll() is not None:

@@ -5,8 +5,11 @@ Writers (called by the approval services inside the transaction that makes the e
 Contacts tab and API. Sender (called by contacts.tasks in the django-q2 cluster):
 `deliveries_send_due` claims due rows with FOR UPDATE SKIP LOCKED, moving each a lease ahead, so
 a worker killed mid-send leaves rows that come due again by themselves: a send may repeat (with
-the same delivery id, for receivers to deduplicate), never be lost.
+the same delivery id, for receivers to deduplicate), never be lost. Claiming a request's first
+`requested` row also writes its follow-ups (reminders, escalations), in the claim's transaction.
 """
+
+from __future__ import annotations
 
 import logging
 import os
@@ -16,6 +19,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -25,6 +29,10 @@ from django.utils import timezone
 
 from .models import WHILE_PENDING, Channel, Contact, Delivery, DeliveryEvent, DeliveryStatus
 from .transports import Notice, Recipient, TransportError, address_of, transport_for
+
+if TYPE_CHECKING:
+    from approvals.models import ApprovalRequest
+    from rules.models import ConfigVersion
 
 logger = logging.getLogger(__name__)
 
@@ -51,7 +59,7 @@ def reminder_at(*, created_at: datetime, expires_at: datetime) -> datetime:
     return expires_at - REMINDER_BEFORE
 
 
-def _row(*, approval, contact: dict, event: str, due: datetime, now: datetime) -> Delivery:
+def _row(*, approval: ApprovalRequest, contact: dict, event: str, due: datetime, now: datetime) -> Delivery:
     return Delivery(
         workspace_id=approval.workspace_id,
         approval=approval,
@@ -64,21 +72,39 @@ def _row(*, approval, contact: dict, event: str, due: datetime, now: datetime) -
     )
 
 
-def _contacts(version, ids: list[str]) -> list[dict]:
+def _contacts(version: ConfigVersion, ids: list[str]) -> list[dict]:
     """The frozen contacts of `version` named by `ids`, skipping channel `none` (nothing to send)."""
     contacts = [version.contact(i) for i in ids]
     return [c for c in contacts if c is not None and c.get("channel") != Channel.NONE]
 
 
-def deliveries_for_registration(*, approval, rule: dict, version) -> list[Delivery]:
-    """`requested` and a scheduled `reminder` to each notified contact, `escalated` to each escalation
-    contact, as unsaved rows: the registration writes them with the request, in one statement on
-    PostgreSQL (approvals.services._insert), then calls `kick_sender`."""
+def deliveries_for_registration(*, approval: ApprovalRequest, rule: dict, version: ConfigVersion) -> list[Delivery]:
+    """`requested` to each notified contact, as unsaved rows: the registration writes them with the
+    request, in one statement on PostgreSQL (approvals.services._insert), then calls `kick_sender`.
+
+    The follow-ups (reminders, escalations) are not written here: the sender writes them when it
+    first claims the request's `requested` rows (`_write_followups`), off the request's path — a
+    registration writes one row per notified contact, not two. A rule that notifies nobody but
+    escalates has no `requested` row to wait for: its escalations are written here.
+    """
     now = approval.created_at
+    rows = [
+        _row(approval=approval, contact=contact, event=DeliveryEvent.REQUESTED, due=now, now=now)
+        for contact in _contacts(version, rule.get("notify") or [])
+    ]
+    if not rows:
+        rows = followups(approval=approval, rule=rule, version=version, now=now)
+    for row in rows:
+        row.public_id = _new_id()
+    return rows
+
+
+def followups(*, approval: ApprovalRequest, rule: dict, version: ConfigVersion, now: datetime) -> list[Delivery]:
+    """A request's scheduled `reminder` to each notified contact and `escalated` to each escalation
+    contact, as unsaved rows (without public ids): due when API.md says, sent only if still pending."""
     rows = []
     remind = reminder_at(created_at=approval.created_at, expires_at=approval.expires_at)
     for contact in _contacts(version, rule.get("notify") or []):
-        rows.append(_row(approval=approval, contact=contact, event=DeliveryEvent.REQUESTED, due=now, now=now))
         rows.append(_row(approval=approval, contact=contact, event=DeliveryEvent.REMINDER, due=remind, now=now))
     after = rule.get("escalate_after_seconds")
     if after:
@@ -88,43 +114,35 @@ def deliveries_for_registration(*, approval, rule: dict, version) -> list[Delive
                 rows.append(
                     _row(approval=approval, contact=contact, event=DeliveryEvent.ESCALATED, due=escalate, now=now)
                 )
-    for row in rows:
-        row.public_id = _new_id()
     return rows
 
 
-def deliveries_for_resolution(*, approvals: list, event: str) -> int:
+def deliveries_for_resolution(*, approvals: list[ApprovalRequest], event: str) -> int:
     """`decided` or `expired` to each notified contact (and to escalation contacts already told),
     and the pending reminders and escalations of those requests dropped: a request decided
-    meanwhile sends neither. Call inside the resolving transaction."""
-    from rules.models import ConfigVersion
+    meanwhile sends neither. Call inside the resolving transaction.
 
-    approvals = [a for a in approvals if a.rule_id]  # token caps belong to no rule: nobody to tell
-    if not approvals:
+    A request whose rule tells nobody costs no query here (its frozen version is cached).
+    """
+    rules = {a.pk: rule for a, rule in _rules_of(approvals) if rule["notify"] or rule["escalate_to"]}
+    if not rules:
         return 0
     now = timezone.now()
-    ids = [a.pk for a in approvals]
+    ids = list(rules)
     Delivery.objects.filter(approval_id__in=ids, event__in=WHILE_PENDING, status=DeliveryStatus.PENDING).delete()
-    told = set(
-        Delivery.objects.filter(approval_id__in=ids, event=DeliveryEvent.ESCALATED).values_list(
-            "approval_id", "contact_public_id"
+    told = set()
+    if any(rule["escalate_to"] for rule in rules.values()):
+        told = set(
+            Delivery.objects.filter(approval_id__in=ids, event=DeliveryEvent.ESCALATED).values_list(
+                "approval_id", "contact_public_id"
+            )
         )
-    )
-    keys = {(a.config_id, a.config_version) for a in approvals}
-    missing = keys - set(_VERSIONS)
-    if missing:
-        query = Q()
-        for config_id, number in missing:
-            query |= Q(config_id=config_id, number=number)
-        for version in ConfigVersion.objects.filter(query):
-            _VERSIONS[(version.config_id, version.number)] = version
-    versions = {key: _VERSIONS[key] for key in keys if key in _VERSIONS}
     rows = []
     for approval in approvals:
-        version = versions.get((approval.config_id, approval.config_version))
-        rule = version.rule(approval.rule_id) if version else None
+        rule = rules.get(approval.pk)
         if rule is None:
             continue
+        version = _VERSIONS[(approval.config_id, approval.config_version)]
         names = list(rule["notify"]) + [c for c in rule["escalate_to"] if (approval.pk, c) in told]
         for contact in _contacts(version, list(dict.fromkeys(names))):
             row = _row(approval=approval, contact=contact, event=event, due=now, now=now)
@@ -138,6 +156,29 @@ def deliveries_for_resolution(*, approvals: list, event: str) -> int:
 
 # Published versions never change: each process keeps the ones it has read.
 _VERSIONS: dict = {}
+
+
+def _rules_of(approvals: list[ApprovalRequest]) -> list[tuple[ApprovalRequest, dict]]:
+    """(request, its frozen rule) for each gate request among `approvals` whose version and rule are
+    found; token caps belong to no rule. One query for the versions this process has not seen yet."""
+    from rules.models import ConfigVersion
+
+    approvals = [a for a in approvals if a.rule_id]
+    keys = {(a.config_id, a.config_version) for a in approvals}
+    missing = keys - set(_VERSIONS)
+    if missing:
+        query = Q()
+        for config_id, number in missing:
+            query |= Q(config_id=config_id, number=number)
+        for version in ConfigVersion.objects.filter(query):
+            _VERSIONS[(version.config_id, version.number)] = version
+    found = []
+    for approval in approvals:
+        version = _VERSIONS.get((approval.config_id, approval.config_version))
+        rule = version.rule(approval.rule_id) if version else None
+        if rule is not None:
+            found.append((approval, rule))
+    return found
 
 
 def delivery_test_create(*, contact: Contact) -> Delivery:
@@ -220,7 +261,9 @@ def deliveries_claim(*, limit: int = CLAIM_BATCH, now: datetime | None = None) -
     """Take up to `limit` due rows for this worker: each moves a lease ahead and counts an attempt.
 
     SKIP LOCKED lets several workers split the rows instead of queueing on each other; the lease
-    makes a row whose worker died come due again without anyone noticing the death.
+    makes a row whose worker died come due again without anyone noticing the death. A `requested`
+    row claimed for the first time schedules its request's follow-ups in the same transaction, so
+    a claim that commits has written them and one that does not will be made again.
     """
     now = now or timezone.now()
     lease = now + timedelta(seconds=settings.HITL_DELIVERY_LEASE_SECONDS)
@@ -236,7 +279,28 @@ def deliveries_claim(*, limit: int = CLAIM_BATCH, now: datetime | None = None) -
         Delivery.objects.filter(pk__in=ids, status=DeliveryStatus.PENDING).update(
             next_attempt_at=lease, attempts=F("attempts") + 1
         )
-    return list(Delivery.objects.filter(pk__in=ids).select_related("approval__config", "workspace"))
+        claimed = list(Delivery.objects.filter(pk__in=ids).select_related("approval__config", "workspace"))
+        _write_followups(
+            [d.approval for d in claimed if d.event == DeliveryEvent.REQUESTED and d.attempts == 1], now=now
+        )
+    return claimed
+
+
+def _write_followups(approvals: list[ApprovalRequest], *, now: datetime) -> None:
+    """The reminders and escalations of these requests, if still pending (see deliveries_for_registration).
+
+    ON CONFLICT DO NOTHING on one_delivery_per_event: a request with several notified contacts, or a
+    row claimed again, writes each follow-up at most once.
+    """
+    pending = {a.pk: a for a in approvals if a.effective_status(now) == "pending"}
+    rows = []
+    for approval, rule in _rules_of(list(pending.values())):
+        version = _VERSIONS[(approval.config_id, approval.config_version)]
+        rows += followups(approval=approval, rule=rule, version=version, now=now)
+    for row in rows:
+        row.public_id = _new_id()
+    if rows:
+        Delivery.objects.bulk_create(rows, ignore_conflicts=True)
 
 
 def deliveries_send_due(*, max_batches: int = 1000) -> int:
@@ -264,8 +328,7 @@ def _send_batch(claimed: list[Delivery]) -> int:
     then record the whole batch: one UPDATE for the sent, one per failure."""
     now = timezone.now()
     sends = [send for delivery in claimed if (send := _prepare(delivery=delivery, now=now)) is not None]
-    with ThreadPoolExecutor(max_workers=SEND_THREADS) as pool:
-        list(pool.map(_attempt, sends))
+    list(_senders().map(_attempt, sends))
     sent = [d.pk for s in sends if s.error is None for d in (s.digest or [s.delivery])]
     if sent:
         Delivery.objects.filter(pk__in=sent, status=DeliveryStatus.PENDING).update(
@@ -276,6 +339,24 @@ def _send_batch(claimed: list[Delivery]) -> int:
         if send.error is not None:
             settled += _record_failure(delivery=send.delivery, error=send.error, now=now, also=send.digest)
     return settled
+
+
+_pool: ThreadPoolExecutor | None = None
+_pool_pid = 0
+_pool_lock = threading.Lock()
+
+
+def _senders() -> ThreadPoolExecutor:
+    """This process's send threads, kept from batch to batch: each keeps its keep-alive HTTP session
+    (transports/webhook.py), so a burst reuses SEND_THREADS connections per worker. A pool per batch
+    opened and dropped eight connections every 50 sends; a loaded receiver's listen queue overflowed
+    and the refused sends waited a minute for their retry (bench/notify.py)."""
+    global _pool, _pool_pid
+    with _pool_lock:
+        if _pool is None or _pool_pid != os.getpid():  # threads do not survive a fork
+            _pool = ThreadPoolExecutor(max_workers=SEND_THREADS, thread_name_prefix="hitl-send")
+            _pool_pid = os.getpid()
+        return _pool
 
 
 def _prepare(*, delivery: Delivery, now: datetime) -> _Send | None:
@@ -378,11 +459,11 @@ def _fatigue(*, delivery: Delivery, now: datetime) -> list[Delivery] | None:
 # --- What a message says ------------------------------------------------------------------------
 
 
-def review_url(approval) -> str:
+def review_url(approval: ApprovalRequest) -> str:
     return settings.HITL_BASE_URL + reverse("approvals:detail", args=[approval.public_id])
 
 
-def act_subject(approval, event: str) -> str:
+def act_subject(approval: ApprovalRequest, event: str) -> str:
     """The subject names the act: "Approve: Delete customer T-4821?"."""
     from approvals.presenters import card_title
 
@@ -438,7 +519,7 @@ def notice_for(*, delivery: Delivery, recipient: Recipient, digest: list[Deliver
     )
 
 
-def _facts(approval) -> list[tuple[str, str]]:
+def _facts(approval: ApprovalRequest) -> list[tuple[str, str]]:
     facts = [("Config", f"{approval.config.public_id}@{approval.config_version} {approval.config.name}")]
     if approval.message:
         facts.append(("Rule says", approval.message))

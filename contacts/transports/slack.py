@@ -5,8 +5,8 @@ module only adapts it to the transport interface and Slack's failures to Transpo
 Slack's 429 Retry-After carried to the outbox's retry.
 
 Unlike email and webhooks, Slack needs the database while sending (where the request's message
-is, to update it; where a new one was posted, to remember it). The outbox sends on short-lived
-threads, so a connection this thread opened is closed before it ends, never left behind.
+is, to update it; where a new one was posted, to remember it). The outbox sends on threads that
+live as long as the worker, so a connection a send opened is closed when it ends, never left idle.
 """
 
 from django.db import connection

@@ -36,7 +36,7 @@ def test_it_sends_a_signed_cloudevent_when_a_request_is_registered_and_when_it_i
     assert decided["data"]["approval"]["decision"]["decided_by"] == "bob@acme.test"
     delivery.refresh_from_db()
     assert (delivery.status, delivery.attempts, delivery.last_error) == ("sent", 1, "")
-    # The reminder was scheduled at registration; the decision dropped it: it is never sent.
+    # The reminder was scheduled when the request was first sent; the decision dropped it: it is never sent.
     assert not Delivery.objects.filter(approval=approval, event="reminder").exists()
 
 

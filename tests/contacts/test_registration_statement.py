@@ -1,0 +1,63 @@
+"""A registration is one statement that psycopg parses once per process, notify rule or not.
+
+psycopg (client-side binding, as Django uses it) caches how it splits a statement only up to 50
+parameters and 4,096 characters; past that it re-parses the statement on every call, which cost a
+notified registration ≈400 µs of CPU — a fifth of the request (bench/notify.py). These tests fail
+when a new column or CTE pushes the statement past the cache.
+"""
+
+import pytest
+from django.db import connection
+from psycopg._queries import MAX_CACHED_STATEMENT_LENGTH, MAX_CACHED_STATEMENT_PARAMS
+
+from contacts.models import Delivery
+from contacts.services import contact_create
+
+from ..helpers import make_rule, publish
+from .conftest import register
+
+pytestmark = [pytest.mark.postgres, pytest.mark.django_db]
+
+
+def _insert_statement(world: dict, **fields) -> tuple[str, list]:
+    seen = []
+
+    def keep(execute, sql, params, many, context):
+        if sql.lstrip().startswith("WITH"):
+            seen.append((sql, params))
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(keep):
+        register(world, **fields)
+    [statement] = seen
+    return statement
+
+
+@pytest.mark.parametrize("contacts", [1, 3])
+def test_a_notified_registration_stays_within_psycopgs_statement_cache(notified, contacts):
+    names = [notified["hook"].public_id]
+    for n in range(contacts - 1):
+        extra = contact_create(
+            config=notified["config"],
+            name=f"Hook {n}",
+            channel="webhook",
+            channel_ref="${HITL_TEST_HOOK}",
+            secret_ref="${HITL_TEST_HOOK_SECRET}",
+        )
+        names.append(extra.public_id)
+    rule = make_rule(notified["config"], message="Many", order=60, notify=names)
+    world = {**notified, "rule": rule, "version": publish(notified["config"])}
+
+    sql, params = _insert_statement(world, run_id=f"run_{contacts}")
+
+    assert len(params) <= MAX_CACHED_STATEMENT_PARAMS
+    assert len(sql.encode()) <= MAX_CACHED_STATEMENT_LENGTH
+    assert Delivery.objects.filter(event="requested", approval__run_id=f"run_{contacts}").count() == contacts
+
+
+def test_a_plain_registration_stays_within_psycopgs_statement_cache(notified):
+    plain = make_rule(notified["config"], message="Nobody to tell", order=70)
+    world = {**notified, "rule": plain, "version": publish(notified["config"])}
+    sql, params = _insert_statement(world)
+    assert len(params) <= MAX_CACHED_STATEMENT_PARAMS
+    assert len(sql.encode()) <= MAX_CACHED_STATEMENT_LENGTH
