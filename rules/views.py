@@ -14,11 +14,11 @@ from workspaces.decorators import admin_required, member_required
 
 from . import selectors, services
 from .exceptions import NothingToPublish, PlanRequired
-from .forms import ConfigForm, PinForm, PublishForm, RuleForm, SettingsForm, which_one_for
+from .forms import MATCH_HINT_ID, ConfigForm, PinForm, PublishForm, RuleForm, SettingsForm, which_one_for
 from .models import Config, ConfigVersion, Rule
 
 
-def config_page_context(request, config: Config, tab: str, configs=None) -> dict:
+def config_page_context(request: HttpRequest, config: Config, tab: str, configs: list[Config] | None = None) -> dict:
     """What every per-config page shows at the top: the picker and the served state."""
     configs = list(selectors.configs_with_versions(request.actor.workspace)) if configs is None else configs
     rules = list(config.rules.all())
@@ -56,7 +56,10 @@ def configs(request: HttpRequest) -> HttpResponse:
     for config in selectors.configs_with_versions(workspace).prefetch_related("rules", "contacts", "versions"):
         served = next((v for v in config.versions.all() if v.number == config.served_number), None)
         draft = selectors.draft_frozen(config, config.rules.all(), config.contacts.all())
-        rows.append({"config": config, "draft_changed": selectors.draft_differs(draft, served)})
+        row = {"config": config, "draft_changed": selectors.draft_differs(draft, served)}
+        if request.actor.is_admin:
+            row["rename_form"] = ConfigForm.rename(config)
+        rows.append(row)
     context = {"tab": "rules", "rows": rows, "form": form, "can_edit": request.actor.is_admin}
     return render(request, "rules/configs.html", context, status=400 if form.errors else 200)
 
@@ -123,8 +126,9 @@ def rule_add(request: HttpRequest, cfg: str) -> HttpResponse:
 @admin_required
 @require_GET
 def which_one(request: HttpRequest) -> HttpResponse:
-    """The "Which one" label and hint for the kind the rule form's select now shows (htmx)."""
-    return render(request, "rules/_which_one.html", {"which_one": which_one_for(request.GET.get("kind", ""))})
+    """The "Which one" legend and the selector's hint for the kind the rule form's select now shows (htmx)."""
+    legend, hint = which_one_for(request.GET.get("kind", ""))
+    return render(request, "rules/_which_one.html", {"legend": legend, "hint": hint, "hint_id": MATCH_HINT_ID})
 
 
 def _rule_or_404(config: Config, rul: str) -> Rule:
@@ -175,7 +179,7 @@ def rule_delete(request: HttpRequest, cfg: str, rul: str) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 def config_settings(request: HttpRequest, cfg: str) -> HttpResponse:
     config = selectors.config_for(workspace=request.actor.workspace, public_id=cfg)
-    form = SettingsForm(instance=config)
+    form = SettingsForm(instance=config, read_only=not request.actor.is_admin)
     if request.method == "POST":
         if not request.actor.is_admin:
             raise PermissionDenied("Only a workspace admin may change this.")
@@ -230,10 +234,8 @@ def version(request: HttpRequest, cfg: str, number: int) -> HttpResponse:
     if frozen is None:
         raise Http404("No such version of this config.")
     context = config_page_context(request, config, "rules")
-    rules = frozen.full_rules
-    for rule in rules:
-        rule["who"] = selectors.notify_summary(rule, frozen.contacts)
+    rules = [{**rule, "who": selectors.notify_summary(rule, frozen.contacts)} for rule in frozen.rules]
     context.update(
-        frozen=frozen, rules=rules, contacts=frozen.full_contacts, is_served=frozen.number == config.served_number
+        frozen=frozen, rules=rules, contacts=frozen.contacts, is_served=frozen.number == config.served_number
     )
     return render(request, "rules/version.html", context)
