@@ -8,7 +8,7 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
 
-from hitl_portal.ids import new_public_id
+from hitl_portal.ids import PublicIdMixin
 from workspaces.models import Workspace
 
 
@@ -94,11 +94,12 @@ def with_defaults(frozen: dict, defaults: dict) -> dict:
     return {**frozen, **missing} if missing else frozen
 
 
-class Config(models.Model):
+class Config(PublicIdMixin, models.Model):
     """An agent config: an editable draft and immutable numbered versions."""
 
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="configs")
     public_id = models.CharField(max_length=24, unique=True, editable=False)
+    public_id_prefix = "cfg"
     name = models.CharField(max_length=200)
     pass_information_level = models.CharField(
         max_length=8, choices=PassInformationLevel.choices, default=PassInformationLevel.SUMMARY
@@ -115,11 +116,6 @@ class Config(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} ({self.public_id})"
-
-    def save(self, *args: Any, **kwargs: Any) -> None:
-        if not self.public_id:
-            self.public_id = new_public_id("cfg")
-        super().save(*args, **kwargs)
 
     @property
     def token_caps(self) -> dict:
@@ -193,11 +189,12 @@ class ConfigVersion(models.Model):
         return None if rule is None else dict(rule)
 
 
-class Rule(models.Model):
+class Rule(PublicIdMixin, models.Model):
     """One gate in a config's draft."""
 
     config = models.ForeignKey(Config, on_delete=models.CASCADE, related_name="rules")
     public_id = models.CharField(max_length=24, unique=True, editable=False)
+    public_id_prefix = "rul"
     kind = models.CharField(max_length=16, choices=RuleKind.choices, default=RuleKind.DELETE)
     match = models.CharField("Which one", max_length=500, default=ANY, blank=True)
     point = models.CharField(max_length=8, choices=RulePoint.choices, default=RulePoint.ENTRY)
@@ -239,11 +236,6 @@ class Rule(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} {self.match} at {self.point}"
-
-    def save(self, *args: Any, **kwargs: Any) -> None:
-        if not self.public_id:
-            self.public_id = new_public_id("rul")
-        super().save(*args, **kwargs)
 
     def clean(self) -> None:
         self.match = (self.match or "").strip()
