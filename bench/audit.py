@@ -171,6 +171,7 @@ def _write_chain(workspace_id: int, count: int) -> None:
 
 def run(*, quick: bool, rounds: int | None, duration: float | None) -> dict:
     from bench.harness import RESULTS, World, log, recreate_database, setup_django, vacuum
+    from bench.seed import seed_history
 
     url = os.environ.get("BENCH_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/hitl_bench")
     total = 100_000 if quick else 1_000_000
@@ -217,26 +218,7 @@ def run(*, quick: bool, rounds: int | None, duration: float | None) -> dict:
 
     with conn.cursor() as cursor:
         cursor.execute("DELETE FROM approvals_approvalrequest WHERE status = 'pending'")
-    history, pending = total - total // 10, total // 10
-    step = int(60 * 86400 * 1000 / history)
-    for status, share, tag in (("approved", 0.6, "appr"), ("rejected", 0.3, "rejd"), ("expired", 0.1, "expd")):
-        world.seed(
-            count=int(history * share),
-            status=status,
-            tag=tag,
-            created_from=now - timedelta(days=61),
-            step_ms=step,
-            ttl_s=86400,
-        )
-    world.seed(
-        count=pending,
-        status="pending",
-        tag="pend",
-        created_from=now - timedelta(hours=12),
-        step_ms=max(1, int(12 * 3600 * 1000 / pending)),
-        ttl_s=86400,
-    )
-    vacuum()
+    seed_history(world, total=total, pending=total // 10, now=now)
     log("audit: insights page, big table")
     results["insights_big"] = _insights_page(world, repeats=15)
     log(f"  insights {total:,}: {results['insights_big']}")

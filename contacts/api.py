@@ -22,7 +22,7 @@ class ContactPagination(AdminPagination):
     ordering = ("name", "id")
 
 
-def _contact(request, cfg: str, con: str) -> Contact:
+def _contact(request: Request, cfg: str, con: str) -> Contact:
     return contact_for(config=config_for(workspace=request.actor.workspace, public_id=cfg), public_id=con)
 
 

@@ -12,7 +12,7 @@ from rest_framework.views import exception_handler, set_rollback
 
 from approvals.exceptions import ApprovalNotFound, IdempotencyKeyReused, NotApproved, SelfApproval, WrongDecision
 from contacts.exceptions import ContactInUse, ContactNotFound
-from rules.exceptions import ConfigNotFound, NothingToPublish, PlanRequired
+from rules.exceptions import ConfigNotFound, NothingToPublish, PlanRequired, RuleNotFound
 
 from .exceptions import DomainError
 
@@ -53,6 +53,7 @@ DOMAIN_ERRORS: dict[type[DomainError], tuple[int, str]] = {
     ApprovalNotFound: (status.HTTP_404_NOT_FOUND, "not_found"),
     ConfigNotFound: (status.HTTP_404_NOT_FOUND, "not_found"),
     ContactNotFound: (status.HTTP_404_NOT_FOUND, "not_found"),
+    RuleNotFound: (status.HTTP_404_NOT_FOUND, "not_found"),
     WrongDecision: (status.HTTP_400_BAD_REQUEST, "invalid"),
     PlanRequired: (status.HTTP_403_FORBIDDEN, "plan_required"),
     SelfApproval: (status.HTTP_403_FORBIDDEN, "self_approval"),

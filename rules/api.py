@@ -64,15 +64,12 @@ class VersionPagination(AdminPagination):
     ordering = "-number"
 
 
-def _config(request, cfg: str) -> Config:
+def _config(request: Request, cfg: str) -> Config:
     return selectors.config_for(workspace=request.actor.workspace, public_id=cfg)
 
 
-def _rule(config: Config, rul: str) -> Rule:
-    rule = config.rules.filter(public_id=rul).first()
-    if rule is None:
-        raise Http404
-    return rule
+def _rule(request: Request, cfg: str, rul: str) -> Rule:
+    return selectors.rule_for(config=_config(request, cfg), public_id=rul)
 
 
 def _version_response(version: ConfigVersion, served_number: int | None, code: int = 200) -> Response:
@@ -167,7 +164,7 @@ class RuleListView(AdminView):
 class RuleDetailView(AdminView):
     @extend_schema(tags=TAG, summary="One draft rule", responses={200: RuleSerializer, **ERRORS})
     def get(self, request: Request, cfg: str, rul: str) -> Response:
-        return Response(RuleSerializer(_rule(_config(request, cfg), rul).frozen()).data)
+        return Response(RuleSerializer(_rule(request, cfg, rul).frozen()).data)
 
     @extend_schema(
         tags=TAG,
@@ -176,7 +173,7 @@ class RuleDetailView(AdminView):
         responses={200: RuleSerializer, **BAD_INPUT, **ERRORS},
     )
     def patch(self, request: Request, cfg: str, rul: str) -> Response:
-        rule = _rule(_config(request, cfg), rul)
+        rule = _rule(request, cfg, rul)
         data = RuleInputSerializer(data=request.data, partial=True)
         data.is_valid(raise_exception=True)
         rule = services.rule_update(rule=rule, user=request.actor.user, **data.validated_data)
@@ -184,7 +181,7 @@ class RuleDetailView(AdminView):
 
     @extend_schema(tags=TAG, summary="Delete a draft rule", responses={204: None, **ERRORS})
     def delete(self, request: Request, cfg: str, rul: str) -> Response:
-        services.rule_delete(rule=_rule(_config(request, cfg), rul), user=request.actor.user)
+        services.rule_delete(rule=_rule(request, cfg, rul), user=request.actor.user)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 

@@ -7,7 +7,7 @@ from django.db.models import QuerySet
 
 from workspaces.models import Workspace
 
-from .exceptions import ConfigNotFound
+from .exceptions import ConfigNotFound, RuleNotFound
 from .models import Config, ConfigVersion, Rule
 
 if TYPE_CHECKING:
@@ -27,6 +27,14 @@ def config_for(*, workspace: Workspace, public_id: str) -> Config:
     if config is None:
         raise ConfigNotFound()  # the id is not echoed: an outsider learns nothing from a 404
     return config
+
+
+def rule_for(*, config: Config, public_id: str) -> Rule:
+    """One rule of this config's draft; another config's reads as missing. Raises RuleNotFound."""
+    rule = Rule.objects.filter(config=config, public_id=public_id).first()
+    if rule is None:
+        raise RuleNotFound()
+    return rule
 
 
 def served_version(config: Config) -> ConfigVersion | None:
