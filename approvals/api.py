@@ -1,5 +1,7 @@
 """`/api/v1/approvals` serves two audiences on one path: engines POST, reviewers GET."""
 
+from rest_framework.request import Request
+from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from workspaces.permissions import IsEngineOrReviewer
@@ -11,9 +13,9 @@ class ApprovalCollectionView(APIView):
     permission_classes = [IsEngineOrReviewer]
 
     @api_reviewer.LIST_SCHEMA
-    def get(self, request):
+    def get(self, request: Request) -> Response:
         return api_reviewer.list_approvals(request)
 
     @api_engine.registration_schema
-    def post(self, request):
+    def post(self, request: Request) -> Response:
         return api_engine.register_approval(request)

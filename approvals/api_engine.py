@@ -16,6 +16,7 @@ from drf_spectacular.utils import (
     extend_schema,
 )
 from rest_framework.exceptions import NotFound, PermissionDenied, ValidationError
+from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -185,7 +186,7 @@ def _registration_schema():
 registration_schema = _registration_schema()
 
 
-def register_approval(request) -> Response:
+def register_approval(request: Request) -> Response:
     """`POST /api/v1/approvals` (called by ApprovalCollectionView.post)."""
     if not request.actor.is_engine:
         raise PermissionDenied("Only an engine key may register approval requests.")
@@ -224,7 +225,7 @@ class ServedConfigView(APIView):
         },
         tags=["engines"],
     )
-    def get(self, request, cfg: str) -> Response:
+    def get(self, request: Request, cfg: str) -> Response:
         workspace = request.actor.workspace
         config = Config.objects.filter(workspace=workspace, public_id=cfg).first()
         if config is None:
@@ -274,7 +275,7 @@ class ApprovalDetailView(APIView):
         },
         tags=["engines"],
     )
-    def get(self, request, apr: str) -> Response:
+    def get(self, request: Request, apr: str) -> Response:
         wait = 0
         if request.query_params:  # a plain poll (most of them) has nothing to validate
             query = WaitQuerySerializer(data=request.query_params)
@@ -333,7 +334,7 @@ class ApprovalOutcomeView(APIView):
         },
         tags=["engines"],
     )
-    def post(self, request, apr: str) -> Response:
+    def post(self, request: Request, apr: str) -> Response:
         serializer = OutcomeSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         approval = _get_approval(request, apr)

@@ -5,6 +5,7 @@ import datetime
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers
+from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -88,7 +89,7 @@ class GrantListView(APIView):
         parameters=[OpenApiParameter("active", bool, description="true: live grants only; false: ended ones only")],
         responses={200: GrantPage, 400: _error("`active` is not true or false."), **ERRORS},
     )
-    def get(self, request) -> Response:
+    def get(self, request: Request) -> Response:
         filters = GrantFilters(data=request.query_params)
         filters.is_valid(raise_exception=True)
         grants = selectors.grants_for(request.actor.workspace, active=filters.validated_data["active"])
@@ -108,7 +109,7 @@ class GrantDetailView(APIView):
         "nothing and also answers 204.",
         responses={204: None, **ERRORS, 404: _error("No such grant in this workspace.")},
     )
-    def delete(self, request, grt: str) -> Response:
+    def delete(self, request: Request, grt: str) -> Response:
         grant = get_object_or_404(Grant.objects.for_workspace(request.actor.workspace), public_id=grt)
         grant_revoke(grant=grant, user=request.user)
         return Response(status=204)

@@ -4,6 +4,7 @@ from django.utils import timezone
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers
 from rest_framework.exceptions import NotFound
+from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.utils.urls import replace_query_param
 from rest_framework.views import APIView
@@ -13,7 +14,7 @@ from hitl_portal.pagination import CursorPagination
 from rules.models import RuleKind
 
 from . import selectors
-from .models import ApprovalKind, Status
+from .models import ApprovalKind, ApprovalRequest, Status
 from .permissions import MayDecide
 from .serializers import ApprovalRequestSerializer, approval_as_dict
 from .services import DECISIONS, GRANT_TTL_DEFAULT, GRANT_TTL_MAX, GRANT_TTL_MIN, approval_decide
@@ -81,7 +82,7 @@ LIST_SCHEMA = extend_schema(
 )
 
 
-def list_approvals(request) -> Response:
+def list_approvals(request: Request) -> Response:
     """GET /api/v1/approvals (the collection view's GET; its POST registers): the History page's query."""
     filters = ListFilters(data=request.query_params)
     filters.is_valid(raise_exception=True)
@@ -148,7 +149,7 @@ class DecisionOutput(ApprovalRequestSerializer):
         help_text="true when this reviewer had already approved this still pending quorum request: nothing changed"
     )
 
-    def to_representation(self, instance) -> dict:
+    def to_representation(self, instance: ApprovalRequest) -> dict:
         return instance
 
 
@@ -176,7 +177,7 @@ class DecisionView(APIView):
             404: _error("No such request in this workspace."),
         },
     )
-    def post(self, request, apr: str) -> Response:
+    def post(self, request: Request, apr: str) -> Response:
         approval = selectors.approval_get(workspace=request.actor.workspace, public_id=apr)
         self.check_object_permissions(request, approval)
         body = DecisionInput(data=request.data)

@@ -1,6 +1,9 @@
 """CLI: `hitl pending`, `hitl approve`, `hitl deny` (docs/api.md, CLI) — the reviewer's queue on the host."""
 
-from django.core.management.base import CommandError
+import argparse
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
 from workspaces.access import actor_for_user
@@ -16,7 +19,7 @@ from .services import approval_decide
 MAX_REASON = 2000
 
 
-def pending(cmd, options) -> None:
+def pending(cmd: BaseCommand, options: dict[str, Any]) -> None:
     rows = ApprovalRequest.objects.pending().select_related("workspace", "config").order_by("created_at", "id")
     if options.get("workspace"):
         rows = rows.filter(workspace=get_workspace(options["workspace"]))
@@ -40,7 +43,7 @@ def pending(cmd, options) -> None:
         cmd.stdout.write("No pending requests.")
 
 
-def _decide(cmd, options, *, yes: bool, reason: str) -> None:
+def _decide(cmd: BaseCommand, options: dict[str, Any], *, yes: bool, reason: str) -> None:
     if len(reason) > MAX_REASON:
         raise CommandError(f"The reason is {len(reason)} characters; keep it to {MAX_REASON}.")
     try:
@@ -76,15 +79,15 @@ def _decide(cmd, options, *, yes: bool, reason: str) -> None:
         cmd.stdout.write(f"Reason: {visible(approval.reason)}")
 
 
-def approve(cmd, options) -> None:
+def approve(cmd: BaseCommand, options: dict[str, Any]) -> None:
     _decide(cmd, options, yes=True, reason=options.get("note") or "")
 
 
-def deny(cmd, options) -> None:
+def deny(cmd: BaseCommand, options: dict[str, Any]) -> None:
     _decide(cmd, options, yes=False, reason=options["reason"])
 
 
-def register(subparsers) -> None:
+def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("pending", help="list pending approval requests, oldest first")
     p.add_argument("--workspace", metavar="SLUG", help="only this workspace's requests")
     p.set_defaults(handler=pending)

@@ -5,10 +5,13 @@ real engine would, so a newcomer sees requests arrive in the queue, decides them
 the run resume or halt.
 """
 
+import argparse
 import logging
 import uuid
+from collections.abc import Callable
+from typing import Any
 
-from django.core.management.base import CommandError
+from django.core.management.base import BaseCommand, CommandError
 from hitl_client import GatedCall, HitlClient, HitlError, Verdict
 
 TURNS = ("delete", "mcp", "token_cap")
@@ -38,7 +41,7 @@ GATED_CALLS = {
 
 
 class _Printer(logging.Handler):
-    def __init__(self, write):
+    def __init__(self, write: Callable[[str], object]) -> None:
         super().__init__()
         self.write = write
 
@@ -46,7 +49,7 @@ class _Printer(logging.Handler):
         self.write(f"  engine log: {record.getMessage()}")
 
 
-def demo_engine(cmd, options) -> None:
+def demo_engine(cmd: BaseCommand, options: dict[str, Any]) -> None:
     out = cmd.stdout.write
     turns = [turn.strip() for turn in options["turns"].split(",") if turn.strip()]
     unknown = [turn for turn in turns if turn not in TURNS]
@@ -136,7 +139,7 @@ def _report(verdict: Verdict, out) -> bool:
     return False
 
 
-def register(subparsers) -> None:
+def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "demo-engine", help="run scripted agent turns against a live portal over HTTP (an engine's view)"
     )

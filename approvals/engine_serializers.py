@@ -1,6 +1,7 @@
 """Shapes of the engine API (docs/api.md, Engines and Limits): registration, outcome, the served gate table."""
 
 import json
+from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import ValidationError as DjangoValidationError
@@ -36,7 +37,7 @@ def text(name: str, max_length: int, *, required: bool = True, allow_blank: bool
     )
 
 
-def choice(name: str, choices, **kwargs) -> serializers.ChoiceField:
+def choice(name: str, choices: list[tuple[str, str]], **kwargs: Any) -> serializers.ChoiceField:
     values = ", ".join(value for value, _ in choices)
     return serializers.ChoiceField(
         choices=choices,
@@ -119,7 +120,7 @@ class GateRegistrationSerializer(_RegistrationBase):
         error_messages={"invalid": FINITE},
     )
 
-    def validate_arguments(self, value):
+    def validate_arguments(self, value: object) -> object:
         # What PostgreSQL's jsonb and the digest cannot take is refused here, never met as a 500 later.
         try:
             encoded = json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()

@@ -1,6 +1,9 @@
+from collections.abc import Iterable
+from typing import Any
+
 from django import forms
 
-from rules.models import RuleKind
+from rules.models import Config, RuleKind
 
 from .models import ApprovalKind, Status
 from .selectors import HistoryFilters
@@ -52,11 +55,11 @@ class HistoryFilterForm(forms.Form):
     date_from = forms.DateField(required=False, label="From", widget=forms.DateInput(attrs={"type": "date"}))
     date_to = forms.DateField(required=False, label="To", widget=forms.DateInput(attrs={"type": "date"}))
 
-    def __init__(self, *args, configs=(), **kwargs):
+    def __init__(self, *args: Any, configs: Iterable[Config] = (), **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.fields["config"].choices = [("", "Any config")] + [(c.public_id, c.name) for c in configs]
 
-    def clean(self):
+    def clean(self) -> dict:
         data = super().clean()
         if data.get("date_from") and data.get("date_to") and data["date_from"] > data["date_to"]:
             self.add_error("date_to", "The To date must be on or after the From date.")

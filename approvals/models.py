@@ -1,9 +1,11 @@
+from datetime import datetime
+
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
-from hitl_portal.ids import new_public_id
+from hitl_portal.ids import PublicIdMixin
 from rules.models import Config, PassInformationLevel, RuleKind, RulePoint
 from workspaces.models import ApiToken, Workspace
 
@@ -46,18 +48,18 @@ EXPIRED_REASON = (
 
 
 class ApprovalRequestQuerySet(models.QuerySet):
-    def for_workspace(self, workspace) -> "ApprovalRequestQuerySet":
+    def for_workspace(self, workspace: Workspace) -> "ApprovalRequestQuerySet":
         return self.filter(workspace=workspace)
 
-    def pending(self, now=None) -> "ApprovalRequestQuerySet":
+    def pending(self, now: datetime | None = None) -> "ApprovalRequestQuerySet":
         """Still waiting for a person: pending and not past its deadline."""
         return self.filter(status=Status.PENDING, expires_at__gt=now or timezone.now())
 
-    def overdue(self, now=None) -> "ApprovalRequestQuerySet":
+    def overdue(self, now: datetime | None = None) -> "ApprovalRequestQuerySet":
         return self.filter(status=Status.PENDING, expires_at__lte=now or timezone.now())
 
 
-class ApprovalRequest(models.Model):
+class ApprovalRequest(PublicIdMixin, models.Model):
     """A paused call (or token cap breach) waiting for a person's decision."""
 
     # Every index costs each registration a write, so none is kept that another one covers:
@@ -65,6 +67,7 @@ class ApprovalRequest(models.Model):
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="approval_requests", db_index=False)
     engine_key = models.ForeignKey(ApiToken, null=True, on_delete=models.SET_NULL, related_name="approval_requests")
     public_id = models.CharField(max_length=24, editable=False)
+    public_id_prefix = "apr"
     kind = models.CharField(max_length=16, choices=ApprovalKind.choices, default=ApprovalKind.GATE)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
 
@@ -163,23 +166,14 @@ class ApprovalRequest(models.Model):
     def __str__(self) -> str:
         return self.public_id
 
-    def save(self, *args, **kwargs):
-        self.ensure_public_id()
-        super().save(*args, **kwargs)
-
-    def ensure_public_id(self) -> None:
-        """Also called by the hand-written INSERT of services._insert, which bypasses save()."""
-        if not self.public_id:
-            self.public_id = new_public_id("apr")
-
     @property
     def is_token_cap(self) -> bool:
         return self.kind == ApprovalKind.TOKEN_CAP
 
-    def is_overdue(self, now=None) -> bool:
+    def is_overdue(self, now: datetime | None = None) -> bool:
         return self.status == Status.PENDING and self.expires_at <= (now or timezone.now())
 
-    def effective_status(self, now=None) -> str:
+    def effective_status(self, now: datetime | None = None) -> str:
         """What the request is now: an overdue pending request is expired even before a sweep."""
         return Status.EXPIRED if self.is_overdue(now) else self.status
 
@@ -211,14 +205,14 @@ class Vote(models.Model):
 
 
 class GrantQuerySet(models.QuerySet):
-    def for_workspace(self, workspace) -> "GrantQuerySet":
+    def for_workspace(self, workspace: Workspace) -> "GrantQuerySet":
         return self.filter(workspace=workspace)
 
-    def live(self, now=None) -> "GrantQuerySet":
+    def live(self, now: datetime | None = None) -> "GrantQuerySet":
         return self.filter(revoked_at__isnull=True, expires_at__gt=now or timezone.now())
 
 
-class Grant(models.Model):
+class Grant(PublicIdMixin, models.Model):
     """ "Approve for the rest of this run": later requests of (config, rule, run) are approved at once.
 
     Requests it covers are still stored (approved, with this grant and its reviewer) so the trail
@@ -227,6 +221,7 @@ class Grant(models.Model):
 
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="grants", db_index=False)
     public_id = models.CharField(max_length=24, unique=True, editable=False)
+    public_id_prefix = "grt"
     config = models.ForeignKey(Config, on_delete=models.CASCADE, related_name="grants", db_index=False)
     rule_id = models.CharField(max_length=24)
     run_id = models.CharField(max_length=500)
@@ -257,10 +252,5 @@ class Grant(models.Model):
     def __str__(self) -> str:
         return self.public_id
 
-    def save(self, *args, **kwargs):
-        if not self.public_id:
-            self.public_id = new_public_id("grt")
-        super().save(*args, **kwargs)
-
-    def is_live(self, now=None) -> bool:
+    def is_live(self, now: datetime | None = None) -> bool:
         return self.revoked_at is None and self.expires_at > (now or timezone.now())

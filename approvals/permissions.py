@@ -1,6 +1,9 @@
 """Who may decide a request: one answer for the page, the API, the CLI (and links, Slack)."""
 
+from django.contrib.auth.base_user import AbstractBaseUser
 from rest_framework.permissions import BasePermission
+from rest_framework.request import Request
+from rest_framework.views import APIView
 
 from workspaces.access import Actor
 from workspaces.permissions import actor_of
@@ -21,7 +24,7 @@ def may_decide(actor: Actor | None, approval: ApprovalRequest | None = None) -> 
     return approval is None or approval.workspace_id == actor.workspace.pk
 
 
-def refuses_self_approval(*, approval: ApprovalRequest, user=None, email: str = "") -> bool:
+def refuses_self_approval(*, approval: ApprovalRequest, user: AbstractBaseUser | None = None, email: str = "") -> bool:
     """Four eyes: the person a run acts for (requested_by) may not approve it, unless its rule allows it.
 
     Rejecting stays allowed. The one check behind the decide service (API, tab, CLI), the card's
@@ -38,8 +41,8 @@ class MayDecide(BasePermission):
 
     message = DECIDERS_ONLY
 
-    def has_permission(self, request, view) -> bool:
+    def has_permission(self, request: Request, view: APIView) -> bool:
         return may_decide(actor_of(request))
 
-    def has_object_permission(self, request, view, obj: ApprovalRequest) -> bool:
+    def has_object_permission(self, request: Request, view: APIView, obj: ApprovalRequest) -> bool:
         return may_decide(actor_of(request), obj)

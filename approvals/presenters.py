@@ -145,17 +145,17 @@ def cap_percent(approval: ApprovalRequest) -> int:
     return round(approval.tokens_used * 100 / approval.token_cap)
 
 
-def thousands(value) -> str:
+def thousands(value: int | None) -> str:
     """51200 → 51,200: token counts are read at a glance."""
     return f"{value:,}" if isinstance(value, int) else ""
 
 
-def pretty_json(value) -> str:
+def pretty_json(value: object) -> str:
     # JSON escapes control characters itself; bidi and zero-width ones it leaves raw.
     return visible(json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False), keep_newlines=True)
 
 
-def visible_lines(text) -> str:
+def visible_lines(text: str | None) -> str:
     """Multi-line text (a summary, a rule's message): line breaks kept, every other control made visible."""
     return visible(text, keep_newlines=True)
 

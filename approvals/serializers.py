@@ -113,7 +113,7 @@ def _execution(approval: ApprovalRequest) -> dict | None:
     }
 
 
-def approval_as_dict(approval: ApprovalRequest, now=None) -> dict:
+def approval_as_dict(approval: ApprovalRequest, now: datetime.datetime | None = None) -> dict:
     """Needs `approval.config` loaded (select_related) to avoid a query per request."""
     now = now or timezone.now()
     decision = _decision(approval, now)

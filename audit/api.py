@@ -9,6 +9,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers
 from rest_framework.renderers import JSONRenderer
+from rest_framework.request import Request
 from rest_framework.views import APIView
 
 from hitl_portal.errors import ErrorSerializer
@@ -78,7 +79,7 @@ AUDIT_RESPONSES = {
 class AuditExportView(APIView):
     permission_classes = [IsAdmin]
 
-    def perform_content_negotiation(self, request, force=False):
+    def perform_content_negotiation(self, request: Request, force: bool = False) -> tuple[JSONRenderer, str]:
         # `format` picks the export's shape here, not a DRF renderer: errors are always JSON.
         return JSONRenderer(), JSONRenderer.media_type
 
@@ -97,7 +98,7 @@ class AuditExportView(APIView):
         ],
         responses=AUDIT_RESPONSES,
     )
-    def get(self, request):
+    def get(self, request: Request) -> StreamingHttpResponse:
         query = AuditQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
         shape = query.validated_data["format"]

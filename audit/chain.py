@@ -9,6 +9,7 @@ The first record's `prev_hash` is 64 zeros. Anyone holding the export can recomp
 
 import hashlib
 import json
+from collections.abc import Iterable
 from datetime import UTC, datetime
 
 from .models import GENESIS_HASH
@@ -20,7 +21,7 @@ HASHED_FIELDS = ("seq", "at", "actor", "action", "object", "data", "prev_hash")
 _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
-def canonical(value) -> str:
+def canonical(value: object) -> str:
     return _CANONICAL.encode(value)
 
 
@@ -34,7 +35,7 @@ def record_hash(record: dict) -> str:
     return hashlib.sha256((record["prev_hash"] + canonical(body)).encode("utf-8")).hexdigest()
 
 
-def first_broken(records) -> int | None:
+def first_broken(records: Iterable[dict]) -> int | None:
     """The seq of the first record that does not chain (wrong number, link or hash), or None."""
     expected_prev, expected_seq = GENESIS_HASH, 1
     for record in records:

@@ -1,6 +1,10 @@
 """CLI: `hitl audit verify --workspace SLUG` recomputes the chain (API.md, Audit)."""
 
+import argparse
 import sys
+from typing import Any
+
+from django.core.management.base import BaseCommand
 
 from workspaces.cli import get_workspace
 
@@ -16,7 +20,7 @@ def _counted(records, counter: list[int]):
         yield record
 
 
-def verify(cmd, options) -> None:
+def verify(cmd: BaseCommand, options: dict[str, Any]) -> None:
     workspace = get_workspace(options["workspace"])
     audit_seal(workspace_id=workspace.pk)  # chain what was appended since the last seal, then check it all
     counter = [0]
@@ -34,7 +38,7 @@ def verify(cmd, options) -> None:
     sys.exit(1)
 
 
-def register(subparsers) -> None:
+def register(subparsers: argparse._SubParsersAction) -> None:
     audit = subparsers.add_parser("audit", help="the audit log")
     commands = audit.add_subparsers(dest="audit_command", required=True, metavar="verify")
     check = commands.add_parser("verify", help="recompute a workspace's hash chain; exit 1 naming the first broken seq")

@@ -11,8 +11,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from django.conf import settings
+from django.contrib.auth.base_user import AbstractBaseUser
 from django.db import connection, transaction
 from django.utils import timezone
+
+from workspaces.models import ApiToken
 
 from .chain import canonical, record_hash
 from .models import GENESIS_HASH, AuditHead, AuditRecord
@@ -21,7 +24,7 @@ SYSTEM = "system"
 SEAL_BATCH = 5000
 
 
-def actor_of(*, user=None, engine_key=None) -> str:
+def actor_of(*, user: AbstractBaseUser | None = None, engine_key: ApiToken | None = None) -> str:
     """Who did it, as the log names them: an email, `engine:<name>`, or `system`."""
     if engine_key is not None:
         return f"engine:{engine_key.name}"

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import IO
 
 from bench.harness import RESULTS, ROOT, World
 
@@ -44,14 +45,19 @@ class Server:
             raise
 
     def stop(self) -> None:
-        if self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
-                self.process.wait()
-        self.log.close()
+        stop_group(self.process, self.log)
+
+
+def stop_group(process: subprocess.Popen, log: IO) -> None:
+    """Stop a server started in its own session (master and workers): SIGTERM, SIGKILL after 30 s."""
+    if process.poll() is None:
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+    log.close()
 
 
 def wait_until_answering(

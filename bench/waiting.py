@@ -13,7 +13,6 @@ import http.client
 import json
 import os
 import resource
-import signal
 import subprocess
 import sys
 import threading
@@ -21,7 +20,7 @@ import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from bench.server import wait_until_answering
+from bench.server import stop_group, wait_until_answering
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
@@ -105,14 +104,7 @@ class Server:
         return total / os.sysconf("SC_CLK_TCK")
 
     def stop(self) -> None:
-        if self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
-                self.process.wait()
-        self.log.close()
+        stop_group(self.process, self.log)
 
 
 class Bench:

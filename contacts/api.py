@@ -3,6 +3,7 @@
 from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.exceptions import ValidationError
+from rest_framework.request import Request
 from rest_framework.response import Response
 
 from rules.api import BAD_INPUT, ERRORS, PAGE_PARAMS, AdminPagination, AdminView
@@ -21,7 +22,7 @@ class ContactPagination(AdminPagination):
     ordering = ("name", "id")
 
 
-def _contact(request, cfg: str, con: str) -> Contact:
+def _contact(request: Request, cfg: str, con: str) -> Contact:
     return contact_for(config=config_for(workspace=request.actor.workspace, public_id=cfg), public_id=con)
 
 
@@ -33,7 +34,7 @@ class ContactListView(AdminView):
         parameters=PAGE_PARAMS,
         responses={200: ContactPage, **ERRORS},
     )
-    def get(self, request, cfg: str):
+    def get(self, request: Request, cfg: str) -> Response:
         paginator = ContactPagination()
         page = paginator.paginate_queryset(
             contacts_of(config_for(workspace=request.actor.workspace, public_id=cfg)), request, self
@@ -46,7 +47,7 @@ class ContactListView(AdminView):
         request=ContactInputSerializer,
         responses={201: ContactSerializer, **BAD_INPUT, **ERRORS},
     )
-    def post(self, request, cfg: str):
+    def post(self, request: Request, cfg: str) -> Response:
         config = config_for(workspace=request.actor.workspace, public_id=cfg)
         data = ContactInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -58,7 +59,7 @@ class ContactListView(AdminView):
 
 class ContactDetailView(AdminView):
     @extend_schema(tags=TAG, summary="One draft contact", responses={200: ContactSerializer, **ERRORS})
-    def get(self, request, cfg: str, con: str):
+    def get(self, request: Request, cfg: str, con: str) -> Response:
         return Response(ContactSerializer(_contact(request, cfg, con).frozen()).data)
 
     @extend_schema(
@@ -67,7 +68,7 @@ class ContactDetailView(AdminView):
         request=ContactInputSerializer,
         responses={200: ContactSerializer, **BAD_INPUT, **ERRORS},
     )
-    def patch(self, request, cfg: str, con: str):
+    def patch(self, request: Request, cfg: str, con: str) -> Response:
         contact = _contact(request, cfg, con)
         data = ContactInputSerializer(data=request.data, partial=True)
         data.is_valid(raise_exception=True)
@@ -75,6 +76,6 @@ class ContactDetailView(AdminView):
         return Response(ContactSerializer(contact.frozen()).data)
 
     @extend_schema(tags=TAG, summary="Delete a draft contact", responses={204: None, **ERRORS})
-    def delete(self, request, cfg: str, con: str):
+    def delete(self, request: Request, cfg: str, con: str) -> Response:
         services.contact_delete(contact=_contact(request, cfg, con), user=request.actor.user)
         return Response(status=status.HTTP_204_NO_CONTENT)

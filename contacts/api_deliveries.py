@@ -3,6 +3,7 @@
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers, status
 from rest_framework.permissions import BasePermission
+from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -58,7 +59,7 @@ class ReadsDeliveries(BasePermission):
 
     message = "Only a reviewer or an admin of this workspace may read deliveries."
 
-    def has_permission(self, request, view) -> bool:
+    def has_permission(self, request: Request, view: APIView) -> bool:
         actor = actor_of(request)
         return actor is not None and actor.user is not None and actor.can_review
 
@@ -85,7 +86,7 @@ class DeliveryListView(APIView):
             404: OpenApiResponse(ErrorSerializer, description="Invalid cursor."),
         },
     )
-    def get(self, request):
+    def get(self, request: Request) -> Response:
         filters = DeliveryFilters(data=request.query_params)
         filters.is_valid(raise_exception=True)
         rows = selectors.deliveries_for(request.actor.workspace, **filters.validated_data)
@@ -102,6 +103,6 @@ class ContactTestView(AdminView):
         request=None,
         responses={202: DeliverySerializer, **ERRORS},
     )
-    def post(self, request, cfg: str, con: str):
+    def post(self, request: Request, cfg: str, con: str) -> Response:
         delivery = delivery_test_create(contact=_contact(request, cfg, con))
         return Response(DeliverySerializer(delivery).data, status=status.HTTP_202_ACCEPTED)

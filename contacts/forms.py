@@ -16,7 +16,7 @@ class ContactForm(forms.ModelForm):
             "secret_ref": "Webhook only: the ${HITL_…} variable holding its whsec_… signing secret.",
         }
 
-    def add_error(self, field, error):
+    def add_error(self, field: str | None, error: ValidationError | str | list | dict) -> None:
         # Contact.clean() words its refusals for the API ("channel_ref must be …"); a person reads
         # them next to the field, so they start with the field's label instead.
         if field is None and isinstance(error, ValidationError) and hasattr(error, "error_dict"):

@@ -4,7 +4,7 @@ from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import Q
 
-from hitl_portal.ids import new_public_id
+from hitl_portal.ids import PublicIdMixin
 from rules.models import Config
 
 
@@ -64,11 +64,12 @@ def secret_ref_error(channel: str, secret_ref: str) -> str | None:
     return None
 
 
-class Contact(models.Model):
+class Contact(PublicIdMixin, models.Model):
     """An approver channel in a config's draft. Holds a reference to a secret, never the secret."""
 
     config = models.ForeignKey(Config, on_delete=models.CASCADE, related_name="contacts")
     public_id = models.CharField(max_length=24, unique=True, editable=False)
+    public_id_prefix = "con"
     name = models.CharField(max_length=200)
     channel = models.CharField(max_length=16, choices=Channel.choices, default=Channel.EMAIL)
     channel_ref = models.CharField("Channel reference", max_length=200, blank=True)
@@ -81,11 +82,6 @@ class Contact(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} ({self.channel})"
-
-    def save(self, *args, **kwargs):
-        if not self.public_id:
-            self.public_id = new_public_id("con")
-        super().save(*args, **kwargs)
 
     def clean(self) -> None:
         self.channel_ref = (self.channel_ref or "").strip()
@@ -131,7 +127,7 @@ class DeliveryStatus(models.TextChoices):
 WHILE_PENDING = (DeliveryEvent.REMINDER, DeliveryEvent.ESCALATED)
 
 
-class Delivery(models.Model):
+class Delivery(PublicIdMixin, models.Model):
     """One message to one contact about one event: the transactional outbox (contacts.outbox).
 
     Written in the same transaction as the event; sent by the django-q2 cluster. The contact is
@@ -139,6 +135,7 @@ class Delivery(models.Model):
     """
 
     public_id = models.CharField(max_length=24, editable=False)
+    public_id_prefix = "dlv"
     workspace = models.ForeignKey("workspaces.Workspace", on_delete=models.CASCADE, related_name="+", db_index=False)
     # Null for a `test` event, which belongs to no request. No index of its own: one_delivery_per_event
     # starts with it and serves every lookup by request (EXPLAIN in docs/performance.md).
@@ -185,8 +182,3 @@ class Delivery(models.Model):
 
     def __str__(self) -> str:
         return self.public_id
-
-    def save(self, *args, **kwargs):
-        if not self.public_id:
-            self.public_id = new_public_id("dlv")
-        super().save(*args, **kwargs)

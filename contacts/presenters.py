@@ -1,11 +1,13 @@
 """Display wording for deliveries: one place for the Contacts tab and the request page."""
 
+from collections.abc import Iterable
+
 from .models import Delivery, DeliveryStatus
 
 STATUS_BADGE = {DeliveryStatus.SENT: "ok", DeliveryStatus.FAILED: "danger", DeliveryStatus.PENDING: ""}
 
 
-def delivery_rows(deliveries) -> list[dict]:
+def delivery_rows(deliveries: Iterable[Delivery]) -> list[dict]:
     return [
         {
             "id": d.public_id,

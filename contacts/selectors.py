@@ -3,6 +3,7 @@
 from django.db.models import QuerySet
 
 from rules.models import Config
+from workspaces.models import Workspace
 
 from .exceptions import ContactNotFound
 from .models import Contact, Delivery
@@ -24,7 +25,7 @@ def contact_for(*, config: Config, public_id: str) -> Contact:
 RECENT = 10
 
 
-def deliveries_for(workspace, *, approval: str = "", contact: str = "", status: str = "") -> QuerySet:
+def deliveries_for(workspace: Workspace, *, approval: str = "", contact: str = "", status: str = "") -> QuerySet:
     rows = Delivery.objects.filter(workspace=workspace).select_related("approval")
     if approval:
         rows = rows.filter(approval__public_id=approval)
@@ -35,7 +36,7 @@ def deliveries_for(workspace, *, approval: str = "", contact: str = "", status: 
     return rows
 
 
-def recent_by_contact(workspace, contact_ids: list[str]) -> dict[str, list[Delivery]]:
+def recent_by_contact(workspace: Workspace, contact_ids: list[str]) -> dict[str, list[Delivery]]:
     """Each contact's latest deliveries, for the Contacts tab (one query per contact shown)."""
     return {
         cid: list(deliveries_for(workspace, contact=cid).order_by("-created_at", "-id")[:RECENT]) for cid in contact_ids

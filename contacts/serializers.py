@@ -17,7 +17,7 @@ class ContactSerializer(serializers.Serializer):
     name = serializers.CharField()
     channel = _channel()
     channel_ref = serializers.CharField(allow_blank=True)
-    secret_ref = serializers.CharField(allow_blank=True, default="")
+    secret_ref = serializers.CharField(allow_blank=True)  # older versions: filled in as they load
 
 
 class ContactInputSerializer(serializers.Serializer):

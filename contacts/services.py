@@ -1,5 +1,6 @@
 """Writes on a config's draft contacts. A contact holds `${HITL_…}` references, never the secret."""
 
+from django.contrib.auth.base_user import AbstractBaseUser
 from django.db import transaction
 
 from audit.services import actor_of, audit_append
@@ -22,7 +23,13 @@ def _contact_changed(*, contact: Contact, user, change: str) -> None:
 
 @transaction.atomic
 def contact_create(
-    *, config: Config, name: str, channel: str, channel_ref: str = "", secret_ref: str = "", user=None
+    *,
+    config: Config,
+    name: str,
+    channel: str,
+    channel_ref: str = "",
+    secret_ref: str = "",
+    user: AbstractBaseUser | None = None,
 ) -> Contact:
     contact = Contact(config=config, name=name, channel=channel, channel_ref=channel_ref, secret_ref=secret_ref)
     contact.full_clean(exclude=["config", "public_id"])
@@ -39,7 +46,7 @@ def contact_update(
     channel: str | None = None,
     channel_ref: str | None = None,
     secret_ref: str | None = None,
-    user=None,
+    user: AbstractBaseUser | None = None,
 ) -> Contact:
     """Change the fields given (None leaves a field as it is); Contact.clean() checks the references."""
     changes = (("name", name), ("channel", channel), ("channel_ref", channel_ref), ("secret_ref", secret_ref))
@@ -53,7 +60,7 @@ def contact_update(
 
 
 @transaction.atomic
-def contact_delete(*, contact: Contact, user=None) -> None:
+def contact_delete(*, contact: Contact, user: AbstractBaseUser | None = None) -> None:
     """Delete a draft contact, unless a draft rule names it (published versions keep their own copy)."""
     users = [rule.public_id for rule in contact.config.rules.all() if rule.names_contact(contact.public_id)]
     if users:

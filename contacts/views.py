@@ -71,7 +71,7 @@ def contact_delete(request: HttpRequest, cfg: str, con: str) -> HttpResponse:
 
 @admin_required
 @require_POST
-def contact_test(request, cfg: str, con: str):
+def contact_test(request: HttpRequest, cfg: str, con: str) -> HttpResponse:
     """Send test: a `test` event queued for the cluster, shown in the contact's recent deliveries."""
     config = config_for(workspace=request.actor.workspace, public_id=cfg)
     contact = contact_for(config=config, public_id=con)

@@ -1,9 +1,12 @@
 """`hitl demo`: a small demo workspace so the portal is worth looking at in its first minute."""
 
+import argparse
 import os
 import sys
 from datetime import timedelta
+from typing import Any
 
+from django.core.management.base import BaseCommand
 from django.utils import timezone
 
 from approvals.digest import call_digest
@@ -121,7 +124,7 @@ def python() -> str:
     return path if not path.startswith("..") else sys.executable
 
 
-def demo(cmd, options) -> None:
+def demo(cmd: BaseCommand, options: dict[str, Any]) -> None:
     url = options["url"]
     if Workspace.objects.filter(slug="acme").exists():
         cmd.stdout.write("The demo workspace is already loaded.")
@@ -153,7 +156,7 @@ def demo(cmd, options) -> None:
     cmd.stdout.write("\n".join(lines) + "\n")
 
 
-def register(subparsers) -> None:
+def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("demo", help="load the demo workspace (once) and print the logins")
     parser.add_argument("--url", default="http://127.0.0.1:8000/")
     parser.set_defaults(handler=demo)

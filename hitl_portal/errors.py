@@ -1,16 +1,18 @@
 """One error shape for the whole API: {"error": {"code", "message", "fields"}}."""
 
+from collections.abc import Callable
+
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import RequestDataTooBig
 from django.core.exceptions import ValidationError as DjangoValidationError
-from django.http import Http404, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from rest_framework import exceptions, serializers, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler, set_rollback
 
 from approvals.exceptions import ApprovalNotFound, IdempotencyKeyReused, NotApproved, SelfApproval, WrongDecision
 from contacts.exceptions import ContactInUse, ContactNotFound
-from rules.exceptions import ConfigNotFound, NothingToPublish, PlanRequired
+from rules.exceptions import ConfigNotFound, NothingToPublish, PlanRequired, RuleNotFound
 
 from .exceptions import DomainError
 
@@ -51,6 +53,7 @@ DOMAIN_ERRORS: dict[type[DomainError], tuple[int, str]] = {
     ApprovalNotFound: (status.HTTP_404_NOT_FOUND, "not_found"),
     ConfigNotFound: (status.HTTP_404_NOT_FOUND, "not_found"),
     ContactNotFound: (status.HTTP_404_NOT_FOUND, "not_found"),
+    RuleNotFound: (status.HTTP_404_NOT_FOUND, "not_found"),
     WrongDecision: (status.HTTP_400_BAD_REQUEST, "invalid"),
     PlanRequired: (status.HTTP_403_FORBIDDEN, "plan_required"),
     SelfApproval: (status.HTTP_403_FORBIDDEN, "self_approval"),
@@ -76,13 +79,13 @@ class DomainErrorPages:
     Views catch the refusals they explain on the page (a wrong decision, the plan); the rest land here.
     """
 
-    def __init__(self, get_response) -> None:
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
 
-    def __call__(self, request):
+    def __call__(self, request: HttpRequest) -> HttpResponse:
         return self.get_response(request)
 
-    def process_exception(self, request, exc: Exception) -> None:
+    def process_exception(self, request: HttpRequest, exc: Exception) -> None:
         if isinstance(exc, DomainError):
             status_code = next(answer for cls, answer in DOMAIN_ERRORS.items() if isinstance(exc, cls))[0]
             if status_code == status.HTTP_404_NOT_FOUND:
@@ -115,7 +118,7 @@ def _flatten(detail, prefix: str = "") -> dict[str, str]:
     return {prefix or "non_field_errors": str(detail)}
 
 
-def api_exception_handler(exc, context):
+def api_exception_handler(exc: Exception, context: dict) -> Response | None:
     if isinstance(exc, DomainError):
         return domain_error_response(exc)
     if isinstance(exc, DjangoValidationError):

@@ -8,7 +8,7 @@ class StrictCharField(serializers.CharField):
 
     default_error_messages = {"not_a_string": "{field} must be a string."}
 
-    def to_internal_value(self, data):
+    def to_internal_value(self, data: object) -> str:
         if not isinstance(data, str):
             self.fail("not_a_string", field=self.field_name)
         return super().to_internal_value(data)
@@ -19,7 +19,7 @@ class StrictIntegerField(serializers.IntegerField):
 
     default_error_messages = {"not_an_integer": "{field} must be an integer."}
 
-    def to_internal_value(self, data):
+    def to_internal_value(self, data: object) -> int:
         if isinstance(data, bool) or not isinstance(data, int):
             self.fail("not_an_integer", field=self.field_name)
         return super().to_internal_value(data)

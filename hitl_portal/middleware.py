@@ -1,10 +1,11 @@
 import io
+from collections.abc import Callable
 
 from asgiref.sync import iscoroutinefunction, markcoroutinefunction
 from django.conf import settings
 from django.core.handlers.asgi import ASGIRequest
 from django.core.handlers.wsgi import LimitedStream
-from django.http import Http404, HttpResponse, HttpResponseBadRequest
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
 
 from .errors import json_error
 
@@ -44,10 +45,10 @@ class ApiBodyLimitMiddleware:
     treated as empty.
     """
 
-    def __init__(self, get_response):
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
 
-    def __call__(self, request):
+    def __call__(self, request: HttpRequest) -> HttpResponse:
         if request.path.startswith(MACHINE_PATHS):
             declared = request.META.get("CONTENT_LENGTH")
             if declared:
@@ -97,13 +98,13 @@ class NulGuardMiddleware:
     sync_capable = True
     async_capable = True
 
-    def __init__(self, get_response):
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
         self.async_mode = iscoroutinefunction(get_response)
         if self.async_mode:
             markcoroutinefunction(self)
 
-    def __call__(self, request):
+    def __call__(self, request: HttpRequest) -> HttpResponse:
         if self.async_mode:
             return self._acall(request)
         return self._refusal(request) or self.get_response(request)

@@ -8,6 +8,7 @@ it), so counting them gives a true counter.
 
 import hmac
 import os
+from collections.abc import Iterator
 
 from django.db import DatabaseError, connection
 from django.http import HttpRequest, HttpResponse, JsonResponse
@@ -16,7 +17,7 @@ from django.views.decorators.cache import never_cache
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
 from rest_framework import serializers
 from rest_framework.decorators import api_view, authentication_classes, permission_classes
@@ -49,7 +50,7 @@ _PENDING_SQL = f"SELECT count(*) FROM {_TABLE} WHERE status = 'pending' AND expi
 class PortalCollector(Collector):
     """Two queries per scrape: pending now, and the decided requests by outcome with their timings."""
 
-    def collect(self):
+    def collect(self) -> Iterator[Metric]:
         with connection.cursor() as cursor:
             cursor.execute(_PENDING_SQL, [timezone.now()])
             pending = cursor.fetchone()[0]

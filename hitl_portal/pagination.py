@@ -1,9 +1,15 @@
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db.models import QuerySet
 from rest_framework import pagination
 from rest_framework.exceptions import NotFound, ValidationError
+from rest_framework.request import Request
 from rest_framework.response import Response
+
+if TYPE_CHECKING:  # DRF imports this module (settings) while importing its views: no import of them here
+    from rest_framework.views import APIView
 
 
 class CursorPagination(pagination.CursorPagination):
@@ -18,7 +24,7 @@ class CursorPagination(pagination.CursorPagination):
     page_size_query_param = "limit"
     max_page_size = 200
 
-    def get_page_size(self, request) -> int:
+    def get_page_size(self, request: Request) -> int:
         """`limit` as the schema declares it (an integer, 1–200): anything else is a 400, not silently ignored."""
         raw = request.query_params.get(self.page_size_query_param)
         if raw is None:
@@ -27,11 +33,11 @@ class CursorPagination(pagination.CursorPagination):
             raise ValidationError({"limit": f"limit must be a whole number from 1 to {self.max_page_size}."})
         return int(raw)
 
-    def paginate_queryset(self, queryset, request, view=None):
+    def paginate_queryset(self, queryset: QuerySet, request: Request, view: "APIView | None" = None) -> list:
         self._model = queryset.model
         return super().paginate_queryset(queryset, request, view)
 
-    def decode_cursor(self, request):
+    def decode_cursor(self, request: Request) -> pagination.Cursor | None:
         cursor = super().decode_cursor(request)
         if cursor is not None and cursor.position is not None:
             ordering = self.ordering if isinstance(self.ordering, str) else self.ordering[0]
@@ -47,7 +53,7 @@ class CursorPagination(pagination.CursorPagination):
                 raise NotFound(self.invalid_cursor_message) from None
         return cursor
 
-    def get_paginated_response(self, data) -> Response:
+    def get_paginated_response(self, data: list) -> Response:
         return Response({"results": data, "next": self.get_next_link()})
 
     def get_paginated_response_schema(self, schema: dict) -> dict:

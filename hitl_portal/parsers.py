@@ -1,5 +1,7 @@
 """JSON bodies that cannot crash the server: nesting is bounded before Python's recursion limit is."""
 
+from typing import IO
+
 from rest_framework import parsers
 from rest_framework.exceptions import ParseError
 
@@ -27,7 +29,7 @@ def _too_deep(value) -> bool:
 class JSONParser(parsers.JSONParser):
     """DRF's parser lets RecursionError (a 500) through for `[[[[…]]]]`; this answers 400 instead."""
 
-    def parse(self, stream, media_type=None, parser_context=None):
+    def parse(self, stream: IO[bytes], media_type: str | None = None, parser_context: dict | None = None) -> object:
         too_deep = ParseError(f"JSON parse error - nested more than {MAX_DEPTH} levels deep; send a flatter body.")
         try:
             data = super().parse(stream, media_type, parser_context)

@@ -4,6 +4,13 @@ drf-spectacular's defaults mix `v1_configs_create` with `configs_list` and tag f
 views `v1`; each endpoint should not have to restate the 413 every body can earn. Fixed here, once.
 """
 
+from typing import TYPE_CHECKING
+
+from rest_framework.request import Request
+
+if TYPE_CHECKING:  # for the annotation only
+    from drf_spectacular.generators import SchemaGenerator
+
 BAD_QUERY = {
     "description": "A query parameter outside what it declares (a `limit` past 200, a NUL byte); `fields` names it.",
     "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
@@ -19,7 +26,7 @@ BODY_TOO_LARGE = {
 OPTIONAL_BODIES = {"configs_rules_create", "configs_publish_create"}
 
 
-def tidy_operations(result: dict, generator, request, public) -> dict:
+def tidy_operations(result: dict, generator: "SchemaGenerator", request: Request | None, public: bool) -> dict:
     """Consistent operationIds and tags; bodies required where they are; 413 on every operation that takes one."""
     for path_item in result.get("paths", {}).values():
         for method, operation in path_item.items():

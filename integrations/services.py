@@ -10,6 +10,7 @@ import logging
 from dataclasses import dataclass, field
 
 from django.contrib.auth import get_user_model
+from django.contrib.auth.base_user import AbstractBaseUser
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
@@ -134,7 +135,7 @@ class Answer:
     ephemeral: str = ""  # shown only to the person who clicked, in the channel
 
 
-def reviewer_for(*, slack_user_id: str, approval: ApprovalRequest):
+def reviewer_for(*, slack_user_id: str, approval: ApprovalRequest) -> tuple[AbstractBaseUser | None, str]:
     """The portal member this Slack user is, if they may decide the request; else (None, why not).
 
     The email users.info reports is the identity; being in the channel is not a permission.

@@ -9,6 +9,7 @@ from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers
 from rest_framework.parsers import FormParser
 from rest_framework.permissions import AllowAny
+from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -50,7 +51,7 @@ class SlackInteractionsView(APIView):
         },
         auth=[],
     )
-    def post(self, request) -> Response:
+    def post(self, request: Request) -> Response:
         django_request = request._request
         try:
             body = django_request.body

@@ -7,6 +7,7 @@ The workspace scoping is in `_config`: another workspace's config answers 404 li
 from django.http import Http404
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
+from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -63,15 +64,12 @@ class VersionPagination(AdminPagination):
     ordering = "-number"
 
 
-def _config(request, cfg: str) -> Config:
+def _config(request: Request, cfg: str) -> Config:
     return selectors.config_for(workspace=request.actor.workspace, public_id=cfg)
 
 
-def _rule(config: Config, rul: str) -> Rule:
-    rule = config.rules.filter(public_id=rul).first()
-    if rule is None:
-        raise Http404
-    return rule
+def _rule(request: Request, cfg: str, rul: str) -> Rule:
+    return selectors.rule_for(config=_config(request, cfg), public_id=rul)
 
 
 def _version_response(version: ConfigVersion, served_number: int | None, code: int = 200) -> Response:
@@ -90,7 +88,7 @@ class ConfigListView(AdminView):
         parameters=PAGE_PARAMS,
         responses={200: ConfigPage, **ERRORS},
     )
-    def get(self, request):
+    def get(self, request: Request) -> Response:
         paginator = ConfigPagination()
         page = paginator.paginate_queryset(selectors.configs_with_versions(request.actor.workspace), request, self)
         return paginator.get_paginated_response(ConfigSerializer(page, many=True).data)
@@ -101,7 +99,7 @@ class ConfigListView(AdminView):
         request=ConfigCreateSerializer,
         responses={201: ConfigSerializer, **BAD_INPUT, **ERRORS},
     )
-    def post(self, request):
+    def post(self, request: Request) -> Response:
         data = ConfigCreateSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         config = services.config_create(
@@ -115,7 +113,7 @@ class ConfigListView(AdminView):
 
 class ConfigDetailView(AdminView):
     @extend_schema(tags=TAG, summary="Read a config's draft settings", responses={200: ConfigSerializer, **ERRORS})
-    def get(self, request, cfg: str):
+    def get(self, request: Request, cfg: str) -> Response:
         return Response(ConfigSerializer(_config(request, cfg)).data)
 
     @extend_schema(
@@ -124,7 +122,7 @@ class ConfigDetailView(AdminView):
         request=ConfigUpdateSerializer,
         responses={200: ConfigSerializer, **BAD_INPUT, **ERRORS},
     )
-    def patch(self, request, cfg: str):
+    def patch(self, request: Request, cfg: str) -> Response:
         config = _config(request, cfg)
         data = ConfigUpdateSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -140,7 +138,7 @@ class RuleListView(AdminView):
         parameters=PAGE_PARAMS,
         responses={200: RulePage, **ERRORS},
     )
-    def get(self, request, cfg: str):
+    def get(self, request: Request, cfg: str) -> Response:
         paginator = RulePagination()
         page = paginator.paginate_queryset(
             Rule.objects.filter(config=_config(request, cfg)),
@@ -155,7 +153,7 @@ class RuleListView(AdminView):
         request=RuleInputSerializer,
         responses={201: RuleSerializer, **BAD_INPUT, **ERRORS},
     )
-    def post(self, request, cfg: str):
+    def post(self, request: Request, cfg: str) -> Response:
         config = _config(request, cfg)
         data = RuleInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -165,8 +163,8 @@ class RuleListView(AdminView):
 
 class RuleDetailView(AdminView):
     @extend_schema(tags=TAG, summary="One draft rule", responses={200: RuleSerializer, **ERRORS})
-    def get(self, request, cfg: str, rul: str):
-        return Response(RuleSerializer(_rule(_config(request, cfg), rul).frozen()).data)
+    def get(self, request: Request, cfg: str, rul: str) -> Response:
+        return Response(RuleSerializer(_rule(request, cfg, rul).frozen()).data)
 
     @extend_schema(
         tags=TAG,
@@ -174,16 +172,16 @@ class RuleDetailView(AdminView):
         request=RuleInputSerializer,
         responses={200: RuleSerializer, **BAD_INPUT, **ERRORS},
     )
-    def patch(self, request, cfg: str, rul: str):
-        rule = _rule(_config(request, cfg), rul)
+    def patch(self, request: Request, cfg: str, rul: str) -> Response:
+        rule = _rule(request, cfg, rul)
         data = RuleInputSerializer(data=request.data, partial=True)
         data.is_valid(raise_exception=True)
         rule = services.rule_update(rule=rule, user=request.actor.user, **data.validated_data)
         return Response(RuleSerializer(rule.frozen()).data)
 
     @extend_schema(tags=TAG, summary="Delete a draft rule", responses={204: None, **ERRORS})
-    def delete(self, request, cfg: str, rul: str):
-        services.rule_delete(rule=_rule(_config(request, cfg), rul), user=request.actor.user)
+    def delete(self, request: Request, cfg: str, rul: str) -> Response:
+        services.rule_delete(rule=_rule(request, cfg, rul), user=request.actor.user)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -205,7 +203,7 @@ class PublishView(AdminView):
             ),
         },
     )
-    def post(self, request, cfg: str):
+    def post(self, request: Request, cfg: str) -> Response:
         config = _config(request, cfg)
         data = PublishSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -222,7 +220,7 @@ class VersionListView(AdminView):
         parameters=PAGE_PARAMS,
         responses={200: VersionPage, **ERRORS},
     )
-    def get(self, request, cfg: str):
+    def get(self, request: Request, cfg: str) -> Response:
         config = _config(request, cfg)
         paginator = VersionPagination()
         versions = ConfigVersion.objects.filter(config=config).select_related("config", "published_by")
@@ -233,7 +231,7 @@ class VersionListView(AdminView):
 
 class VersionDetailView(AdminView):
     @extend_schema(tags=TAG, summary="One frozen version", responses={200: VersionSerializer, **ERRORS})
-    def get(self, request, cfg: str, number: int):
+    def get(self, request: Request, cfg: str, number: int) -> Response:
         config = _config(request, cfg)
         version = config.versions.select_related("config", "published_by").filter(number=number).first()
         if version is None:
@@ -253,7 +251,7 @@ class PinView(AdminView):
             404: OpenApiResponse(ErrorSerializer, description="No such config, or no such version of it."),
         },
     )
-    def post(self, request, cfg: str):
+    def post(self, request: Request, cfg: str) -> Response:
         config = _config(request, cfg)
         data = PinSerializer(data=request.data)
         data.is_valid(raise_exception=True)

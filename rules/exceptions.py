@@ -9,6 +9,12 @@ class ConfigNotFound(DomainError):
     default_message = "No such config in this workspace."
 
 
+class RuleNotFound(DomainError):
+    """No such rule in this config's draft; another config's rule reads the same."""
+
+    default_message = "No such rule in this config's draft."
+
+
 class NothingToPublish(DomainError):
     """The draft is the same as the newest version: a new number must mean new content."""
 

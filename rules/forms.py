@@ -1,9 +1,13 @@
+"""The admin's forms. Every field is laid out by templates/forms/field.html (`{{ field.as_field_group }}`)."""
+
 from django import forms
 from django.urls import reverse
+from django.utils.safestring import mark_safe
 
 from .models import ANY, MAX_APPROVALS_REQUIRED, Config, Rule, RuleKind
 
-# The "Which one" field's label and hint per kind; htmx swaps them in as the kind changes (views.which_one).
+# The "Which one" legend and the selector's hint per kind; htmx swaps them in as the kind changes
+# (views.which_one, rules/_which_one.html), so this table is their only copy.
 WHICH_ONE = {
     RuleKind.DELETE: ("Which delete operation", "An operation name such as delete_file or drop_table, or Any."),
     RuleKind.MCP_SERVER: (
@@ -15,6 +19,12 @@ WHICH_ONE = {
 }
 
 
+# The ids field.html gives the "Which one" legend and the selector's hint (`<auto_id>_legend`,
+# `<auto_id>_helptext`): what the htmx swap replaces.
+WHICH_LEGEND_ID = "id_which_legend"
+MATCH_HINT_ID = "id_match_helptext"
+
+
 def which_one_for(kind: str) -> tuple[str, str]:
     return WHICH_ONE.get(kind, WHICH_ONE[RuleKind.DELETE])
 
@@ -24,13 +34,20 @@ class ConfigForm(forms.ModelForm):
         model = Config
         fields = ["name"]
 
+    @classmethod
+    def rename(cls, config: Config) -> "ConfigForm":
+        """The configs list's inline rename form: ids and label of its own row."""
+        form = cls(instance=config, auto_id=f"rename-{config.public_id}-%s")
+        form.fields["name"].label = f"New name for {config.name}"
+        return form
+
 
 class RuleForm(forms.ModelForm):
     """Rule.clean() runs in the ModelForm's validation, so its messages land next to `match`."""
 
     which = forms.ChoiceField(
-        label="Which one",
-        choices=[("any", "Any (*)"), ("one", "This one:")],
+        label="Which one",  # per kind: __init__
+        choices=[("any", "Any (*)"), ("one", "This one")],
         widget=forms.RadioSelect,
         initial="any",
     )
@@ -71,7 +88,6 @@ class RuleForm(forms.ModelForm):
         ]
         widgets = {
             "message": forms.Textarea(attrs={"rows": 2}),
-            "approvals_required": forms.NumberInput(attrs={"min": 1, "max": MAX_APPROVALS_REQUIRED}),
         }
         labels = {
             "kind": "Boundary",
@@ -84,15 +100,28 @@ class RuleForm(forms.ModelForm):
             "self_approval": "The person the run acts for may approve it",
             "allow_run_grant": "Reviewers may approve the rest of a run at once",
         }
-        help_texts = {"order": "Lower numbers gate first."}
+        help_texts = {
+            "order": "Lower numbers gate first.",
+            "approvals_required": "How many different reviewers must approve (1–5). One rejection rejects.",
+            "self_approval": mark_safe(  # a constant: nothing here comes from a user
+                "Off (four eyes): whoever the engine names as <code>requested_by</code> may reject, never approve."
+            ),
+            "allow_run_grant": "Adds “Approve for the rest of this run” to its cards (1 h by default, at most 8 h). "
+            "Only for rules needing one approval.",
+        }
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.fields["match"].required = False
         self.fields["approvals_required"].required = False  # left out: one approval, as before the policy
-        # Changing the kind asks the server for its "Which one" label and hint (rules/_which_one.html).
+        # The model's validators say 1–5; the number input should too (the form field alone says min 0).
+        self.fields["approvals_required"].widget.attrs.update(min=1, max=MAX_APPROVALS_REQUIRED)
+        # The legend and hint follow the kind; changing it asks the server for the new ones (htmx).
+        legend, hint = which_one_for(self["kind"].value() or RuleKind.DELETE)
+        self.fields["which"].label = legend
+        self.fields["match"].help_text = hint
         self.fields["kind"].widget.attrs.update(
-            {"hx-get": reverse("rules:which_one"), "hx-target": "#which-label", "hx-swap": "outerHTML"}
+            {"hx-get": reverse("rules:which_one"), "hx-target": f"#{WHICH_LEGEND_ID}", "hx-swap": "innerHTML"}
         )
         # Typing a selector picks "This one" (static/js/portal.js).
         one = [value for value, _ in self.fields["which"].choices].index("one")
@@ -120,10 +149,6 @@ class RuleForm(forms.ModelForm):
             data["approvals_required"] = 1
         return data
 
-    @property
-    def which_one(self) -> tuple[str, str]:
-        return which_one_for(self["kind"].value() or RuleKind.DELETE)
-
 
 class SettingsForm(forms.ModelForm):
     token_cap_per_turn = forms.IntegerField(
@@ -138,11 +163,24 @@ class SettingsForm(forms.ModelForm):
         model = Config
         fields = ["name", "pass_information_level", "token_cap_per_turn", "token_cap_mode"]
         labels = {"token_cap_mode": "When a turn reaches the cap"}
+        help_texts = {
+            "pass_information_level": "How much of a gated call the engine passes to the portal. "
+            "Reviewers see the level on every card."
+        }
+
+    def __init__(self, *args, read_only: bool = False, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        if read_only:  # a reviewer sees the values, not controls that would be refused
+            for field in self.fields.values():
+                field.disabled = True
 
 
 class PublishForm(forms.Form):
     note = forms.CharField(
-        max_length=2000, required=False, widget=forms.TextInput(attrs={"placeholder": "What changed"})
+        label="Note (optional)",
+        max_length=2000,
+        required=False,
+        widget=forms.TextInput(attrs={"placeholder": "What changed"}),
     )
 
 

@@ -1,4 +1,6 @@
+import copy
 import re
+from typing import Any, NoReturn
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -6,7 +8,7 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
 
-from hitl_portal.ids import new_public_id
+from hitl_portal.ids import PublicIdMixin
 from workspaces.models import Workspace
 
 
@@ -52,21 +54,12 @@ KIND_NOUN = {
 }
 NEVER_A_TOOL = "Name an MCP server by its mcp_… id, or pick Any (*): a rule gates a whole server, never one tool"
 
-# The approver policy (SPEC.md, "Approver policy"). Versions published before it existed read
-# as these defaults, so old requests, diffs and the served table all see one shape.
+# The approver policy (SPEC.md, "Approver policy").
 MAX_APPROVALS_REQUIRED = 5
-POLICY_DEFAULTS = {"approvals_required": 1, "self_approval": False, "allow_run_grant": False}
 NO_GRANT_WITH_QUORUM = (
     "A run grant approves later requests on one reviewer's word, so a rule that needs more than one "
     "approval cannot allow it: set approvals_required to 1, or allow_run_grant to false."
 )
-
-
-def with_policy(rule: dict) -> dict:
-    """A frozen rule with the approver policy's defaults filled in (for versions older than the policy)."""
-    if all(key in rule for key in POLICY_DEFAULTS):
-        return rule
-    return {**rule, **{key: value for key, value in POLICY_DEFAULTS.items() if key not in rule}}
 
 
 def match_error(kind: str, match: str) -> str | None:
@@ -79,21 +72,34 @@ def match_error(kind: str, match: str) -> str | None:
     return None
 
 
-# Keys added to frozen rules/contacts after the first versions were published: an older
-# version reads as if it had them at these values (nobody to tell, no secret reference).
-RULE_DEFAULTS = {"notify": [], "escalate_to": [], "escalate_after_seconds": None}
-CONTACT_DEFAULTS = {"secret_ref": ""}
+# Keys added to frozen rules and contacts after the first versions were published. A version
+# published before a key existed reads as if it had it at this value (nobody to tell, one approval,
+# four eyes, no run grants, no secret reference), so the served gates, the API, the pages, the
+# versions diff and "does the draft match" all see one shape. ConfigVersion.from_db fills them in
+# as a version is loaded: the one place this happens.
+FROZEN_RULE_DEFAULTS = {
+    "notify": [],
+    "escalate_to": [],
+    "escalate_after_seconds": None,
+    "approvals_required": 1,
+    "self_approval": False,
+    "allow_run_grant": False,
+}
+FROZEN_CONTACT_DEFAULTS = {"secret_ref": ""}
 
 
-def with_defaults(frozen: list[dict], defaults: dict) -> list[dict]:
-    return [{**defaults, **item} for item in frozen]
+def with_defaults(frozen: dict, defaults: dict) -> dict:
+    """A frozen rule or contact with each key it lacks at its default (lists are fresh copies)."""
+    missing = {key: copy.copy(value) for key, value in defaults.items() if key not in frozen}
+    return {**frozen, **missing} if missing else frozen
 
 
-class Config(models.Model):
+class Config(PublicIdMixin, models.Model):
     """An agent config: an editable draft and immutable numbered versions."""
 
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="configs")
     public_id = models.CharField(max_length=24, unique=True, editable=False)
+    public_id_prefix = "cfg"
     name = models.CharField(max_length=200)
     pass_information_level = models.CharField(
         max_length=8, choices=PassInformationLevel.choices, default=PassInformationLevel.SUMMARY
@@ -111,21 +117,16 @@ class Config(models.Model):
     def __str__(self) -> str:
         return f"{self.name} ({self.public_id})"
 
-    def save(self, *args, **kwargs):
-        if not self.public_id:
-            self.public_id = new_public_id("cfg")
-        super().save(*args, **kwargs)
-
     @property
     def token_caps(self) -> dict:
         return {"per_turn": self.token_cap_per_turn, "mode": self.token_cap_mode}
 
 
 class ConfigVersionQuerySet(models.QuerySet):
-    def update(self, **kwargs):
+    def update(self, **kwargs: Any) -> NoReturn:
         raise TypeError("A published config version never changes")
 
-    def delete(self):
+    def delete(self) -> NoReturn:
         raise TypeError("A published config version is never deleted: `cfg@N` must always mean the same content")
 
 
@@ -157,46 +158,43 @@ class ConfigVersion(models.Model):
     def __str__(self) -> str:
         return f"{self.config.public_id}@{self.number}"
 
-    def save(self, *args, **kwargs):
+    def save(self, *args: Any, **kwargs: Any) -> None:
         if self.pk is not None:
             raise TypeError("A published config version never changes")
         super().save(*args, **kwargs)
 
-    def delete(self, *args, **kwargs):
+    def delete(self, *args: Any, **kwargs: Any) -> NoReturn:
         raise TypeError("A published config version is never deleted: `cfg@N` must always mean the same content")
 
     @classmethod
-    def from_db(cls, db, field_names, values):
+    def from_db(cls, db: str | None, field_names: list[str], values: list) -> "ConfigVersion":
+        """A version as loaded, its frozen rules and contacts completed with the keys they predate."""
         version = super().from_db(db, field_names, values)
-        if "rules" in version.__dict__:
-            version.rules = [with_policy(rule) for rule in version.rules]
+        if "rules" in version.__dict__:  # not deferred (.only() / .defer())
+            version.rules = [with_defaults(rule, FROZEN_RULE_DEFAULTS) for rule in version.rules]
+        if "contacts" in version.__dict__:
+            version.contacts = [with_defaults(contact, FROZEN_CONTACT_DEFAULTS) for contact in version.contacts]
         return version
 
-    @property
-    def full_rules(self) -> list[dict]:
-        return with_defaults(self.rules, RULE_DEFAULTS)
-
-    @property
-    def full_contacts(self) -> list[dict]:
-        return with_defaults(self.contacts, CONTACT_DEFAULTS)
-
     def contact(self, contact_id: str) -> dict | None:
-        return next((c for c in self.full_contacts if c["id"] == contact_id), None)
+        return next((contact for contact in self.contacts if contact["id"] == contact_id), None)
 
     @property
     def enabled_rules(self) -> list[dict]:
         return [rule for rule in self.rules if rule["enabled"]]
 
     def rule(self, rule_id: str) -> dict | None:
+        """One frozen rule by id, as a copy (callers may annotate it; loaded versions are cached)."""
         rule = next((rule for rule in self.rules if rule["id"] == rule_id), None)
-        return None if rule is None else {**RULE_DEFAULTS, **rule}
+        return None if rule is None else dict(rule)
 
 
-class Rule(models.Model):
+class Rule(PublicIdMixin, models.Model):
     """One gate in a config's draft."""
 
     config = models.ForeignKey(Config, on_delete=models.CASCADE, related_name="rules")
     public_id = models.CharField(max_length=24, unique=True, editable=False)
+    public_id_prefix = "rul"
     kind = models.CharField(max_length=16, choices=RuleKind.choices, default=RuleKind.DELETE)
     match = models.CharField("Which one", max_length=500, default=ANY, blank=True)
     point = models.CharField(max_length=8, choices=RulePoint.choices, default=RulePoint.ENTRY)
@@ -238,11 +236,6 @@ class Rule(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} {self.match} at {self.point}"
-
-    def save(self, *args, **kwargs):
-        if not self.public_id:
-            self.public_id = new_public_id("rul")
-        super().save(*args, **kwargs)
 
     def clean(self) -> None:
         self.match = (self.match or "").strip()

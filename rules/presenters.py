@@ -1,11 +1,11 @@
 """How a rule's approver policy reads on the Rules tab, the version pages and the versions diff."""
 
-from .models import Rule, with_policy
+from .models import Rule
 
 
 def policy_words(rule: Rule | dict) -> str:
     """'2 approvals · four eyes' · '1 approval · requester may approve · run grants'."""
-    frozen = with_policy(rule.frozen() if isinstance(rule, Rule) else rule)
+    frozen = rule.frozen() if isinstance(rule, Rule) else rule
     count = frozen["approvals_required"]
     parts = [f"{count} approval{'s' if count != 1 else ''}"]
     parts.append("requester may approve" if frozen["self_approval"] else "four eyes")

@@ -1,12 +1,20 @@
 """Reads on configs and versions."""
 
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from django.db.models import QuerySet
+
 from workspaces.models import Workspace
 
-from .exceptions import ConfigNotFound
-from .models import RULE_DEFAULTS, Config, ConfigVersion, with_defaults
+from .exceptions import ConfigNotFound, RuleNotFound
+from .models import Config, ConfigVersion, Rule
+
+if TYPE_CHECKING:
+    from contacts.models import Contact  # contacts imports rules: a name for the annotation only
 
 
-def configs_for(workspace):
+def configs_for(workspace: Workspace) -> QuerySet[Config]:
     return Config.objects.filter(workspace=workspace)
 
 
@@ -19,6 +27,14 @@ def config_for(*, workspace: Workspace, public_id: str) -> Config:
     if config is None:
         raise ConfigNotFound()  # the id is not echoed: an outsider learns nothing from a 404
     return config
+
+
+def rule_for(*, config: Config, public_id: str) -> Rule:
+    """One rule of this config's draft; another config's reads as missing. Raises RuleNotFound."""
+    rule = Rule.objects.filter(config=config, public_id=public_id).first()
+    if rule is None:
+        raise RuleNotFound()
+    return rule
 
 
 def served_version(config: Config) -> ConfigVersion | None:
@@ -35,7 +51,7 @@ def served_number(config: Config) -> int | None:
     return ConfigVersion.objects.filter(config=config).order_by("-number").values_list("number", flat=True).first()
 
 
-def hitl_state(*, workspace, version: ConfigVersion | None) -> str:
+def hitl_state(*, workspace: Workspace, version: ConfigVersion | None) -> str:
     """active only on Pro/Enterprise with at least one enabled rule in the served version."""
     if version is not None and workspace.hitl_available and version.enabled_rules:
         return "active"
@@ -50,9 +66,9 @@ LOG_LINES = {
 
 def rules_diff(previous: list[dict] | None, current: list[dict]) -> dict[str, list[dict]]:
     """What changed between two frozen rule sets, by rule id: added, removed, changed (with `before`)."""
-    before = {rule["id"]: rule for rule in with_defaults(previous or [], RULE_DEFAULTS)}
-    after = {rule["id"]: rule for rule in with_defaults(current, RULE_DEFAULTS)}
-    # Copies (with_defaults), so a page may annotate them.
+    # Copies, so a page may annotate them. Both lists come from loaded versions: complete (from_db).
+    before = {rule["id"]: dict(rule) for rule in previous or []}
+    after = {rule["id"]: dict(rule) for rule in current}
     return {
         "added": [after[i] for i in after if i not in before],
         "removed": [before[i] for i in before if i not in after],
@@ -60,7 +76,7 @@ def rules_diff(previous: list[dict] | None, current: list[dict]) -> dict[str, li
     }
 
 
-def configs_with_versions(workspace):
+def configs_with_versions(workspace: Workspace) -> QuerySet[Config]:
     """Configs annotated with `latest_version` and `served_number` in the same query."""
     from django.db.models import Max
     from django.db.models.functions import Coalesce
@@ -72,7 +88,9 @@ def configs_with_versions(workspace):
     )
 
 
-def draft_frozen(config: Config, rules=None, contacts=None) -> dict:
+def draft_frozen(
+    config: Config, rules: Iterable[Rule] | None = None, contacts: "Iterable[Contact] | None" = None
+) -> dict:
     """The draft as a publish would freeze it (pass prefetched rules/contacts to save queries)."""
     rules = config.rules.all() if rules is None else rules
     contacts = config.contacts.all() if contacts is None else contacts
@@ -89,8 +107,8 @@ def draft_differs(draft: dict, version: ConfigVersion | None) -> bool:
     if version is None:
         return True
     return draft != {
-        "rules": version.full_rules,
-        "contacts": version.full_contacts,
+        "rules": version.rules,
+        "contacts": version.contacts,
         "token_caps": version.token_caps,
         "pass_information_level": version.pass_information_level,
     }

@@ -6,8 +6,8 @@ from contacts.serializers import ContactSerializer
 
 from .models import (
     MAX_APPROVALS_REQUIRED,
-    POLICY_DEFAULTS,
     AskIn,
+    ConfigVersion,
     OnReject,
     PassInformationLevel,
     RuleKind,
@@ -72,22 +72,19 @@ class RuleSerializer(serializers.Serializer):
     enabled = serializers.BooleanField()
     message = serializers.CharField(allow_blank=True)
     order = serializers.IntegerField()
-    # Versions published before notifications lack these keys: they read as nobody to tell.
-    notify = serializers.ListField(child=serializers.CharField(), default=list)
-    escalate_to = serializers.ListField(child=serializers.CharField(), default=list)
-    escalate_after_seconds = serializers.IntegerField(allow_null=True, default=None)
+    # Versions published before a key existed have it filled in as they load (FROZEN_RULE_DEFAULTS).
+    notify = serializers.ListField(child=serializers.CharField())
+    escalate_to = serializers.ListField(child=serializers.CharField())
+    escalate_after_seconds = serializers.IntegerField(allow_null=True)
     ask_in = _choice(AskIn.choices, read_only=True)
     on_reject = _choice(OnReject.choices, read_only=True)
     approvals_required = serializers.IntegerField(
-        default=POLICY_DEFAULTS["approvals_required"],
         help_text="Distinct reviewers who must approve (1–5); one rejection rejects.",
     )
     self_approval = serializers.BooleanField(
-        default=POLICY_DEFAULTS["self_approval"],
         help_text="Whether the person the run acts for (the request's requested_by) may approve it.",
     )
     allow_run_grant = serializers.BooleanField(
-        default=POLICY_DEFAULTS["allow_run_grant"],
         help_text="Whether a reviewer may approve the rest of a run at once (only with approvals_required 1).",
     )
 
@@ -139,10 +136,10 @@ class VersionSerializer(serializers.Serializer):
     pass_information_level = _choice(PassInformationLevel.choices)
     served = serializers.SerializerMethodField()
 
-    def get_published_by(self, version) -> str | None:
+    def get_published_by(self, version: ConfigVersion) -> str | None:
         return version.published_by.email if version.published_by else None
 
-    def get_served(self, version) -> bool:
+    def get_served(self, version: ConfigVersion) -> bool:
         return version.number == self.context["served_number"]
 
 

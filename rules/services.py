@@ -1,5 +1,8 @@
 """Writes on configs, their draft rules, publishing and pinning. Pages, API and CLI call these."""
 
+from typing import Any
+
+from django.contrib.auth.base_user import AbstractBaseUser
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
@@ -28,7 +31,7 @@ RULE_FIELDS = (
 CONFIG_FIELDS = ("name", "pass_information_level", "token_cap_per_turn", "token_cap_mode")
 
 
-def _audit(*, config: Config, user, action: str, object: str, data: dict) -> None:
+def _audit(*, config: Config, user: AbstractBaseUser | None, action: str, object: str, data: dict) -> None:
     """Each change below is recorded in the audit log, in its own transaction."""
     audit_append(
         workspace_id=config.workspace_id,
@@ -39,7 +42,7 @@ def _audit(*, config: Config, user, action: str, object: str, data: dict) -> Non
     )
 
 
-def _rule_changed(*, rule: Rule, user, change: str) -> None:
+def _rule_changed(*, rule: Rule, user: AbstractBaseUser | None, change: str) -> None:
     _audit(
         config=rule.config,
         user=user,
@@ -50,7 +53,7 @@ def _rule_changed(*, rule: Rule, user, change: str) -> None:
 
 
 @transaction.atomic
-def config_create(*, workspace: Workspace, name: str, user=None) -> Config:
+def config_create(*, workspace: Workspace, name: str, user: AbstractBaseUser | None = None) -> Config:
     config = Config(workspace=workspace, name=name)
     config.full_clean(exclude=["workspace", "public_id"])
     config.save()
@@ -65,7 +68,7 @@ def config_create(*, workspace: Workspace, name: str, user=None) -> Config:
 
 
 @transaction.atomic
-def config_update(*, config: Config, user=None, **changes) -> Config:
+def config_update(*, config: Config, user: AbstractBaseUser | None = None, **changes: Any) -> Config:
     unknown = set(changes) - set(CONFIG_FIELDS)
     if unknown:
         raise TypeError(f"Not a config setting: {', '.join(sorted(unknown))}")
@@ -84,7 +87,7 @@ def config_update(*, config: Config, user=None, **changes) -> Config:
 
 
 @transaction.atomic
-def rule_create(*, config: Config, user=None, **fields) -> Rule:
+def rule_create(*, config: Config, user: AbstractBaseUser | None = None, **fields: Any) -> Rule:
     """A new rule starts as "approve every delete" unless told otherwise."""
     rule = Rule(config=config, **{k: v for k, v in fields.items() if k in RULE_FIELDS})
     rule.full_clean(exclude=["config", "public_id"])
@@ -94,7 +97,7 @@ def rule_create(*, config: Config, user=None, **fields) -> Rule:
 
 
 @transaction.atomic
-def rule_update(*, rule: Rule, user=None, **changes) -> Rule:
+def rule_update(*, rule: Rule, user: AbstractBaseUser | None = None, **changes: Any) -> Rule:
     for field in RULE_FIELDS:
         if field in changes:
             setattr(rule, field, changes[field])
@@ -105,7 +108,7 @@ def rule_update(*, rule: Rule, user=None, **changes) -> Rule:
 
 
 @transaction.atomic
-def rule_delete(*, rule: Rule, user=None) -> None:
+def rule_delete(*, rule: Rule, user: AbstractBaseUser | None = None) -> None:
     _rule_changed(rule=rule, user=user, change="deleted")
     rule.delete()
 
@@ -122,7 +125,7 @@ def plan_refusal(*, workspace: Workspace, enabled_rules: int) -> str | None:
 
 
 @transaction.atomic
-def config_publish(*, config: Config, user, note: str = "") -> ConfigVersion:
+def config_publish(*, config: Config, user: AbstractBaseUser | None, note: str = "") -> ConfigVersion:
     """Freeze the draft (rules, contacts, token caps, pass information level) into version N+1.
 
     Publishing serves the new version: any pin is released, because publishing is the act of
@@ -170,7 +173,7 @@ def config_publish(*, config: Config, user, note: str = "") -> ConfigVersion:
 
 
 @transaction.atomic
-def config_pin(*, config: Config, version: int, user=None) -> ConfigVersion:
+def config_pin(*, config: Config, version: int, user: AbstractBaseUser | None = None) -> ConfigVersion:
     """Serve `version` (roll back = pin an older one). Raises ConfigVersion.DoesNotExist."""
     config = Config.objects.select_for_update().get(pk=config.pk)
     frozen = config.versions.get(number=version)

@@ -14,11 +14,11 @@ from workspaces.decorators import admin_required, member_required
 
 from . import selectors, services
 from .exceptions import NothingToPublish, PlanRequired
-from .forms import ConfigForm, PinForm, PublishForm, RuleForm, SettingsForm, which_one_for
+from .forms import MATCH_HINT_ID, ConfigForm, PinForm, PublishForm, RuleForm, SettingsForm, which_one_for
 from .models import Config, ConfigVersion, Rule
 
 
-def config_page_context(request, config: Config, tab: str, configs=None) -> dict:
+def config_page_context(request: HttpRequest, config: Config, tab: str, configs: list[Config] | None = None) -> dict:
     """What every per-config page shows at the top: the picker and the served state."""
     configs = list(selectors.configs_with_versions(request.actor.workspace)) if configs is None else configs
     rules = list(config.rules.all())
@@ -56,7 +56,10 @@ def configs(request: HttpRequest) -> HttpResponse:
     for config in selectors.configs_with_versions(workspace).prefetch_related("rules", "contacts", "versions"):
         served = next((v for v in config.versions.all() if v.number == config.served_number), None)
         draft = selectors.draft_frozen(config, config.rules.all(), config.contacts.all())
-        rows.append({"config": config, "draft_changed": selectors.draft_differs(draft, served)})
+        row = {"config": config, "draft_changed": selectors.draft_differs(draft, served)}
+        if request.actor.is_admin:
+            row["rename_form"] = ConfigForm.rename(config)
+        rows.append(row)
     context = {"tab": "rules", "rows": rows, "form": form, "can_edit": request.actor.is_admin}
     return render(request, "rules/configs.html", context, status=400 if form.errors else 200)
 
@@ -105,58 +108,46 @@ def _rules_page(
 @require_http_methods(["GET", "POST"])
 def rule_add(request: HttpRequest, cfg: str) -> HttpResponse:
     """A new rule's form, prefilled with "approve every delete"; nothing is in the draft until it is saved."""
+    return _rule_editor(request, cfg, rul=None)
+
+
+@admin_required
+@require_http_methods(["GET", "POST"])
+def rule_edit(request: HttpRequest, cfg: str, rul: str) -> HttpResponse:
+    return _rule_editor(request, cfg, rul=rul)
+
+
+def _rule_editor(request: HttpRequest, cfg: str, *, rul: str | None) -> HttpResponse:
     config = selectors.config_for(workspace=request.actor.workspace, public_id=cfg)
-    rule = Rule(config=config)
-    form = RuleForm(instance=rule)
-    if request.method == "POST":
-        form = RuleForm(request.POST, instance=rule)
-        if form.is_valid():
-            changes = {k: v for k, v in form.cleaned_data.items() if k != "which"}
+    rule = Rule(config=config) if rul is None else selectors.rule_for(config=config, public_id=rul)
+    form = RuleForm(request.POST if request.method == "POST" else None, instance=rule)
+    if form.is_bound and form.is_valid():
+        changes = {k: v for k, v in form.cleaned_data.items() if k != "which"}
+        if rul is None:
             services.rule_create(config=config, user=request.user, **changes)
             messages.success(request, "Added the rule to the draft. Publish to serve it.")
-            return redirect("rules:rules", config.public_id)
+        else:
+            services.rule_update(rule=form.instance, user=request.user, **changes)
+            messages.success(request, "Saved the rule in the draft. Publish to serve it.")
+        return redirect("rules:rules", config.public_id)
     context = config_page_context(request, config, "rules")
-    context.update(form=form, rule=None)
+    context.update(form=form, rule=None if rul is None else rule)
     return render(request, "rules/rule_edit.html", context, status=400 if form.errors else 200)
 
 
 @admin_required
 @require_GET
 def which_one(request: HttpRequest) -> HttpResponse:
-    """The "Which one" label and hint for the kind the rule form's select now shows (htmx)."""
-    return render(request, "rules/_which_one.html", {"which_one": which_one_for(request.GET.get("kind", ""))})
-
-
-def _rule_or_404(config: Config, rul: str) -> Rule:
-    rule = config.rules.filter(public_id=rul).first()
-    if rule is None:
-        raise Http404("No such rule in this config's draft.")
-    return rule
-
-
-@admin_required
-@require_http_methods(["GET", "POST"])
-def rule_edit(request: HttpRequest, cfg: str, rul: str) -> HttpResponse:
-    config = selectors.config_for(workspace=request.actor.workspace, public_id=cfg)
-    rule = _rule_or_404(config, rul)
-    form = RuleForm(instance=rule)
-    if request.method == "POST":
-        form = RuleForm(request.POST, instance=rule)
-        if form.is_valid():
-            changes = {k: v for k, v in form.cleaned_data.items() if k != "which"}
-            services.rule_update(rule=form.instance, user=request.user, **changes)
-            messages.success(request, "Saved the rule in the draft. Publish to serve it.")
-            return redirect("rules:rules", config.public_id)
-    context = config_page_context(request, config, "rules")
-    context.update(form=form, rule=rule)
-    return render(request, "rules/rule_edit.html", context, status=400 if form.errors else 200)
+    """The "Which one" legend and the selector's hint for the kind the rule form's select now shows (htmx)."""
+    legend, hint = which_one_for(request.GET.get("kind", ""))
+    return render(request, "rules/_which_one.html", {"legend": legend, "hint": hint, "hint_id": MATCH_HINT_ID})
 
 
 @admin_required
 @require_POST
 def rule_toggle(request: HttpRequest, cfg: str, rul: str) -> HttpResponse:
     config = selectors.config_for(workspace=request.actor.workspace, public_id=cfg)
-    rule = _rule_or_404(config, rul)
+    rule = selectors.rule_for(config=config, public_id=rul)
     services.rule_update(rule=rule, enabled=not rule.enabled, user=request.user)
     messages.success(request, f"{'Enabled' if rule.enabled else 'Disabled'} the rule in the draft.")
     return redirect("rules:rules", config.public_id)
@@ -166,7 +157,7 @@ def rule_toggle(request: HttpRequest, cfg: str, rul: str) -> HttpResponse:
 @require_POST
 def rule_delete(request: HttpRequest, cfg: str, rul: str) -> HttpResponse:
     config = selectors.config_for(workspace=request.actor.workspace, public_id=cfg)
-    services.rule_delete(rule=_rule_or_404(config, rul), user=request.user)
+    services.rule_delete(rule=selectors.rule_for(config=config, public_id=rul), user=request.user)
     messages.success(request, "Deleted the rule from the draft. Published versions keep it.")
     return redirect("rules:rules", config.public_id)
 
@@ -175,7 +166,7 @@ def rule_delete(request: HttpRequest, cfg: str, rul: str) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 def config_settings(request: HttpRequest, cfg: str) -> HttpResponse:
     config = selectors.config_for(workspace=request.actor.workspace, public_id=cfg)
-    form = SettingsForm(instance=config)
+    form = SettingsForm(instance=config, read_only=not request.actor.is_admin)
     if request.method == "POST":
         if not request.actor.is_admin:
             raise PermissionDenied("Only a workspace admin may change this.")
@@ -195,8 +186,7 @@ def config_settings(request: HttpRequest, cfg: str) -> HttpResponse:
 def publish(request: HttpRequest, cfg: str) -> HttpResponse:
     config = selectors.config_for(workspace=request.actor.workspace, public_id=cfg)
     form = PublishForm(request.POST)
-    if not form.is_valid():
-        messages.error(request, "The note is at most 2,000 characters.")
+    if not form.is_valid():  # the note's error shows next to it
         return _rules_page(request, cfg, publish_form=form, status=400)
     try:
         version = services.config_publish(config=config, user=request.user, note=form.cleaned_data["note"])
@@ -230,10 +220,8 @@ def version(request: HttpRequest, cfg: str, number: int) -> HttpResponse:
     if frozen is None:
         raise Http404("No such version of this config.")
     context = config_page_context(request, config, "rules")
-    rules = frozen.full_rules
-    for rule in rules:
-        rule["who"] = selectors.notify_summary(rule, frozen.contacts)
+    rules = [{**rule, "who": selectors.notify_summary(rule, frozen.contacts)} for rule in frozen.rules]
     context.update(
-        frozen=frozen, rules=rules, contacts=frozen.full_contacts, is_served=frozen.number == config.served_number
+        frozen=frozen, rules=rules, contacts=frozen.contacts, is_served=frozen.number == config.served_number
     )
     return render(request, "rules/version.html", context)

@@ -2,7 +2,10 @@
 
 from dataclasses import dataclass
 
+from django.contrib.auth.base_user import AbstractBaseUser
+from django.contrib.auth.models import AnonymousUser
 from django.http import HttpRequest
+from rest_framework.request import Request
 
 from .models import ApiToken, Membership, Role, Workspace
 
@@ -34,7 +37,7 @@ class Actor:
         return getattr(self.user, "email", "") or str(self.user)
 
 
-def memberships_of(user) -> list[Membership]:
+def memberships_of(user: AbstractBaseUser | AnonymousUser) -> list[Membership]:
     if not getattr(user, "is_authenticated", False) or not getattr(user, "is_active", False):
         return []
     return list(Membership.objects.filter(user=user).select_related("workspace").order_by("workspace__name"))
@@ -51,7 +54,7 @@ def current_membership(request: HttpRequest) -> Membership | None:
     return request._hitl_membership
 
 
-def actor_for_request(request) -> Actor | None:
+def actor_for_request(request: Request) -> Actor | None:
     """The actor behind a DRF request: a bearer token (user or engine) or a browser session."""
     token = getattr(request, "auth", None)
     if isinstance(token, ApiToken):
@@ -73,7 +76,7 @@ def actor_for_membership(membership: Membership) -> Actor:
     return Actor(workspace=membership.workspace, user=membership.user, role=membership.role)
 
 
-def actor_for_user(*, user, workspace: Workspace) -> Actor | None:
+def actor_for_user(*, user: AbstractBaseUser, workspace: Workspace) -> Actor | None:
     """A person acting in a workspace outside a request (the CLI); None if not an active member."""
     membership = Membership.objects.filter(user=user, workspace=workspace).only("role").first()
     if membership is None or not user.is_active:

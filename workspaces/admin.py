@@ -2,6 +2,9 @@ from django.contrib import admin, messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.admin import UserAdmin
 from django.db import transaction
+from django.db.models import QuerySet
+from django.forms import BaseInlineFormSet, ModelForm
+from django.http import HttpRequest
 
 from audit.services import actor_of, audit_append
 
@@ -23,7 +26,7 @@ class WorkspaceAdmin(admin.ModelAdmin):
     prepopulated_fields = {"slug": ["name"]}
     inlines = [MembershipInline]
 
-    def save_model(self, request, obj, form, change) -> None:
+    def save_model(self, request: HttpRequest, obj: Workspace, form: ModelForm, change: bool) -> None:
         # A plan change goes through the service, so the audit log records who made it.
         if change and "plan" in form.changed_data:
             plan = obj.plan
@@ -33,7 +36,7 @@ class WorkspaceAdmin(admin.ModelAdmin):
             return
         super().save_model(request, obj, form, change)
 
-    def save_formset(self, request, form, formset, change) -> None:
+    def save_formset(self, request: HttpRequest, form: ModelForm, formset: BaseInlineFormSet, change: bool) -> None:
         with transaction.atomic():
             super().save_formset(request, form, formset, change)
             for membership in formset.new_objects:
@@ -62,16 +65,16 @@ class MembershipAdmin(admin.ModelAdmin):
     autocomplete_fields = ["user", "workspace"]
 
     @transaction.atomic
-    def save_model(self, request, obj, form, change) -> None:
+    def save_model(self, request: HttpRequest, obj: Membership, form: ModelForm, change: bool) -> None:
         super().save_model(request, obj, form, change)
         _member_changed(request, obj, "role_set" if change else "added")
 
     @transaction.atomic
-    def delete_model(self, request, obj) -> None:
+    def delete_model(self, request: HttpRequest, obj: Membership) -> None:
         _member_changed(request, obj, "removed")
         super().delete_model(request, obj)
 
-    def delete_queryset(self, request, queryset) -> None:
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Membership]) -> None:
         with transaction.atomic():
             for membership in queryset:
                 _member_changed(request, membership, "removed")
@@ -88,11 +91,11 @@ class ApiTokenAdmin(admin.ModelAdmin):
     readonly_fields = ["workspace", "kind", "user", "name", "hint", "created_at", "revoked_at"]
     actions = ["revoke"]
 
-    def has_add_permission(self, request) -> bool:
+    def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
     @admin.action(description="Revoke the selected tokens")
-    def revoke(self, request, queryset) -> None:
+    def revoke(self, request: HttpRequest, queryset: QuerySet[ApiToken]) -> None:
         for token in queryset:
             services.token_revoke(token=token, actor=actor_of(user=request.user))
         self.message_user(request, f"Revoked {queryset.count()} token(s).", messages.SUCCESS)
@@ -106,7 +109,7 @@ admin.site.unregister(User)
 class PortalUserAdmin(UserAdmin):
     """A person who published a version or decided a request is history: deactivate them, never delete."""
 
-    def get_deleted_objects(self, objs, request):
+    def get_deleted_objects(self, objs: QuerySet, request: HttpRequest) -> tuple[list, dict, set, list]:
         deleted, counts, perms_needed, protected = super().get_deleted_objects(objs, request)
         if protected:
             # Django lists the protected rows; say what to do instead, in words.

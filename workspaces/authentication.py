@@ -1,9 +1,16 @@
 import threading
+from typing import TYPE_CHECKING
 
+from django.contrib.auth.base_user import AbstractBaseUser
+from django.contrib.auth.models import AnonymousUser
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import authentication, exceptions
+from rest_framework.request import Request
 
 from .models import ApiToken, hash_token
+
+if TYPE_CHECKING:  # imported for real, drf_spectacular.openapi would import DRF's views, which load this module
+    from drf_spectacular.openapi import AutoSchema
 
 
 class EngineKeyCache:
@@ -46,7 +53,7 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
 
     keyword = "Bearer"
 
-    def authenticate(self, request):
+    def authenticate(self, request: Request) -> tuple[AbstractBaseUser | AnonymousUser, ApiToken] | None:
         header = authentication.get_authorization_header(request).decode("latin-1")
         if not header:
             return None
@@ -73,7 +80,7 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
         # Engines have no Django user; DRF still wants something truthy-safe in request.user.
         return (token.user, token)
 
-    def authenticate_header(self, request) -> str:
+    def authenticate_header(self, request: Request) -> str:
         return self.keyword
 
 
@@ -83,7 +90,7 @@ class BearerTokenScheme(OpenApiAuthenticationExtension):
     target_class = "workspaces.authentication.BearerTokenAuthentication"
     name = "bearerAuth"
 
-    def get_security_definition(self, auto_schema) -> dict:
+    def get_security_definition(self, auto_schema: "AutoSchema") -> dict:
         return {
             "type": "http",
             "scheme": "bearer",

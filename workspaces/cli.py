@@ -1,8 +1,12 @@
 """CLI: `hitl workspace …`, `hitl member add`, `hitl token create|revoke` (docs/api.md, CLI)."""
 
+import argparse
+from typing import Any
+
 from django.contrib.auth import get_user_model
+from django.contrib.auth.base_user import AbstractBaseUser
 from django.core.exceptions import ValidationError
-from django.core.management.base import CommandError
+from django.core.management.base import BaseCommand, CommandError
 
 from . import services
 from .models import ApiToken, Plan, Role, Workspace
@@ -15,7 +19,7 @@ def get_workspace(slug: str) -> Workspace:
         raise CommandError(f"No workspace with slug {slug!r}; create it with `hitl workspace create {slug}`.") from None
 
 
-def get_user(email: str):
+def get_user(email: str) -> AbstractBaseUser:
     user = get_user_model().objects.filter(email__iexact=email).first()
     if user is None:
         raise CommandError(f"No user with email {email!r}; add one with `hitl member add {email} …`.")
@@ -25,7 +29,7 @@ def get_user(email: str):
     return user
 
 
-def workspace_create(cmd, options) -> None:
+def workspace_create(cmd: BaseCommand, options: dict[str, Any]) -> None:
     slug = options["slug"]
     if Workspace.objects.filter(slug=slug).exists():
         raise CommandError(f"A workspace with slug {slug!r} already exists.")
@@ -33,12 +37,12 @@ def workspace_create(cmd, options) -> None:
     cmd.stdout.write(f"Created workspace {workspace.slug} on the {workspace.plan} plan.")
 
 
-def workspace_plan(cmd, options) -> None:
+def workspace_plan(cmd: BaseCommand, options: dict[str, Any]) -> None:
     workspace = services.workspace_set_plan(workspace=get_workspace(options["slug"]), plan=options["plan"])
     cmd.stdout.write(f"Workspace {workspace.slug} is now on the {workspace.plan} plan.")
 
 
-def member_add(cmd, options) -> None:
+def member_add(cmd: BaseCommand, options: dict[str, Any]) -> None:
     email = options["email"]
     if "@" not in email:
         raise CommandError(f"{email!r} is not an email address.")
@@ -54,7 +58,7 @@ def member_add(cmd, options) -> None:
     cmd.stdout.write(f"{membership.user.email} is {membership.role} of {membership.workspace.slug}.")
 
 
-def token_create(cmd, options) -> None:
+def token_create(cmd: BaseCommand, options: dict[str, Any]) -> None:
     workspace = get_workspace(options["workspace"])
     if bool(options.get("user")) == bool(options.get("engine")):
         raise CommandError("Pass exactly one of --user EMAIL or --engine NAME.")
@@ -68,7 +72,7 @@ def token_create(cmd, options) -> None:
     cmd.stdout.write(raw)
 
 
-def token_revoke(cmd, options) -> None:
+def token_revoke(cmd: BaseCommand, options: dict[str, Any]) -> None:
     hint = options["hint"]
     tokens = list(ApiToken.objects.active().filter(hint__startswith=hint[:16]))
     if len(tokens) != 1:
@@ -77,7 +81,7 @@ def token_revoke(cmd, options) -> None:
     cmd.stdout.write(f"Revoked {tokens[0]}.")
 
 
-def register(subparsers) -> None:
+def register(subparsers: argparse._SubParsersAction) -> None:
     workspace = subparsers.add_parser("workspace", help="create a workspace or change its plan")
     ws = workspace.add_subparsers(dest="workspace_command", required=True, metavar="create|plan")
     create = ws.add_parser("create", help="create a workspace")

@@ -1,7 +1,9 @@
+from django.http import HttpRequest
+
 from .access import current_membership
 
 
-def workspace(request) -> dict:
+def workspace(request: HttpRequest) -> dict:
     if not getattr(request, "user", None) or not request.user.is_authenticated:
         return {}
     membership = current_membership(request)

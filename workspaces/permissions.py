@@ -1,11 +1,17 @@
 """DRF permission classes: each resolves the actor once and checks one role."""
 
+from typing import TYPE_CHECKING
+
 from rest_framework.permissions import BasePermission
+from rest_framework.request import Request
 
-from .access import actor_for_request
+from .access import Actor, actor_for_request
+
+if TYPE_CHECKING:  # DRF imports this module (settings) while importing its views: no import of them here
+    from rest_framework.views import APIView
 
 
-def actor_of(request):
+def actor_of(request: Request) -> Actor | None:
     """The request's actor, resolved once and kept on the request."""
     if not hasattr(request, "actor"):
         request.actor = actor_for_request(request)
@@ -17,14 +23,14 @@ class IsWorkspaceActor(BasePermission):
 
     message = "You are not a member of a workspace that can use this."
 
-    def has_permission(self, request, view) -> bool:
+    def has_permission(self, request: Request, view: "APIView") -> bool:
         return actor_of(request) is not None
 
 
 class IsAdmin(BasePermission):
     message = "Only a workspace admin may do this."
 
-    def has_permission(self, request, view) -> bool:
+    def has_permission(self, request: Request, view: "APIView") -> bool:
         actor = actor_of(request)
         return actor is not None and actor.is_admin
 
@@ -32,7 +38,7 @@ class IsAdmin(BasePermission):
 class IsEngine(BasePermission):
     message = "Only an engine key may do this."
 
-    def has_permission(self, request, view) -> bool:
+    def has_permission(self, request: Request, view: "APIView") -> bool:
         actor = actor_of(request)
         return actor is not None and actor.is_engine
 
@@ -40,6 +46,6 @@ class IsEngine(BasePermission):
 class IsEngineOrReviewer(BasePermission):
     message = "Only an engine key, a reviewer or an admin of this workspace may do this."
 
-    def has_permission(self, request, view) -> bool:
+    def has_permission(self, request: Request, view: "APIView") -> bool:
         actor = actor_of(request)
         return actor is not None and (actor.is_engine or actor.can_review)

@@ -1,6 +1,7 @@
 """Writes for workspaces, members and tokens: used by the CLI, Django admin and tests alike."""
 
 from django.contrib.auth import get_user_model
+from django.contrib.auth.base_user import AbstractBaseUser
 from django.contrib.auth.password_validation import validate_password
 from django.db import transaction
 from django.utils import timezone
@@ -63,7 +64,7 @@ def member_add(
 
 @transaction.atomic
 def token_create(
-    *, workspace: Workspace, user=None, engine_name: str = "", actor: str = SYSTEM
+    *, workspace: Workspace, user: AbstractBaseUser | None = None, engine_name: str = "", actor: str = SYSTEM
 ) -> tuple[ApiToken, str]:
     """Create a token and return it with its raw value, which is never available again."""
     if (user is None) == (not engine_name):

@@ -1,6 +1,9 @@
 """The presenters (approvals/presenters.py) as template filters, under the names the templates use."""
 
+from collections.abc import Iterable
+
 from django import template
+from django.contrib.auth.base_user import AbstractBaseUser
 
 from approvals import presenters, selectors
 from approvals.models import ApprovalRequest
@@ -32,13 +35,13 @@ for _name in (
 
 
 @register.filter
-def self_refused(approval: ApprovalRequest, user) -> bool:
+def self_refused(approval: ApprovalRequest, user: AbstractBaseUser) -> bool:
     """Four eyes: the card hides Approve from the person the run acts for."""
     return refuses_self_approval(approval=approval, user=user)
 
 
 @register.filter
-def voted(approval: ApprovalRequest, user) -> bool:
+def voted(approval: ApprovalRequest, user: AbstractBaseUser) -> bool:
     """Has this reviewer already approved this quorum request (the card then hides Approve)?"""
     email = getattr(user, "email", "")
     return approval.approvals_required > 1 and any(vote["by"] == email for vote in approving_votes(approval))
@@ -50,7 +53,7 @@ def approvals(approval: ApprovalRequest) -> list[dict]:
 
 
 @register.simple_tag
-def still_may_approve(approval: ApprovalRequest, reviewers) -> str:
+def still_may_approve(approval: ApprovalRequest, reviewers: Iterable[AbstractBaseUser]) -> str:
     return presenters.still_may_approve_line(selectors.may_still_approve(approval=approval, reviewers=reviewers))
 
 

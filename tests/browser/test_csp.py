@@ -27,7 +27,7 @@ def test_pages_and_api_docs_work_without_a_csp_violation(page, acme, alice):
     page.goto(f"/hitl/configs/{config.public_id}/rules/")
     page.click("#add-rule")
     page.select_option("#id_kind", "cell")
-    expect(page.locator("#which-label")).to_have_text("Which cell")
+    expect(page.locator("#id_which_legend")).to_have_text("Which cell")
     page.goto("/api/docs/")
     expect(page.locator(".swagger-ui .info .title")).to_contain_text("HITL Portal API", timeout=20_000)
 

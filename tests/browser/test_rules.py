@@ -18,15 +18,17 @@ def test_it_lets_an_admin_fix_a_worker_rule_publish_and_roll_back(page, acme, al
     expect(page.locator("#served-state")).to_contain_text("Serving v1")
 
     page.click("#add-rule")
-    expect(page.locator("#which-label")).to_have_text("Which delete operation")
+    expect(page.locator("#id_which_legend")).to_have_text("Which delete operation")
     page.select_option("#id_kind", "worker")
-    expect(page.locator("#which-label")).to_have_text("Which worker")
-    expect(page.locator("#which-hint")).to_have_text("The worker or sub-agent's name, such as researcher, or Any.")
+    expect(page.locator("#id_which_legend")).to_have_text("Which worker")
+    expect(page.locator("#id_match_helptext")).to_have_text(
+        "The worker or sub-agent's name, such as researcher, or Any."
+    )
     page.fill("#id_match", "r")  # typing a selector picks "This one"
     expect(page.locator('input[name="which"][value="one"]')).to_be_checked()
     page.fill("#id_match", "")
     page.click("text=Save rule")
-    expect(page.locator("#match-error")).to_have_text(MISSING_WORKER)
+    expect(page.locator("#id_match_error")).to_have_text(MISSING_WORKER)
 
     page.fill("#id_match", "researcher")
     page.click("text=Save rule")

@@ -73,7 +73,7 @@ def test_it_shows_the_missing_selector_message_next_to_the_field(admin, acme, ki
     response = _edit(admin, rule, kind=kind, which="one", match="")
     assert response.status_code == 400
     html = response.content.decode()
-    assert f'<p class="error" id="match-error" role="alert">{MISSING_MATCH[kind]}</p>' in html
+    assert f'<p class="error" id="id_match_error" role="alert">{MISSING_MATCH[kind]}</p>' in html
     rule.refresh_from_db()
     assert (rule.kind, rule.match) == ("delete", "*")
 
@@ -83,7 +83,7 @@ def test_it_refuses_a_tool_as_mcp_server_in_the_form(admin, acme, tool):
     rule = make_rule(make_config(acme))
     response = _edit(admin, rule, kind="mcp_server", match=tool)
     assert response.status_code == 400
-    assert f'id="match-error" role="alert">{NEVER_A_TOOL}</p>' in response.content.decode()
+    assert f'id="id_match_error" role="alert">{NEVER_A_TOOL}</p>' in response.content.decode()
     assert "Which MCP server (mcp_…)" in response.content.decode()
 
 
@@ -231,5 +231,7 @@ def test_it_swaps_the_which_one_hint_from_the_servers_table_without_inline_scrip
     assert page.count("<script") == page.count("<script src=") and "onchange" not in page
     assert f'hx-get="{reverse("rules:which_one")}"' in page
     hint = admin.get(reverse("rules:which_one"), {"kind": "cell"}, headers={"HX-Request": "true"}).content.decode()
-    assert '<legend id="which-label">Which cell</legend>' in hint
-    assert 'id="which-hint" hx-swap-oob="true">A notebook or cell id, such as nb_warehouse, or Any.</p>' in hint
+    assert '<legend id="id_which_legend">Which delete operation</legend>' in page  # the target, and the swap:
+    assert hint.strip().startswith("Which cell<span")
+    hint_text = "A notebook or cell id, such as nb_warehouse, or Any."
+    assert f'<span id="id_match_helptext" hx-swap-oob="innerHTML">{hint_text}</span>' in hint

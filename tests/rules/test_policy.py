@@ -105,7 +105,7 @@ def test_it_edits_the_policy_in_the_rule_editor_and_shows_it_on_the_rules_tab(ad
     data = {"kind": "delete", "which": "any", "match": "", "point": "entry", "enabled": "on", "order": 10}
     refused = admin.post(url, {**data, "approvals_required": 2, "allow_run_grant": "on"})
     assert refused.status_code == 400
-    assert f'id="grant-error" role="alert">{escape(NO_GRANT_WITH_QUORUM)}</p>' in refused.content.decode()
+    assert f'id="id_allow_run_grant_error" role="alert">{escape(NO_GRANT_WITH_QUORUM)}</p>' in refused.content.decode()
     assert admin.post(url, {**data, "approvals_required": 2}).status_code == 302
     rule.refresh_from_db()
     assert (rule.approvals_required, rule.self_approval, rule.allow_run_grant) == (2, False, False)

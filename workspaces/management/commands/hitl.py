@@ -7,6 +7,7 @@ input raises CommandError, which exits 2 with a one-line message.
 
 import sys
 from importlib import import_module
+from typing import Any, NoReturn
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
@@ -22,7 +23,7 @@ CLI_MODULES = [
 class OneLineParser(CommandParser):
     """Bad arguments: one line on stderr and exit 2, not a page of usage."""
 
-    def error(self, message: str):
+    def error(self, message: str) -> NoReturn:
         if not self.called_from_command_line:
             raise CommandError(message)
         sys.stderr.write(f"hitl: {message} (see `python manage.py hitl --help`)\n")
@@ -32,7 +33,7 @@ class OneLineParser(CommandParser):
 class Command(BaseCommand):
     help = "HITL Portal: workspaces, members, tokens, and the reviewer's queue."
 
-    def add_arguments(self, parser) -> None:
+    def add_arguments(self, parser: CommandParser) -> None:
         subparsers = parser.add_subparsers(dest="hitl_command", required=True, metavar="command")
         # Sub-parsers must report bad input like the command itself: exit 2, one line.
         parser.__class__ = OneLineParser
@@ -42,13 +43,13 @@ class Command(BaseCommand):
         for module in CLI_MODULES:
             import_module(module).register(subparsers)
 
-    def handle(self, *args, **options) -> None:
+    def handle(self, *args: Any, **options: Any) -> None:
         handler = options.get("handler")
         if handler is None:
             raise CommandError("Name a command; see `python manage.py hitl --help`.")
         handler(self, options)
 
-    def execute(self, *args, **options):
+    def execute(self, *args: Any, **options: Any) -> str | None:
         try:
             return super().execute(*args, **options)
         except CommandError as error:
