@@ -270,6 +270,7 @@ def _write_chain(workspace_id: int, count: int) -> None:
 
 def run(*, quick: bool, rounds: int | None, duration: float | None) -> dict:
     from bench.harness import RESULTS, World, log, recreate_database, setup_django, vacuum
+
     url = os.environ.get("BENCH_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/hitl_bench")
     total = 100_000 if quick else 1_000_000
     rounds = rounds or (2 if quick else 4)
