@@ -22,6 +22,11 @@ when the request expired). Inert configs forward at once, with the notice in the
     [servers.mcp_docs]
     url = "http://127.0.0.1:9000/mcp"
 
+Over stdio, a call to a stdio upstream that no rule gates is relayed as JSON-RPC (see `_Relay`): the
+client's `tools/call` goes to the upstream's stdin under an id of the gateway's, and the answer (and any
+progress) comes back to the client as the upstream wrote it — no second MCP session on the way, which is
+most of what an extra hop costs. Everything else (gated calls, listing, HTTP) goes through the SDK.
+
 The idempotency key of a call is (run id, server id, config version + call digest + occurrence): a
 client that calls again after a gateway restart waits on the same request; an identical call made
 after the first one ran, was rejected or expired asks anew.
@@ -31,22 +36,28 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import logging
 import os
 import re
 import sys
 import time
 import tomllib
-from contextlib import AsyncExitStack
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 try:
+    import anyio
     import mcp_types as types
     from mcp import Client, StdioServerParameters
+    from mcp.client.stdio import stdio_client
     from mcp.server.lowlevel import Server
     from mcp.server.stdio import stdio_server
+    from mcp.shared.message import SessionMessage
+    from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 except ImportError as missing:  # the core has no dependencies; each adapter needs its extra
     raise ImportError(f'{missing} — install the extra: pip install "hitl-client[mcp]"') from missing
 
@@ -140,14 +151,20 @@ class Gateway:
         self.server: Server[Any] = Server(
             "hitl-mcp-gateway", on_list_tools=self._list_tools, on_call_tool=self._call_tool
         )
+        self.relay = _Relay(self)
 
     # --- lifecycle ---------------------------------------------------------------------------
 
     async def connect(self, stack: AsyncExitStack) -> None:
         """Open every upstream and read its tools; a tool name two servers share is refused up front."""
         for upstream in self.config.upstreams:
-            client = await stack.enter_async_context(Client(upstream.target()))
+            target = upstream.target()
+            if isinstance(target, StdioServerParameters):  # its ungated calls can skip the SDK (see _Relay)
+                target = self.relay.transport(upstream.server_id, target)
+            client = await stack.enter_async_context(Client(target))
             self.upstreams[upstream.server_id] = client
+            if upstream.server_id in self.relay.writers:
+                self.relay.versions[upstream.server_id] = client.protocol_version
             cursor = None
             while True:
                 page = await client.list_tools(cursor=cursor)
@@ -184,7 +201,7 @@ class Gateway:
     async def serve_stdio(self) -> None:
         async with AsyncExitStack() as stack:
             await self.connect(stack)
-            pipes = await _asyncio_stdio()
+            pipes = await _asyncio_stdio(self.relay)
             async with stdio_server(*pipes) as (read, write):
                 await self.server.run(read, write, self.server.create_initialization_options())
 
@@ -226,6 +243,17 @@ class Gateway:
             except HitlError as error:  # the call ran; losing its outcome must not lose its result
                 logger.warning("HITL: could not report the outcome of %s: %s", verdict.approval["id"], error)
         return result
+
+    def not_asked_now(self, server_id: str, tool: str) -> Verdict | None:
+        """The verdict for a call the portal is not asked about, judged on a gate table still fresh;
+        None when the call is gated, or the table is due for a refresh (the full path does that)."""
+        if self._served is None or time.monotonic() - self._served_at > self.config.served_ttl:
+            return None
+        # A rule gates a whole server, never one tool: the arguments do not matter to this answer.
+        verdict = _core.not_asked(self._served, self._call(self._served, server_id, tool, {}, occurrence=0))
+        if verdict is not None and verdict.state == "inert":
+            logger.info("%s — forwarding %s.%s", verdict.message, server_id, tool)
+        return verdict
 
     async def decide(self, server_id: str, tool: str, arguments: dict) -> Verdict:
         """Ask the portal about one call (unless no rule gates the server) and wait for the answer."""
@@ -274,20 +302,215 @@ class Gateway:
         )
 
 
-class _LinesIn:
-    """stdin as the async line iterator stdio_server reads, on the event loop (no worker thread per line)."""
+RELAY_ID = "hitl-relay-"  # ids the gateway gives relayed calls upstream; the SDK's own are integers
 
-    def __init__(self, reader: asyncio.StreamReader):
-        self.reader = reader
+
+class _Relay:
+    """Ungated calls to stdio upstreams, passed through as JSON-RPC messages.
+
+    Through the SDK an ungated call crosses two full MCP sessions in the gateway — the server's
+    (parse, validate against the tool's schema, run the handler in its own task) and the client's
+    (a fresh request, the result re-validated against the output schema) — which costs several times
+    the gateway's own work. The relay keeps what the gateway must do: it reads the client's
+    `tools/call` off stdin, asks the same question the full path asks first (is the server gated? on a
+    gate table still fresh), and if not, hands the request as it is to the upstream's stdin under an
+    id of its own (`hitl-relay-N`); the upstream's answer goes back to the client with the client's
+    id, byte for byte otherwise. Progress notifications for that call go back too, a
+    `notifications/cancelled` from the client goes on to the upstream, and if the upstream dies the
+    client gets the same tool error the full path gives.
+
+    It relays only when both sides speak the same protocol version (the version the client
+    initialised with, or its request envelope's, equals the one the gateway and the upstream agreed):
+    otherwise, and for gated calls, unknown tools, a stale gate table, HTTP either side, anything it
+    cannot parse — the message goes to the SDK's server as before.
+    """
+
+    def __init__(self, gateway: Gateway):
+        self.gateway = gateway
+        self.out: asyncio.StreamWriter | None = None  # the client's stdout, once served on the event loop
+        self.client_version: str | None = None  # what the client asked for in `initialize` (handshake era)
+        self.writers: dict[str, Any] = {}  # server id → the SDK's write stream to that upstream's stdin
+        self.versions: dict[str, str | None] = {}  # server id → the protocol version agreed with it
+        self.pending: dict[str, tuple[str, str, Any, Any]] = {}  # relay id → server id, tool, client id, progress
+        self.relay_ids: dict[Any, str] = {}  # client's request id → relay id (for cancellation)
+        self._count = 0
+
+    # --- client → upstream (called by _LinesIn for each line the client sends) -----------------
+
+    async def took(self, line: bytes) -> bool:
+        """Relay this line if it is an ungated `tools/call` (or a cancellation of one); False leaves it to the SDK.
+
+        A byte search first, so the messages the SDK handles pay nothing for the check."""
+        if self.out is None or not any(
+            word in line for word in (b'"tools/call"', b'"notifications/cancelled"', b'"initialize"')
+        ):
+            return False
+        try:
+            message = json.loads(line)
+        except ValueError:
+            return False
+        if not isinstance(message, dict) or not isinstance(message.get("params"), dict):
+            return False
+        method, params = message.get("method"), message["params"]
+        if method == "initialize" and isinstance(params.get("protocolVersion"), str):
+            self.client_version = params["protocolVersion"]
+        elif method == "tools/call" and "id" in message:
+            return await self._call(message, params)
+        elif method == "notifications/cancelled" and params.get("requestId") in self.relay_ids:
+            return await self._cancel(params)
+        return False
+
+    async def _call(self, message: dict, params: dict) -> bool:
+        tool = params.get("name")
+        server_id = self.gateway.server_of.get(tool) if isinstance(tool, str) else None
+        if server_id not in self.writers or not self._same_version(server_id, params):
+            return False
+        if self.gateway.not_asked_now(server_id, tool) is None:  # gated, or the gate table is due for a refresh
+            return False
+        self._count += 1
+        relay_id = f"{RELAY_ID}{self._count}"
+        try:
+            request = types.JSONRPCRequest(jsonrpc="2.0", id=relay_id, method="tools/call", params=params)
+            client_id = types.JSONRPCRequest.model_validate(message).id  # an id JSON-RPC allows, or the SDK says so
+        except ValueError:
+            return False
+        meta = params.get("_meta")
+        progress = meta.get("progressToken") if isinstance(meta, dict) else None
+        self.pending[relay_id] = (server_id, tool, client_id, progress)
+        self.relay_ids[client_id] = relay_id
+        try:
+            await self.writers[server_id].send(SessionMessage(request))
+        except Exception as error:  # the upstream is gone: the same answer as the full path gives
+            self._fail(relay_id, error)
+        return True
+
+    async def _cancel(self, params: dict) -> bool:
+        relay_id = self.relay_ids.pop(params["requestId"])
+        server_id = self.pending.pop(relay_id)[0]
+        notice = types.JSONRPCNotification(
+            jsonrpc="2.0", method="notifications/cancelled", params={**params, "requestId": relay_id}
+        )
+        try:
+            await self.writers[server_id].send(SessionMessage(notice))
+        except Exception:  # the upstream is gone, and the call with it
+            pass
+        return True
+
+    def _same_version(self, server_id: str, params: dict) -> bool:
+        agreed = self.versions.get(server_id)
+        meta = params.get("_meta")
+        envelope = meta.get(types.PROTOCOL_VERSION_META_KEY) if isinstance(meta, dict) else None
+        if agreed in MODERN_PROTOCOL_VERSIONS:  # 2026 era: every request names its version
+            return envelope == agreed
+        return envelope is None and agreed is not None and self.client_version == agreed
+
+    # --- upstream → client (called by _RelayedReads for each message an upstream sends) -------
+
+    def answered(self, item: SessionMessage | Exception) -> bool:
+        """Pass an answer to a relayed call (or its progress) back to the client; False leaves it to the SDK."""
+        if not isinstance(item, SessionMessage):
+            return False
+        message = item.message
+        if isinstance(message, types.JSONRPCResponse | types.JSONRPCError):
+            if not (isinstance(message.id, str) and message.id.startswith(RELAY_ID)):
+                return False
+            entry = self.pending.pop(message.id, None)
+            if entry is not None:  # else the client cancelled it: nobody is waiting for the answer
+                self.relay_ids.pop(entry[2], None)
+                self._send(message.model_copy(update={"id": entry[2]}))
+            return True
+        if isinstance(message, types.JSONRPCNotification) and message.method == "notifications/progress":
+            token = (message.params or {}).get("progressToken")
+            if token is not None and any(entry[3] == token for entry in self.pending.values()):
+                self._send(message)
+                return True
+        return False
+
+    def upstream_closed(self, server_id: str) -> None:
+        """The upstream's stdout ended: every call relayed to it gets the tool error the full path gives."""
+        for relay_id in [key for key, entry in self.pending.items() if entry[0] == server_id]:
+            self._fail(relay_id, ConnectionError("Connection closed"))
+
+    def _fail(self, relay_id: str, error: Exception) -> None:
+        server_id, tool, client_id, _ = self.pending.pop(relay_id)
+        self.relay_ids.pop(client_id, None)
+        result = _tool_error(f"{server_id} could not run {tool}: {error}").model_dump(
+            by_alias=True, mode="json", exclude_unset=True
+        )
+        if self.versions.get(server_id) in MODERN_PROTOCOL_VERSIONS:
+            result["resultType"] = "complete"  # required from 2026 on, and absent before
+        self._send(types.JSONRPCResponse(jsonrpc="2.0", id=client_id, result=result))
+
+    def _send(self, message: types.JSONRPCMessage) -> None:
+        assert self.out is not None
+        # One write per line, as the SDK's stdout writer does, so its lines and ours never interleave.
+        self.out.write((message.model_dump_json(by_alias=True, exclude_unset=True) + "\n").encode("utf-8"))
+
+    # --- the upstream's transport --------------------------------------------------------------
+
+    @asynccontextmanager
+    async def transport(self, server_id: str, params: StdioServerParameters) -> AsyncIterator[tuple[Any, Any]]:
+        """The SDK's stdio transport to an upstream, with the relay's answers taken out of what it reads."""
+        async with stdio_client(params) as (read, write):
+            self.writers[server_id] = write
+            try:
+                yield _RelayedReads(read, self, server_id), write
+            finally:
+                self.writers.pop(server_id, None)
+
+
+class _RelayedReads:
+    """An upstream's read stream as the SDK's client session sees it: without the relay's messages."""
+
+    def __init__(self, inner: Any, relay: _Relay, server_id: str):
+        self.inner, self.relay, self.server_id = inner, relay, server_id
+
+    async def receive(self) -> SessionMessage | Exception:
+        while True:
+            try:
+                item = await self.inner.receive()
+            except Exception:  # end of stream (or closed): nobody will answer the relayed calls
+                self.relay.upstream_closed(self.server_id)
+                raise
+            if not self.relay.answered(item):
+                return item
+
+    def __aiter__(self) -> _RelayedReads:
+        return self
+
+    async def __anext__(self) -> SessionMessage | Exception:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+    async def __aenter__(self) -> _RelayedReads:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+class _LinesIn:
+    """stdin as the async line iterator stdio_server reads, on the event loop (no worker thread per line);
+    the lines the relay takes never reach the SDK."""
+
+    def __init__(self, reader: asyncio.StreamReader, relay: _Relay | None = None):
+        self.reader, self.relay = reader, relay
 
     def __aiter__(self) -> _LinesIn:
         return self
 
     async def __anext__(self) -> str:
-        line = await self.reader.readline()
-        if not line:
-            raise StopAsyncIteration
-        return line.decode("utf-8", errors="replace")
+        while True:
+            line = await self.reader.readline()
+            if not line:
+                raise StopAsyncIteration
+            if self.relay is None or not await self.relay.took(line):
+                return line.decode("utf-8", errors="replace")
 
 
 class _LinesOut:
@@ -303,13 +526,13 @@ class _LinesOut:
         await self.writer.drain()
 
 
-async def _asyncio_stdio() -> tuple[Any, Any] | tuple[()]:
-    """Event-loop pipes for stdin/stdout when both are pipes (as an MCP client launches us): each message
-    then skips the two thread hand-offs of the SDK's default file wrappers — the gateway's hop is that
-    much shorter. Anything else (a terminal, a file) gets the SDK's own stdio handling."""
+async def _asyncio_stdio(relay: _Relay | None = None) -> tuple[Any, Any] | tuple[()]:
+    """Event-loop pipes for stdin/stdout when both are pipes or sockets (as an MCP client launches us):
+    each message then skips the two thread hand-offs of the SDK's default file wrappers, and the relay
+    can answer ungated calls itself. Anything else (a terminal, a file) gets the SDK's own stdio handling."""
     import stat
 
-    if not all(stat.S_ISFIFO(os.fstat(fd).st_mode) for fd in (0, 1)):
+    if not all(stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) for mode in (os.fstat(fd).st_mode for fd in (0, 1))):
         return ()
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=64 * 1024 * 1024)
@@ -318,7 +541,9 @@ async def _asyncio_stdio() -> tuple[Any, Any] | tuple[()]:
         asyncio.streams.FlowControlMixin, os.fdopen(1, "wb", closefd=False)
     )
     writer = asyncio.StreamWriter(transport, protocol, None, loop)
-    return _LinesIn(reader), _LinesOut(writer)
+    if relay is not None:
+        relay.out = writer
+    return _LinesIn(reader, relay), _LinesOut(writer)
 
 
 def _tool_error(message: str) -> types.CallToolResult:
