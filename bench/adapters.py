@@ -496,7 +496,7 @@ def measure_adapters(*, base_url: str, calls: int = 100) -> dict:
         results["openai_agents"] = _openai_agents(world, calls)
         results["mcp_gateway_gated"] = _gateway_gated(world, calls, Path(workdir))
         results["floor"] = {"raw_http_p50_ms": statistics.median(_raw_floor(world, world.approved_ids()[:calls]))}
-        results["mcp_gateway_ungated"] = _gateway_ungated(world, max(calls, 100), Path(workdir))
+        results["mcp_gateway_ungated"] = _gateway_ungated(world, max(calls * 4, 400), Path(workdir))
     return results
 
 

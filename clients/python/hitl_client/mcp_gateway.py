@@ -22,10 +22,10 @@ when the request expired). Inert configs forward at once, with the notice in the
     [servers.mcp_docs]
     url = "http://127.0.0.1:9000/mcp"
 
-Over stdio, a call to a stdio upstream that no rule gates is relayed as JSON-RPC (see `_Relay`): the
-client's `tools/call` goes to the upstream's stdin under an id of the gateway's, and the answer (and any
-progress) comes back to the client as the upstream wrote it — no second MCP session on the way, which is
-most of what an extra hop costs. Everything else (gated calls, listing, HTTP) goes through the SDK.
+Over stdio, a call to a stdio upstream that no rule gates is relayed as a JSON-RPC line (see `_Relay`):
+the client's `tools/call` goes to the upstream's stdin under an id of the gateway's, and the answer (and
+any progress) comes back to the client as the upstream wrote it — no MCP session on the way, which was
+most of what the extra hop cost. Everything else (gated calls, listing, HTTP) goes through the SDK.
 
 The idempotency key of a call is (run id, server id, config version + call digest + occurrence): a
 client that calls again after a gateway restart waits on the same request; an identical call made
@@ -40,11 +40,12 @@ import json
 import logging
 import os
 import re
+import signal
 import sys
 import time
 import tomllib
 from collections.abc import AsyncIterator
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -53,7 +54,7 @@ try:
     import anyio
     import mcp_types as types
     from mcp import Client, StdioServerParameters
-    from mcp.client.stdio import stdio_client
+    from mcp.client.stdio import get_default_environment
     from mcp.server.lowlevel import Server
     from mcp.server.stdio import stdio_server
     from mcp.shared.message import SessionMessage
@@ -163,7 +164,7 @@ class Gateway:
                 target = self.relay.transport(upstream.server_id, target)
             client = await stack.enter_async_context(Client(target))
             self.upstreams[upstream.server_id] = client
-            if upstream.server_id in self.relay.writers:
+            if upstream.server_id in self.relay.pipes:
                 self.relay.versions[upstream.server_id] = client.protocol_version
             cursor = None
             while True:
@@ -306,30 +307,32 @@ RELAY_ID = "hitl-relay-"  # ids the gateway gives relayed calls upstream; the SD
 
 
 class _Relay:
-    """Ungated calls to stdio upstreams, passed through as JSON-RPC messages.
+    """Ungated calls to stdio upstreams, passed through as JSON-RPC lines.
 
-    Through the SDK an ungated call crosses two full MCP sessions in the gateway — the server's
-    (parse, validate against the tool's schema, run the handler in its own task) and the client's
-    (a fresh request, the result re-validated against the output schema) — which costs several times
-    the gateway's own work. The relay keeps what the gateway must do: it reads the client's
-    `tools/call` off stdin, asks the same question the full path asks first (is the server gated? on a
-    gate table still fresh), and if not, hands the request as it is to the upstream's stdin under an
-    id of its own (`hitl-relay-N`); the upstream's answer goes back to the client with the client's
-    id, byte for byte otherwise. Progress notifications for that call go back too, a
+    Through the SDK an ungated call crosses two MCP sessions in the gateway — the server's and the
+    client's, each with its memory streams, tasks, pydantic models and result validation — and that
+    CPU, not the gateway's own check, was what the extra hop cost (2 ms a call on a busy machine,
+    tripled in wall time when the cores are shared). The relay keeps only what the gateway must do:
+    it reads the client's `tools/call` line off stdin, asks the question the full path asks first (is
+    that server gated? on a gate table still fresh), and if not, writes the request to the upstream's
+    stdin under an id of its own (`hitl-relay-N`); the answer line goes back to the client with the
+    client's id, otherwise unchanged. Progress notifications for that call go back too, a
     `notifications/cancelled` from the client goes on to the upstream, and if the upstream dies the
-    client gets the same tool error the full path gives.
+    client gets the tool error the full path gives.
 
-    It relays only when both sides speak the same protocol version (the version the client
-    initialised with, or its request envelope's, equals the one the gateway and the upstream agreed):
-    otherwise, and for gated calls, unknown tools, a stale gate table, HTTP either side, anything it
-    cannot parse — the message goes to the SDK's server as before.
+    To see the upstream's lines before the SDK does, the gateway runs the upstream process itself
+    (`transport`); every line that is not the relay's reaches the SDK's client session as its own stdio
+    transport would hand it over. The relay works only when both sides speak the same protocol
+    version (the one the client initialised with, or its request envelope's, equals the one the
+    gateway agreed with the upstream); otherwise, and for gated calls, unknown tools, a stale gate
+    table, HTTP on either side, a line it cannot parse — the message goes to the SDK as before.
     """
 
     def __init__(self, gateway: Gateway):
         self.gateway = gateway
         self.out: asyncio.StreamWriter | None = None  # the client's stdout, once served on the event loop
         self.client_version: str | None = None  # what the client asked for in `initialize` (handshake era)
-        self.writers: dict[str, Any] = {}  # server id → the SDK's write stream to that upstream's stdin
+        self.pipes: dict[str, asyncio.StreamWriter] = {}  # server id → the upstream's stdin, while it runs
         self.versions: dict[str, str | None] = {}  # server id → the protocol version agreed with it
         self.pending: dict[str, tuple[str, str, Any, Any]] = {}  # relay id → server id, tool, client id, progress
         self.relay_ids: dict[Any, str] = {}  # client's request id → relay id (for cancellation)
@@ -354,47 +357,40 @@ class _Relay:
         method, params = message.get("method"), message["params"]
         if method == "initialize" and isinstance(params.get("protocolVersion"), str):
             self.client_version = params["protocolVersion"]
-        elif method == "tools/call" and "id" in message:
+        elif method == "tools/call" and _request_id(message.get("id")):
             return await self._call(message, params)
         elif method == "notifications/cancelled" and params.get("requestId") in self.relay_ids:
-            return await self._cancel(params)
+            return await self._cancel(message, params)
         return False
 
     async def _call(self, message: dict, params: dict) -> bool:
         tool = params.get("name")
         server_id = self.gateway.server_of.get(tool) if isinstance(tool, str) else None
-        if server_id not in self.writers or not self._same_version(server_id, params):
-            return False
+        if server_id not in self.pipes or not self._same_version(server_id, params):
+            return False  # not ours, or the upstream is gone (the full path says so)
         if self.gateway.not_asked_now(server_id, tool) is None:  # gated, or the gate table is due for a refresh
             return False
         self._count += 1
         relay_id = f"{RELAY_ID}{self._count}"
-        try:
-            request = types.JSONRPCRequest(jsonrpc="2.0", id=relay_id, method="tools/call", params=params)
-            client_id = types.JSONRPCRequest.model_validate(message).id  # an id JSON-RPC allows, or the SDK says so
-        except ValueError:
-            return False
         meta = params.get("_meta")
         progress = meta.get("progressToken") if isinstance(meta, dict) else None
-        self.pending[relay_id] = (server_id, tool, client_id, progress)
-        self.relay_ids[client_id] = relay_id
-        try:
-            await self.writers[server_id].send(SessionMessage(request))
-        except Exception as error:  # the upstream is gone: the same answer as the full path gives
-            self._fail(relay_id, error)
+        self.pending[relay_id] = (server_id, tool, message["id"], progress)
+        self.relay_ids[message["id"]] = relay_id
+        await self._upstream(server_id, {**message, "id": relay_id})
         return True
 
-    async def _cancel(self, params: dict) -> bool:
+    async def _cancel(self, message: dict, params: dict) -> bool:
         relay_id = self.relay_ids.pop(params["requestId"])
-        server_id = self.pending.pop(relay_id)[0]
-        notice = types.JSONRPCNotification(
-            jsonrpc="2.0", method="notifications/cancelled", params={**params, "requestId": relay_id}
-        )
-        try:
-            await self.writers[server_id].send(SessionMessage(notice))
-        except Exception:  # the upstream is gone, and the call with it
-            pass
+        server_id = self.pending.pop(relay_id)[0]  # nobody waits for its answer any more
+        await self._upstream(server_id, {**message, "params": {**params, "requestId": relay_id}})
         return True
+
+    async def _upstream(self, server_id: str, message: dict) -> None:
+        pipe = self.pipes.get(server_id)
+        if pipe is not None:  # else it died meanwhile: `upstream_closed` answered its pending calls
+            pipe.write(_line(message))
+            with suppress(ConnectionError):  # a pipe that broke: the upstream's end of output says so
+                await pipe.drain()
 
     def _same_version(self, server_id: str, params: dict) -> bool:
         agreed = self.versions.get(server_id)
@@ -404,94 +400,132 @@ class _Relay:
             return envelope == agreed
         return envelope is None and agreed is not None and self.client_version == agreed
 
-    # --- upstream → client (called by _RelayedReads for each message an upstream sends) -------
+    # --- upstream → client (called by `transport` for each line an upstream writes) ------------
 
-    def answered(self, item: SessionMessage | Exception) -> bool:
+    def answered(self, line: bytes) -> bool:
         """Pass an answer to a relayed call (or its progress) back to the client; False leaves it to the SDK."""
-        if not isinstance(item, SessionMessage):
-            return False
-        message = item.message
-        if isinstance(message, types.JSONRPCResponse | types.JSONRPCError):
-            if not (isinstance(message.id, str) and message.id.startswith(RELAY_ID)):
+        if b'"' + RELAY_ID.encode() in line:
+            message = _json_object(line)
+            relay_id = message.get("id")
+            if not (isinstance(relay_id, str) and relay_id.startswith(RELAY_ID) and "method" not in message):
                 return False
-            entry = self.pending.pop(message.id, None)
-            if entry is not None:  # else the client cancelled it: nobody is waiting for the answer
+            entry = self.pending.pop(relay_id, None)
+            if entry is not None:  # else the client cancelled it: nobody waits for the answer
                 self.relay_ids.pop(entry[2], None)
-                self._send(message.model_copy(update={"id": entry[2]}))
+                self._client({**message, "id": entry[2]})
             return True
-        if isinstance(message, types.JSONRPCNotification) and message.method == "notifications/progress":
-            token = (message.params or {}).get("progressToken")
+        if b'"notifications/progress"' in line and self.pending:
+            params = _json_object(line).get("params")
+            token = params.get("progressToken") if isinstance(params, dict) else None
             if token is not None and any(entry[3] == token for entry in self.pending.values()):
-                self._send(message)
+                self._client(line)
                 return True
         return False
 
     def upstream_closed(self, server_id: str) -> None:
-        """The upstream's stdout ended: every call relayed to it gets the tool error the full path gives."""
+        """The upstream's output ended: every call relayed to it gets the tool error the full path gives."""
+        self.pipes.pop(server_id, None)
         for relay_id in [key for key, entry in self.pending.items() if entry[0] == server_id]:
-            self._fail(relay_id, ConnectionError("Connection closed"))
+            _, tool, client_id, _ = self.pending.pop(relay_id)
+            self.relay_ids.pop(client_id, None)
+            result = _tool_error(f"{server_id} could not run {tool}: Connection closed").model_dump(
+                by_alias=True, mode="json", exclude_unset=True
+            )
+            if self.versions.get(server_id) in MODERN_PROTOCOL_VERSIONS:
+                result["resultType"] = "complete"  # required from 2026 on, and absent before
+            self._client({"jsonrpc": "2.0", "id": client_id, "result": result})
 
-    def _fail(self, relay_id: str, error: Exception) -> None:
-        server_id, tool, client_id, _ = self.pending.pop(relay_id)
-        self.relay_ids.pop(client_id, None)
-        result = _tool_error(f"{server_id} could not run {tool}: {error}").model_dump(
-            by_alias=True, mode="json", exclude_unset=True
-        )
-        if self.versions.get(server_id) in MODERN_PROTOCOL_VERSIONS:
-            result["resultType"] = "complete"  # required from 2026 on, and absent before
-        self._send(types.JSONRPCResponse(jsonrpc="2.0", id=client_id, result=result))
-
-    def _send(self, message: types.JSONRPCMessage) -> None:
+    def _client(self, message: dict | bytes) -> None:
         assert self.out is not None
         # One write per line, as the SDK's stdout writer does, so its lines and ours never interleave.
-        self.out.write((message.model_dump_json(by_alias=True, exclude_unset=True) + "\n").encode("utf-8"))
+        self.out.write(message if isinstance(message, bytes) else _line(message))
 
-    # --- the upstream's transport --------------------------------------------------------------
+    # --- the upstream's process ----------------------------------------------------------------
 
     @asynccontextmanager
     async def transport(self, server_id: str, params: StdioServerParameters) -> AsyncIterator[tuple[Any, Any]]:
-        """The SDK's stdio transport to an upstream, with the relay's answers taken out of what it reads."""
-        async with stdio_client(params) as (read, write):
-            self.writers[server_id] = write
+        """An MCP client transport to a stdio upstream (what the SDK's `stdio_client` does), that shows
+        the relay each line the upstream writes before the SDK's session gets the rest."""
+        process = await asyncio.create_subprocess_exec(
+            params.command,
+            *params.args,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            env=get_default_environment() | (params.env or {}),
+            cwd=params.cwd,
+            start_new_session=True,  # its own process group, so stopping it stops its children too
+            limit=64 * 1024 * 1024,
+        )
+        assert process.stdin is not None and process.stdout is not None
+        to_session, session_reads = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+        session_writes, from_session = anyio.create_memory_object_stream[SessionMessage](0)
+        self.pipes[server_id] = process.stdin
+
+        async def upstream_output() -> None:
+            async with to_session:
+                while line := await process.stdout.readline():
+                    if line.strip() and not self.answered(line):
+                        await to_session.send(_parsed(line))
+            self.upstream_closed(server_id)
+
+        async def session_output() -> None:
+            async with from_session:
+                async for message in from_session:
+                    process.stdin.write(message.message.model_dump_json(by_alias=True, exclude_unset=True).encode())
+                    process.stdin.write(b"\n")
+                    try:
+                        await process.stdin.drain()
+                    except ConnectionError:
+                        return  # the upstream is gone; its end of output closes the session
+
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(upstream_output)
+            tasks.start_soon(session_output)
             try:
-                yield _RelayedReads(read, self, server_id), write
+                yield session_reads, session_writes
             finally:
-                self.writers.pop(server_id, None)
+                with anyio.CancelScope(shield=True):
+                    await _stop(process)
+                tasks.cancel_scope.cancel()
 
 
-class _RelayedReads:
-    """An upstream's read stream as the SDK's client session sees it: without the relay's messages."""
+async def _stop(process: asyncio.subprocess.Process) -> None:
+    """As the MCP spec says (and the SDK's stdio transport does): close its stdin, give it 2 s to exit,
+    then SIGTERM its process group, then SIGKILL."""
+    assert process.stdin is not None
+    process.stdin.close()
+    for sent in (None, signal.SIGTERM, signal.SIGKILL):
+        if sent is not None:
+            with suppress(ProcessLookupError, PermissionError):
+                os.killpg(process.pid, sent)
+        with suppress(TimeoutError):
+            await asyncio.wait_for(process.wait(), 2.0)
+            return
 
-    def __init__(self, inner: Any, relay: _Relay, server_id: str):
-        self.inner, self.relay, self.server_id = inner, relay, server_id
 
-    async def receive(self) -> SessionMessage | Exception:
-        while True:
-            try:
-                item = await self.inner.receive()
-            except Exception:  # end of stream (or closed): nobody will answer the relayed calls
-                self.relay.upstream_closed(self.server_id)
-                raise
-            if not self.relay.answered(item):
-                return item
+def _request_id(value: Any) -> bool:
+    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
 
-    def __aiter__(self) -> _RelayedReads:
-        return self
 
-    async def __anext__(self) -> SessionMessage | Exception:
-        try:
-            return await self.receive()
-        except anyio.EndOfStream:
-            raise StopAsyncIteration from None
+def _json_object(line: bytes) -> dict:
+    try:
+        message = json.loads(line)
+    except ValueError:
+        return {}
+    return message if isinstance(message, dict) else {}
 
-    async def aclose(self) -> None:
-        await self.inner.aclose()
 
-    async def __aenter__(self) -> _RelayedReads:
-        return self
+def _line(message: dict) -> bytes:
+    return (json.dumps(message, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
 
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
+
+def _parsed(line: bytes) -> SessionMessage | Exception:
+    """A line for the SDK's session, as its stdio transport would hand it over (a parse error as a value)."""
+    try:
+        return SessionMessage(types.jsonrpc_message_adapter.validate_json(line, by_name=False))
+    except ValueError as error:
+        logger.warning("HITL gateway: an upstream wrote a line that is not JSON-RPC: %s", error)
+        return error
 
 
 class _LinesIn:
