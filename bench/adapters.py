@@ -13,8 +13,10 @@ upstream MCP call). The floor beside it is a raw
 HTTP registration + poll of the same approved request (urllib, no client code).
 
 The gateway's added latency on an ungated call: p50 of `tools/call` through the gateway (stdio) to
-the upstream minus p50 of the same call straight to the upstream (stdio); and minus p50 through a
-bare MCP proxy (the same SDK, forwarding only) — the hop any gateway costs — in rotating blocks.
+the upstream minus p50 of the same call straight to the upstream (stdio), in rotating blocks. Beside
+it, two other hops over the same upstream: a raw relay (a process that copies lines between its stdio
+and the upstream's, no MCP at all: the floor of any stdio hop on this machine) and a bare MCP proxy
+(the SDK's server and client, forwarding only: what a gateway built the obvious way costs).
 """
 
 from __future__ import annotations
@@ -388,6 +390,9 @@ def _gateway_ungated(world: _World, calls: int, workdir: Path) -> dict:
         "bare_proxy": StdioServerParameters(
             command=sys.executable, args=["-m", "bench.adapters", "--bare-proxy", "--", *upstream_args]
         ),
+        "raw_relay": StdioServerParameters(
+            command=sys.executable, args=["-m", "bench.adapters", "--raw-relay", "--", *upstream_args]
+        ),
         "direct": StdioServerParameters(command=sys.executable, args=upstream_args),
     }
 
@@ -414,8 +419,11 @@ def _gateway_ungated(world: _World, calls: int, workdir: Path) -> dict:
     return {
         "gateway_p50_ms": p50["gateway"],
         "bare_proxy_p50_ms": p50["bare_proxy"],
+        "raw_relay_p50_ms": p50["raw_relay"],
         "direct_p50_ms": p50["direct"],
         "added_p50_ms": p50["gateway"] - p50["direct"],
+        "raw_relay_added_p50_ms": p50["raw_relay"] - p50["direct"],
+        "added_over_raw_relay_p50_ms": p50["gateway"] - p50["raw_relay"],
         "added_over_bare_proxy_p50_ms": p50["gateway"] - p50["bare_proxy"],
     }
 
@@ -444,6 +452,29 @@ def _bare_proxy(upstream_args: list[str]) -> None:
     asyncio.run(run())
 
 
+def _raw_relay(upstream_args: list[str]) -> None:
+    """The floor of any stdio hop: copy lines between our stdio and one upstream's, parsing nothing.
+
+    One blocking thread per direction: each wakes straight from its read, so a line crosses this
+    process with no event loop and no hand-off between threads."""
+    import subprocess
+    import threading
+
+    upstream = subprocess.Popen([sys.executable, *upstream_args], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+
+    def answers() -> None:
+        for line in upstream.stdout:  # type: ignore[union-attr]
+            sys.stdout.buffer.write(line)
+            sys.stdout.buffer.flush()
+
+    threading.Thread(target=answers, daemon=True).start()
+    for line in sys.stdin.buffer:
+        upstream.stdin.write(line)  # type: ignore[union-attr]
+        upstream.stdin.flush()  # type: ignore[union-attr]
+    upstream.stdin.close()  # type: ignore[union-attr]
+    upstream.wait()
+
+
 def _summary(samples: list[tuple[float, float]]) -> dict:
     totals, overheads = [s[0] for s in samples], [s[1] for s in samples]
     return {
@@ -465,7 +496,7 @@ def measure_adapters(*, base_url: str, calls: int = 100) -> dict:
         results["openai_agents"] = _openai_agents(world, calls)
         results["mcp_gateway_gated"] = _gateway_gated(world, calls, Path(workdir))
         results["floor"] = {"raw_http_p50_ms": statistics.median(_raw_floor(world, world.approved_ids()[:calls]))}
-        results["mcp_gateway_ungated"] = _gateway_ungated(world, max(calls, 100), Path(workdir))
+        results["mcp_gateway_ungated"] = _gateway_ungated(world, max(calls * 4, 400), Path(workdir))
     return results
 
 
@@ -501,6 +532,15 @@ def adapter_rows(results: dict) -> list[dict]:
             ungated["added_p50_ms"] <= TARGET_GATEWAY_MS,
         )
     )
+    rows.append(
+        _row(
+            "a raw relay's added latency, no MCP (p50, stdio): the floor of any stdio hop here",
+            ungated["raw_relay_added_p50_ms"],
+            ungated["direct_p50_ms"],
+            "—",
+            None,
+        )
+    )
     own = results["mcp_gateway_gated"]["ungated_own_p50_ms"]
     rows.append(
         _row(
@@ -523,7 +563,7 @@ def adapter_rows(results: dict) -> list[dict]:
     return rows
 
 
-def _row(figure: str, value: float, floor: float, target: str, met: bool) -> dict:
+def _row(figure: str, value: float, floor: float, target: str, met: bool | None) -> dict:
     from bench.report import row
 
     return row(figure, value, floor, " ms", value / floor if floor else None, target, met)
@@ -533,10 +573,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--calls", type=int, default=100, help="gated calls per adapter (default 100)")
     parser.add_argument("--bare-proxy", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--raw-relay", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("upstream", nargs="*", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.bare_proxy:
         return _bare_proxy(args.upstream)
+    if args.raw_relay:
+        return _raw_relay(args.upstream)
     from bench.harness import RESULTS, recreate_database, setup_django
     from bench.report import table
     from bench.server import PORT, Server

@@ -89,8 +89,11 @@ def test_it_lists_the_upstream_tools_unchanged_and_forwards_an_ungated_call_with
     gateway_toml, engine_key, ledger
 ):
     async def session():
-        async with Client(StdioServerParameters(command=sys.executable, args=[UPSTREAM, str(ledger)])) as upstream:
-            direct = {tool.name: tool for tool in (await upstream.list_tools()).tools}
+        direct = {}
+        for offers in ("billing", "tickets"):  # the two upstreams of gateway.toml, asked directly
+            params = StdioServerParameters(command=sys.executable, args=[UPSTREAM, str(ledger), offers])
+            async with Client(params) as upstream:
+                direct.update({tool.name: tool for tool in (await upstream.list_tools()).tools})
         async with stdio_gateway(gateway_toml, engine_key) as client:
             listed = {tool.name: tool for tool in (await client.list_tools()).tools}
             result = await client.call_tool("lookup_ticket", {"ticket_id": "T-4821"})
@@ -102,6 +105,74 @@ def test_it_lists_the_upstream_tools_unchanged_and_forwards_an_ungated_call_with
     assert not result.is_error and "customer asks for a refund" in text_of(result)
     assert ledger.read_text().splitlines() == ["lookup_ticket T-4821"]
     assert not ApprovalRequest.objects.exists()
+
+
+def _ledger_shows(ledger: Path, line: str, seconds: float = 10) -> bool:
+    deadline = time.monotonic() + seconds
+    while line not in ledger.read_text().splitlines():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def test_an_ungated_call_passes_on_the_upstreams_progress_tool_errors_and_the_clients_cancellation(
+    gateway_toml, engine_key, ledger
+):
+    """Over stdio the gateway relays ungated calls as JSON-RPC, past its own MCP sessions: all the
+    upstream says must still reach the client, and a cancellation must still reach the upstream."""
+    progress = []
+
+    async def on_progress(done: float, total: float | None, message: str | None) -> None:
+        progress.append((done, total, message))
+
+    async def session():
+        async with stdio_gateway(gateway_toml, engine_key) as client:
+            exported = await client.call_tool("export_tickets", {"count": 3}, progress_callback=on_progress)
+            refused = await client.call_tool("lookup_ticket", {"ticket_id": ["not", "a", "ticket id"]})
+            with pytest.raises(TimeoutError):
+                await asyncio.wait_for(client.call_tool("wait_for_agent", {"seconds": 60}), timeout=2)
+            # While the gateway still runs (its exit would end the call anyway): the upstream stopped waiting.
+            cancelled = await asyncio.to_thread(_ledger_shows, ledger, "wait_for_agent cancelled")
+            after = await client.call_tool("lookup_ticket", {"ticket_id": "T-7"})
+        return exported, refused, cancelled, after
+
+    exported, refused, cancelled, after = asyncio.run(session())
+
+    assert not exported.is_error and text_of(exported) == "Exported 3 tickets."
+    assert progress == [(1, 3, "ticket 1 of 3"), (2, 3, "ticket 2 of 3"), (3, 3, "ticket 3 of 3")]
+    assert refused.is_error and "ticket_id" in text_of(refused)  # the upstream's own validation error
+    assert cancelled
+    assert not after.is_error and text_of(after).startswith("Ticket T-7")
+    assert not ApprovalRequest.objects.exists()
+
+
+def test_an_ungated_upstream_that_dies_mid_call_answers_a_tool_error(gateway_toml, engine_key, ledger):
+    async def session():
+        async with stdio_gateway(gateway_toml, engine_key) as client:
+            crashed = await asyncio.wait_for(client.call_tool("crash", {}), timeout=20)
+            again = await asyncio.wait_for(client.call_tool("lookup_ticket", {"ticket_id": "T-1"}), timeout=20)
+            return crashed, again
+
+    crashed, again = asyncio.run(session())
+
+    assert crashed.is_error and text_of(crashed).startswith("mcp_tickets could not run crash")
+    assert again.is_error and text_of(again).startswith("mcp_tickets could not run lookup_ticket")
+
+
+def test_a_client_on_the_handshake_protocol_gets_the_same_answers(gateway_toml, engine_key, ledger):
+    """A 2025-era client (initialize handshake) in front of upstreams the gateway reached on the 2026 protocol:
+    the relay must not pass a request across protocol versions; the full path answers instead."""
+
+    async def session():
+        params = stdio_gateway(gateway_toml, engine_key).server
+        async with Client(params, mode="legacy") as client:
+            return await client.call_tool("lookup_ticket", {"ticket_id": "T-4821"})
+
+    result = asyncio.run(session())
+
+    assert not result.is_error and "customer asks for a refund" in text_of(result)
+    assert ledger.read_text().splitlines() == ["lookup_ticket T-4821"]
 
 
 def test_an_approved_call_to_a_gated_server_is_forwarded_and_its_outcome_reported(

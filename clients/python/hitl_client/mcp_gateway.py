@@ -22,6 +22,11 @@ when the request expired). Inert configs forward at once, with the notice in the
     [servers.mcp_docs]
     url = "http://127.0.0.1:9000/mcp"
 
+Over stdio, a call to a stdio upstream that no rule gates is relayed as a JSON-RPC line (see `_Relay`):
+the client's `tools/call` goes to the upstream's stdin under an id of the gateway's, and the answer (and
+any progress) comes back to the client as the upstream wrote it — no MCP session on the way, which was
+most of what the extra hop cost. Everything else (gated calls, listing, HTTP) goes through the SDK.
+
 The idempotency key of a call is (run id, server id, config version + call digest + occurrence): a
 client that calls again after a gateway restart waits on the same request; an identical call made
 after the first one ran, was rejected or expired asks anew.
@@ -31,22 +36,29 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import logging
 import os
 import re
+import signal
 import sys
 import time
 import tomllib
-from contextlib import AsyncExitStack
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 try:
+    import anyio
     import mcp_types as types
     from mcp import Client, StdioServerParameters
+    from mcp.client.stdio import get_default_environment
     from mcp.server.lowlevel import Server
     from mcp.server.stdio import stdio_server
+    from mcp.shared.message import SessionMessage
+    from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 except ImportError as missing:  # the core has no dependencies; each adapter needs its extra
     raise ImportError(f'{missing} — install the extra: pip install "hitl-client[mcp]"') from missing
 
@@ -140,14 +152,20 @@ class Gateway:
         self.server: Server[Any] = Server(
             "hitl-mcp-gateway", on_list_tools=self._list_tools, on_call_tool=self._call_tool
         )
+        self.relay = _Relay(self)
 
     # --- lifecycle ---------------------------------------------------------------------------
 
     async def connect(self, stack: AsyncExitStack) -> None:
         """Open every upstream and read its tools; a tool name two servers share is refused up front."""
         for upstream in self.config.upstreams:
-            client = await stack.enter_async_context(Client(upstream.target()))
+            target = upstream.target()
+            if isinstance(target, StdioServerParameters):  # its ungated calls can skip the SDK (see _Relay)
+                target = self.relay.transport(upstream.server_id, target)
+            client = await stack.enter_async_context(Client(target))
             self.upstreams[upstream.server_id] = client
+            if upstream.server_id in self.relay.pipes:
+                self.relay.versions[upstream.server_id] = client.protocol_version
             cursor = None
             while True:
                 page = await client.list_tools(cursor=cursor)
@@ -184,7 +202,7 @@ class Gateway:
     async def serve_stdio(self) -> None:
         async with AsyncExitStack() as stack:
             await self.connect(stack)
-            pipes = await _asyncio_stdio()
+            pipes = await _asyncio_stdio(self.relay)
             async with stdio_server(*pipes) as (read, write):
                 await self.server.run(read, write, self.server.create_initialization_options())
 
@@ -226,6 +244,17 @@ class Gateway:
             except HitlError as error:  # the call ran; losing its outcome must not lose its result
                 logger.warning("HITL: could not report the outcome of %s: %s", verdict.approval["id"], error)
         return result
+
+    def not_asked_now(self, server_id: str, tool: str) -> Verdict | None:
+        """The verdict for a call the portal is not asked about, judged on a gate table still fresh;
+        None when the call is gated, or the table is due for a refresh (the full path does that)."""
+        if self._served is None or time.monotonic() - self._served_at > self.config.served_ttl:
+            return None
+        # A rule gates a whole server, never one tool: the arguments do not matter to this answer.
+        verdict = _core.not_asked(self._served, self._call(self._served, server_id, tool, {}, occurrence=0))
+        if verdict is not None and verdict.state == "inert":
+            logger.info("%s — forwarding %s.%s", verdict.message, server_id, tool)
+        return verdict
 
     async def decide(self, server_id: str, tool: str, arguments: dict) -> Verdict:
         """Ask the portal about one call (unless no rule gates the server) and wait for the answer."""
@@ -274,20 +303,248 @@ class Gateway:
         )
 
 
-class _LinesIn:
-    """stdin as the async line iterator stdio_server reads, on the event loop (no worker thread per line)."""
+RELAY_ID = "hitl-relay-"  # ids the gateway gives relayed calls upstream; the SDK's own are integers
 
-    def __init__(self, reader: asyncio.StreamReader):
-        self.reader = reader
+
+class _Relay:
+    """Ungated calls to stdio upstreams, passed through as JSON-RPC lines.
+
+    Through the SDK an ungated call crosses two MCP sessions in the gateway — the server's and the
+    client's, each with its memory streams, tasks, pydantic models and result validation — and that
+    CPU, not the gateway's own check, was what the extra hop cost (2 ms a call on a busy machine,
+    tripled in wall time when the cores are shared). The relay keeps only what the gateway must do:
+    it reads the client's `tools/call` line off stdin, asks the question the full path asks first (is
+    that server gated? on a gate table still fresh), and if not, writes the request to the upstream's
+    stdin under an id of its own (`hitl-relay-N`); the answer line goes back to the client with the
+    client's id, otherwise unchanged. Progress notifications for that call go back too, a
+    `notifications/cancelled` from the client goes on to the upstream, and if the upstream dies the
+    client gets the tool error the full path gives.
+
+    To see the upstream's lines before the SDK does, the gateway runs the upstream process itself
+    (`transport`); every line that is not the relay's reaches the SDK's client session as its own stdio
+    transport would hand it over. The relay works only when both sides speak the same protocol
+    version (the one the client initialised with, or its request envelope's, equals the one the
+    gateway agreed with the upstream); otherwise, and for gated calls, unknown tools, a stale gate
+    table, HTTP on either side, a line it cannot parse — the message goes to the SDK as before.
+    """
+
+    def __init__(self, gateway: Gateway):
+        self.gateway = gateway
+        self.out: asyncio.StreamWriter | None = None  # the client's stdout, once served on the event loop
+        self.client_version: str | None = None  # what the client asked for in `initialize` (handshake era)
+        self.pipes: dict[str, asyncio.StreamWriter] = {}  # server id → the upstream's stdin, while it runs
+        self.versions: dict[str, str | None] = {}  # server id → the protocol version agreed with it
+        self.pending: dict[str, tuple[str, str, Any, Any]] = {}  # relay id → server id, tool, client id, progress
+        self.relay_ids: dict[Any, str] = {}  # client's request id → relay id (for cancellation)
+        self._count = 0
+
+    # --- client → upstream (called by _LinesIn for each line the client sends) -----------------
+
+    async def took(self, line: bytes) -> bool:
+        """Relay this line if it is an ungated `tools/call` (or a cancellation of one); False leaves it to the SDK.
+
+        A byte search first, so the messages the SDK handles pay nothing for the check."""
+        if self.out is None or not any(
+            word in line for word in (b'"tools/call"', b'"notifications/cancelled"', b'"initialize"')
+        ):
+            return False
+        try:
+            message = json.loads(line)
+        except ValueError:
+            return False
+        if not isinstance(message, dict) or not isinstance(message.get("params"), dict):
+            return False
+        method, params = message.get("method"), message["params"]
+        if method == "initialize" and isinstance(params.get("protocolVersion"), str):
+            self.client_version = params["protocolVersion"]
+        elif method == "tools/call" and _request_id(message.get("id")):
+            return await self._call(message, params)
+        elif method == "notifications/cancelled" and params.get("requestId") in self.relay_ids:
+            return await self._cancel(message, params)
+        return False
+
+    async def _call(self, message: dict, params: dict) -> bool:
+        tool = params.get("name")
+        server_id = self.gateway.server_of.get(tool) if isinstance(tool, str) else None
+        if server_id not in self.pipes or not self._same_version(server_id, params):
+            return False  # not ours, or the upstream is gone (the full path says so)
+        if self.gateway.not_asked_now(server_id, tool) is None:  # gated, or the gate table is due for a refresh
+            return False
+        self._count += 1
+        relay_id = f"{RELAY_ID}{self._count}"
+        meta = params.get("_meta")
+        progress = meta.get("progressToken") if isinstance(meta, dict) else None
+        self.pending[relay_id] = (server_id, tool, message["id"], progress)
+        self.relay_ids[message["id"]] = relay_id
+        await self._upstream(server_id, {**message, "id": relay_id})
+        return True
+
+    async def _cancel(self, message: dict, params: dict) -> bool:
+        relay_id = self.relay_ids.pop(params["requestId"])
+        server_id = self.pending.pop(relay_id)[0]  # nobody waits for its answer any more
+        await self._upstream(server_id, {**message, "params": {**params, "requestId": relay_id}})
+        return True
+
+    async def _upstream(self, server_id: str, message: dict) -> None:
+        pipe = self.pipes.get(server_id)
+        if pipe is not None:  # else it died meanwhile: `upstream_closed` answered its pending calls
+            pipe.write(_line(message))
+            with suppress(ConnectionError):  # a pipe that broke: the upstream's end of output says so
+                await pipe.drain()
+
+    def _same_version(self, server_id: str, params: dict) -> bool:
+        agreed = self.versions.get(server_id)
+        meta = params.get("_meta")
+        envelope = meta.get(types.PROTOCOL_VERSION_META_KEY) if isinstance(meta, dict) else None
+        if agreed in MODERN_PROTOCOL_VERSIONS:  # 2026 era: every request names its version
+            return envelope == agreed
+        return envelope is None and agreed is not None and self.client_version == agreed
+
+    # --- upstream → client (called by `transport` for each line an upstream writes) ------------
+
+    def answered(self, line: bytes) -> bool:
+        """Pass an answer to a relayed call (or its progress) back to the client; False leaves it to the SDK."""
+        if b'"' + RELAY_ID.encode() in line:
+            message = _json_object(line)
+            relay_id = message.get("id")
+            if not (isinstance(relay_id, str) and relay_id.startswith(RELAY_ID) and "method" not in message):
+                return False
+            entry = self.pending.pop(relay_id, None)
+            if entry is not None:  # else the client cancelled it: nobody waits for the answer
+                self.relay_ids.pop(entry[2], None)
+                self._client({**message, "id": entry[2]})
+            return True
+        if b'"notifications/progress"' in line and self.pending:
+            params = _json_object(line).get("params")
+            token = params.get("progressToken") if isinstance(params, dict) else None
+            if token is not None and any(entry[3] == token for entry in self.pending.values()):
+                self._client(line)
+                return True
+        return False
+
+    def upstream_closed(self, server_id: str) -> None:
+        """The upstream's output ended: every call relayed to it gets the tool error the full path gives."""
+        self.pipes.pop(server_id, None)
+        for relay_id in [key for key, entry in self.pending.items() if entry[0] == server_id]:
+            _, tool, client_id, _ = self.pending.pop(relay_id)
+            self.relay_ids.pop(client_id, None)
+            result = _tool_error(f"{server_id} could not run {tool}: Connection closed").model_dump(
+                by_alias=True, mode="json", exclude_unset=True
+            )
+            if self.versions.get(server_id) in MODERN_PROTOCOL_VERSIONS:
+                result["resultType"] = "complete"  # required from 2026 on, and absent before
+            self._client({"jsonrpc": "2.0", "id": client_id, "result": result})
+
+    def _client(self, message: dict | bytes) -> None:
+        assert self.out is not None
+        # One write per line, as the SDK's stdout writer does, so its lines and ours never interleave.
+        self.out.write(message if isinstance(message, bytes) else _line(message))
+
+    # --- the upstream's process ----------------------------------------------------------------
+
+    @asynccontextmanager
+    async def transport(self, server_id: str, params: StdioServerParameters) -> AsyncIterator[tuple[Any, Any]]:
+        """An MCP client transport to a stdio upstream (what the SDK's `stdio_client` does), that shows
+        the relay each line the upstream writes before the SDK's session gets the rest."""
+        process = await asyncio.create_subprocess_exec(
+            params.command,
+            *params.args,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            env=get_default_environment() | (params.env or {}),
+            cwd=params.cwd,
+            start_new_session=True,  # its own process group, so stopping it stops its children too
+            limit=64 * 1024 * 1024,
+        )
+        assert process.stdin is not None and process.stdout is not None
+        to_session, session_reads = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+        session_writes, from_session = anyio.create_memory_object_stream[SessionMessage](0)
+        self.pipes[server_id] = process.stdin
+
+        async def upstream_output() -> None:
+            async with to_session:
+                while line := await process.stdout.readline():
+                    if line.strip() and not self.answered(line):
+                        await to_session.send(_parsed(line))
+            self.upstream_closed(server_id)
+
+        async def session_output() -> None:
+            async with from_session:
+                async for message in from_session:
+                    process.stdin.write(message.message.model_dump_json(by_alias=True, exclude_unset=True).encode())
+                    process.stdin.write(b"\n")
+                    try:
+                        await process.stdin.drain()
+                    except ConnectionError:
+                        return  # the upstream is gone; its end of output closes the session
+
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(upstream_output)
+            tasks.start_soon(session_output)
+            try:
+                yield session_reads, session_writes
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await _stop(process)
+                tasks.cancel_scope.cancel()
+
+
+async def _stop(process: asyncio.subprocess.Process) -> None:
+    """As the MCP spec says (and the SDK's stdio transport does): close its stdin, give it 2 s to exit,
+    then SIGTERM its process group, then SIGKILL."""
+    assert process.stdin is not None
+    process.stdin.close()
+    for sent in (None, signal.SIGTERM, signal.SIGKILL):
+        if sent is not None:
+            with suppress(ProcessLookupError, PermissionError):
+                os.killpg(process.pid, sent)
+        with suppress(TimeoutError):
+            await asyncio.wait_for(process.wait(), 2.0)
+            return
+
+
+def _request_id(value: Any) -> bool:
+    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
+
+
+def _json_object(line: bytes) -> dict:
+    try:
+        message = json.loads(line)
+    except ValueError:
+        return {}
+    return message if isinstance(message, dict) else {}
+
+
+def _line(message: dict) -> bytes:
+    return (json.dumps(message, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
+
+
+def _parsed(line: bytes) -> SessionMessage | Exception:
+    """A line for the SDK's session, as its stdio transport would hand it over (a parse error as a value)."""
+    try:
+        return SessionMessage(types.jsonrpc_message_adapter.validate_json(line, by_name=False))
+    except ValueError as error:
+        logger.warning("HITL gateway: an upstream wrote a line that is not JSON-RPC: %s", error)
+        return error
+
+
+class _LinesIn:
+    """stdin as the async line iterator stdio_server reads, on the event loop (no worker thread per line);
+    the lines the relay takes never reach the SDK."""
+
+    def __init__(self, reader: asyncio.StreamReader, relay: _Relay | None = None):
+        self.reader, self.relay = reader, relay
 
     def __aiter__(self) -> _LinesIn:
         return self
 
     async def __anext__(self) -> str:
-        line = await self.reader.readline()
-        if not line:
-            raise StopAsyncIteration
-        return line.decode("utf-8", errors="replace")
+        while True:
+            line = await self.reader.readline()
+            if not line:
+                raise StopAsyncIteration
+            if self.relay is None or not await self.relay.took(line):
+                return line.decode("utf-8", errors="replace")
 
 
 class _LinesOut:
@@ -303,13 +560,13 @@ class _LinesOut:
         await self.writer.drain()
 
 
-async def _asyncio_stdio() -> tuple[Any, Any] | tuple[()]:
-    """Event-loop pipes for stdin/stdout when both are pipes (as an MCP client launches us): each message
-    then skips the two thread hand-offs of the SDK's default file wrappers — the gateway's hop is that
-    much shorter. Anything else (a terminal, a file) gets the SDK's own stdio handling."""
+async def _asyncio_stdio(relay: _Relay | None = None) -> tuple[Any, Any] | tuple[()]:
+    """Event-loop pipes for stdin/stdout when both are pipes or sockets (as an MCP client launches us):
+    each message then skips the two thread hand-offs of the SDK's default file wrappers, and the relay
+    can answer ungated calls itself. Anything else (a terminal, a file) gets the SDK's own stdio handling."""
     import stat
 
-    if not all(stat.S_ISFIFO(os.fstat(fd).st_mode) for fd in (0, 1)):
+    if not all(stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) for mode in (os.fstat(fd).st_mode for fd in (0, 1))):
         return ()
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=64 * 1024 * 1024)
@@ -318,7 +575,9 @@ async def _asyncio_stdio() -> tuple[Any, Any] | tuple[()]:
         asyncio.streams.FlowControlMixin, os.fdopen(1, "wb", closefd=False)
     )
     writer = asyncio.StreamWriter(transport, protocol, None, loop)
-    return _LinesIn(reader), _LinesOut(writer)
+    if relay is not None:
+        relay.out = writer
+    return _LinesIn(reader, relay), _LinesOut(writer)
 
 
 def _tool_error(message: str) -> types.CallToolResult:
