@@ -10,6 +10,8 @@ from rest_framework.views import APIView
 
 from hitl_portal.errors import ErrorSerializer
 from hitl_portal.pagination import CursorPagination
+from hitl_portal.query import QuerySerializer
+from rules.api import PAGE_PARAMS
 
 from . import selectors
 from .models import Grant
@@ -56,7 +58,7 @@ def grant_as_dict(grant: Grant) -> dict:
     }
 
 
-class GrantFilters(serializers.Serializer):
+class GrantFilters(QuerySerializer):
     active = serializers.BooleanField(required=False, allow_null=True, default=None)
 
 
@@ -85,8 +87,16 @@ class GrantListView(APIView):
         summary="List run grants",
         description="Newest first. `active=true`: only live grants (not revoked, not expired); `false`: only the "
         "others.",
-        parameters=[OpenApiParameter("active", bool, description="true: live grants only; false: ended ones only")],
-        responses={200: GrantPage, 400: _error("`active` is not true or false."), **ERRORS},
+        parameters=[
+            OpenApiParameter("active", bool, description="true: live grants only; false: ended ones only"),
+            *PAGE_PARAMS,
+        ],
+        responses={
+            200: GrantPage,
+            400: _error("`active` is not true or false, or a page parameter is wrong; `fields` names it."),
+            **ERRORS,
+            404: _error("Invalid cursor."),
+        },
     )
     def get(self, request) -> Response:
         filters = GrantFilters(data=request.query_params)

@@ -10,6 +10,7 @@ from rest_framework.views import APIView
 
 from hitl_portal.errors import ErrorSerializer
 from hitl_portal.pagination import CursorPagination
+from hitl_portal.query import QuerySerializer
 from rules.models import RuleKind
 
 from . import selectors
@@ -25,11 +26,12 @@ def _error(description: str) -> OpenApiResponse:
     return OpenApiResponse(ErrorSerializer, description=description)
 
 
-class ListFilters(serializers.Serializer):
+class ListFilters(QuerySerializer):
     status = serializers.ChoiceField(choices=Status.values, required=False)
     config = serializers.RegexField(
         r"^cfg_[A-Za-z0-9]+$",
         required=False,
+        help_text="a config id (cfg_…)",
         error_messages={"invalid": "config must be a config id (cfg_…)."},
     )
     kind = serializers.ChoiceField(choices=KIND_FILTERS, required=False)
