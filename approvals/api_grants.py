@@ -10,7 +10,7 @@ from rest_framework.views import APIView
 
 from hitl_portal.errors import ErrorSerializer
 from hitl_portal.pagination import CursorPagination
-from hitl_portal.query import QuerySerializer
+from hitl_portal.query import QueryBooleanField, QuerySerializer
 from rules.api import PAGE_PARAMS
 
 from . import selectors
@@ -59,7 +59,7 @@ def grant_as_dict(grant: Grant) -> dict:
 
 
 class GrantFilters(QuerySerializer):
-    active = serializers.BooleanField(required=False, allow_null=True, default=None)
+    active = QueryBooleanField(required=False)
 
 
 class GrantPage(serializers.Serializer):
@@ -101,7 +101,7 @@ class GrantListView(APIView):
     def get(self, request) -> Response:
         filters = GrantFilters(data=request.query_params)
         filters.is_valid(raise_exception=True)
-        grants = selectors.grants_for(request.actor.workspace, active=filters.validated_data["active"])
+        grants = selectors.grants_for(request.actor.workspace, active=filters.validated_data.get("active"))
         paginator = GrantPagination()
         page = paginator.paginate_queryset(grants, request)
         return paginator.get_paginated_response([grant_as_dict(grant) for grant in page])

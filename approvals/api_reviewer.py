@@ -9,6 +9,7 @@ from rest_framework.utils.urls import replace_query_param
 from rest_framework.views import APIView
 
 from hitl_portal.errors import ErrorSerializer
+from hitl_portal.fields import JsonInput
 from hitl_portal.pagination import CursorPagination
 from hitl_portal.query import QuerySerializer
 from rules.models import RuleKind
@@ -109,7 +110,7 @@ def list_approvals(request) -> Response:
     return Response({"results": [approval_as_dict(approval, now) for approval in rows], "next": next_url})
 
 
-class DecisionInput(serializers.Serializer):
+class DecisionInput(JsonInput):
     decision = serializers.ChoiceField(
         choices=list(DECISIONS),
         help_text="approve / reject a gate request; proceed (past cap) / stop (the run) a token cap request",

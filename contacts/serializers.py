@@ -2,6 +2,8 @@
 
 from rest_framework import serializers
 
+from hitl_portal.fields import JsonInput
+
 from .models import Channel
 
 
@@ -20,7 +22,7 @@ class ContactSerializer(serializers.Serializer):
     secret_ref = serializers.CharField(allow_blank=True, default="")
 
 
-class ContactInputSerializer(serializers.Serializer):
+class ContactInputSerializer(JsonInput):
     """POST needs a name; PATCH takes any subset. Contact.clean() judges the channel reference."""
 
     name = serializers.CharField(max_length=200)

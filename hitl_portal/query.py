@@ -11,6 +11,7 @@ from collections.abc import Mapping
 
 from rest_framework import serializers
 from rest_framework.exceptions import ValidationError
+from rest_framework.fields import empty
 
 
 def refuse_blank(query: Mapping, expects: Mapping[str, str]) -> None:
@@ -50,3 +51,20 @@ class QuerySerializer(serializers.Serializer):
     def to_internal_value(self, data):
         refuse_blank(data, {name: expectation(field) for name, field in self.fields.items()})
         return super().to_internal_value(data)
+
+
+class QueryBooleanField(serializers.BooleanField):
+    """`true` or `false`, as a query writes the schema's boolean, and nothing else.
+
+    DRF's BooleanField also reads `null` as None (so `?active=null` listed every grant) and `1`, `yes`,
+    `on`, `T` as true: spellings no client of this API is told about, each one an input the schema calls
+    invalid and the server took.
+    """
+
+    default_error_messages = {"invalid": "{name} must be true or false."}
+    default_empty_html = empty  # left out is not sent (DRF's BooleanField reads an absent form field as false)
+
+    def to_internal_value(self, data) -> bool:
+        if data in ("true", "false"):
+            return data == "true"
+        self.fail("invalid", name=self.field_name)

@@ -24,7 +24,16 @@ assert len(ALL_CHECKS) >= 14, [check.__name__ for check in ALL_CHECKS]
 # positive_data_acceptance says a request the schema allows must not earn a 400 (or 413, 422). These
 # operations refuse some schema-valid input on purpose, for reasons a JSON schema cannot state (they
 # depend on stored state, or on two fields together); every other operation is held to the check.
-POSITIVE_DATA_REFUSED: dict[str, str] = {}
+POSITIVE_DATA_REFUSED: dict[str, str] = {
+    "approvals_register": "a token-cap request's tokens_used must reach its token_cap (two fields together), and "
+    "config_id, config_version and rule_id must name the served version's gates (stored state)",
+    "approvals_decide": "which decisions fit depends on the stored request: approve/reject a gate, proceed/stop a "
+    "token cap; `grant: run` only where its rule allows run grants",
+    "audit_retrieve": "`until` must be later than `since` (two parameters together)",
+    "configs_contacts_create": "what channel_ref and secret_ref must hold depends on channel: an email, Slack or "
+    "webhook contact needs a ${HITL_…} reference, a webhook a secret_ref too (fields together)",
+    "configs_contacts_partial_update": "as configs_contacts_create, and against the stored contact's other fields",
+}
 
 
 @pytest.fixture
