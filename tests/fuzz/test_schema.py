@@ -33,6 +33,10 @@ POSITIVE_DATA_REFUSED: dict[str, str] = {
     "configs_contacts_create": "what channel_ref and secret_ref must hold depends on channel: an email, Slack or "
     "webhook contact needs a ${HITL_…} reference, a webhook a secret_ref too (fields together)",
     "configs_contacts_partial_update": "as configs_contacts_create, and against the stored contact's other fields",
+    "configs_rules_create": "match must be the kind's selector (a delete rule needs one; an mcp_server match never "
+    "names a tool); notify and escalate_to must name contacts of this config (stored state); escalate_to needs "
+    "escalate_after_seconds, and approvals_required > 1 rules out allow_run_grant (fields together)",
+    "configs_rules_partial_update": "as configs_rules_create, and against the stored rule's other fields",
 }
 
 
