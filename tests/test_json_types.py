@@ -5,6 +5,7 @@ found it. hitl_portal.fields.JsonInput refuses them for every admin and reviewer
 """
 
 import pytest
+import yaml
 
 from approvals.models import Status
 from tests.factories import make_approval
@@ -79,3 +80,19 @@ def test_grants_take_active_as_true_or_false_only(bob_api, active):
 def test_grants_answer_active_true_and_false(bob_api):
     for active in ("true", "false"):
         assert bob_api.get("/api/v1/grants", params={"active": active}).status_code == 200
+
+
+def test_a_new_contact_needs_its_channel_and_the_schema_says_so(alice_api, ids, client):
+
+    response = alice_api.post(f"/api/v1/configs/{ids['cfg']}/contacts", json={"name": "On call"})
+
+    assert response.status_code == 400
+    assert error_of(response)["fields"] == {
+        "channel": "A new contact needs its channel: email, slack, webhook or none."
+    }
+    schema = yaml.safe_load(client.get("/api/schema/").content)
+    create = schema["paths"]["/api/v1/configs/{cfg}/contacts"]["post"]["requestBody"]["content"]["application/json"]
+    body = schema["components"]["schemas"][create["schema"]["$ref"].rsplit("/", 1)[1]]
+    assert set(body["required"]) == {"name", "channel"}
+    edit = schema["paths"]["/api/v1/configs/{cfg}/contacts/{con}"]["patch"]["requestBody"]["content"]
+    assert "required" not in schema["components"]["schemas"][edit["application/json"]["schema"]["$ref"].rsplit("/")[-1]]

@@ -41,9 +41,10 @@ POSITIVE_DATA_REFUSED: dict[str, Refusal] = {
         "Django's email check takes (stricter than the schema's string)",
     ),
     "approvals_decide": Refusal(
-        frozenset({"decision", "grant"}),
+        frozenset({"decision", "grant", "grant_ttl_seconds"}),
         "which decision fits depends on the stored request (approve/reject a gate, proceed/stop a token cap), "
-        "and `grant: run` on whether its rule allows run grants",
+        "and `grant: run` on whether its rule allows run grants; grant_ttl_seconds goes with `grant: run` "
+        "(OpenAPI 3.0 has no dependentRequired)",
     ),
     "audit_retrieve": Refusal(frozenset({"until"}), "until must be later than since"),
     "configs_contacts_create": Refusal(
