@@ -11,6 +11,8 @@ from rest_framework.views import APIView
 
 from hitl_portal.errors import ErrorSerializer
 from hitl_portal.pagination import CursorPagination
+from hitl_portal.query import QueryBooleanField, QuerySerializer
+from rules.api import PAGE_PARAMS
 
 from . import selectors
 from .models import Grant
@@ -57,8 +59,8 @@ def grant_as_dict(grant: Grant) -> dict:
     }
 
 
-class GrantFilters(serializers.Serializer):
-    active = serializers.BooleanField(required=False, allow_null=True, default=None)
+class GrantFilters(QuerySerializer):
+    active = QueryBooleanField(required=False)
 
 
 class GrantPage(serializers.Serializer):
@@ -86,13 +88,21 @@ class GrantListView(APIView):
         summary="List run grants",
         description="Newest first. `active=true`: only live grants (not revoked, not expired); `false`: only the "
         "others.",
-        parameters=[OpenApiParameter("active", bool, description="true: live grants only; false: ended ones only")],
-        responses={200: GrantPage, 400: _error("`active` is not true or false."), **ERRORS},
+        parameters=[
+            OpenApiParameter("active", bool, description="true: live grants only; false: ended ones only"),
+            *PAGE_PARAMS,
+        ],
+        responses={
+            200: GrantPage,
+            400: _error("`active` is not true or false, or a page parameter is wrong; `fields` names it."),
+            **ERRORS,
+            404: _error("Invalid cursor."),
+        },
     )
     def get(self, request: Request) -> Response:
         filters = GrantFilters(data=request.query_params)
         filters.is_valid(raise_exception=True)
-        grants = selectors.grants_for(request.actor.workspace, active=filters.validated_data["active"])
+        grants = selectors.grants_for(request.actor.workspace, active=filters.validated_data.get("active"))
         paginator = GrantPagination()
         page = paginator.paginate_queryset(grants, request)
         return paginator.get_paginated_response([grant_as_dict(grant) for grant in page])

@@ -10,7 +10,9 @@ from rest_framework.utils.urls import replace_query_param
 from rest_framework.views import APIView
 
 from hitl_portal.errors import ErrorSerializer
+from hitl_portal.fields import JsonInput
 from hitl_portal.pagination import CursorPagination
+from hitl_portal.query import QuerySerializer
 from rules.models import RuleKind
 
 from . import selectors
@@ -26,11 +28,12 @@ def _error(description: str) -> OpenApiResponse:
     return OpenApiResponse(ErrorSerializer, description=description)
 
 
-class ListFilters(serializers.Serializer):
+class ListFilters(QuerySerializer):
     status = serializers.ChoiceField(choices=Status.values, required=False)
     config = serializers.RegexField(
         r"^cfg_[A-Za-z0-9]+$",
         required=False,
+        help_text="a config id (cfg_…)",
         error_messages={"invalid": "config must be a config id (cfg_…)."},
     )
     kind = serializers.ChoiceField(choices=KIND_FILTERS, required=False)
@@ -108,7 +111,7 @@ def list_approvals(request: Request) -> Response:
     return Response({"results": [approval_as_dict(approval, now) for approval in rows], "next": next_url})
 
 
-class DecisionInput(serializers.Serializer):
+class DecisionInput(JsonInput):
     decision = serializers.ChoiceField(
         choices=list(DECISIONS),
         help_text="approve / reject a gate request; proceed (past cap) / stop (the run) a token cap request",

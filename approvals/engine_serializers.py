@@ -9,6 +9,7 @@ from django.core.validators import validate_email
 from rest_framework import serializers
 
 from hitl_portal.fields import StrictCharField, StrictIntegerField
+from hitl_portal.query import QuerySerializer
 from rules.models import PassInformationLevel
 from rules.serializers import RuleSerializer, TokenCapsSerializer
 
@@ -188,7 +189,7 @@ class ServedConfigSerializer(serializers.Serializer):
     pass_information_level = serializers.ChoiceField(choices=PassInformationLevel.choices)
 
 
-class WaitQuerySerializer(serializers.Serializer):
+class WaitQuerySerializer(QuerySerializer):
     wait = serializers.FloatField(
         required=False,
         min_value=0,

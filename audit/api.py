@@ -13,6 +13,7 @@ from rest_framework.request import Request
 from rest_framework.views import APIView
 
 from hitl_portal.errors import ErrorSerializer
+from hitl_portal.query import QuerySerializer
 from workspaces.permissions import IsAdmin
 
 from .chain import canonical
@@ -22,7 +23,7 @@ from .services import audit_seal
 MEDIA_TYPES = {"jsonl": "application/x-ndjson", "csv": "text/csv"}
 
 
-class AuditQuerySerializer(serializers.Serializer):
+class AuditQuerySerializer(QuerySerializer):
     since = serializers.DateTimeField(required=False, help_text="Records at or after this time (ISO 8601).")
     until = serializers.DateTimeField(required=False, help_text="Records before this time (ISO 8601).")
     format = serializers.ChoiceField(choices=list(MEDIA_TYPES), default="jsonl")

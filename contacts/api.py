@@ -2,7 +2,6 @@
 
 from drf_spectacular.utils import extend_schema
 from rest_framework import status
-from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -13,7 +12,7 @@ from rules.serializers import ContactPage
 from . import services
 from .models import Contact
 from .selectors import contact_for, contacts_of
-from .serializers import ContactInputSerializer, ContactSerializer
+from .serializers import ContactCreateSerializer, ContactInputSerializer, ContactSerializer
 
 TAG = ["configs"]
 
@@ -44,15 +43,13 @@ class ContactListView(AdminView):
     @extend_schema(
         tags=TAG,
         summary="Add a contact",
-        request=ContactInputSerializer,
+        request=ContactCreateSerializer,
         responses={201: ContactSerializer, **BAD_INPUT, **ERRORS},
     )
     def post(self, request: Request, cfg: str) -> Response:
         config = config_for(workspace=request.actor.workspace, public_id=cfg)
-        data = ContactInputSerializer(data=request.data)
+        data = ContactCreateSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        if "channel" not in data.validated_data:  # optional for PATCH, not for a new contact
-            raise ValidationError({"channel": "A new contact needs its channel: email, slack, webhook or none."})
         contact = services.contact_create(config=config, user=request.actor.user, **data.validated_data)
         return Response(ContactSerializer(contact.frozen()).data, status=status.HTTP_201_CREATED)
 

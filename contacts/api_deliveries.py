@@ -8,6 +8,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from hitl_portal.errors import ErrorSerializer
+from hitl_portal.query import QuerySerializer
 from rules.api import ERRORS, PAGE_PARAMS, AdminPagination, AdminView
 from workspaces.permissions import actor_of
 
@@ -33,12 +34,18 @@ class DeliverySerializer(serializers.Serializer):
         return delivery.approval.public_id if delivery.approval_id else None
 
 
-class DeliveryFilters(serializers.Serializer):
+class DeliveryFilters(QuerySerializer):
     approval = serializers.RegexField(
-        r"^apr_[A-Za-z0-9]+$", required=False, error_messages={"invalid": "approval must be a request id (apr_…)."}
+        r"^apr_[A-Za-z0-9]+$",
+        required=False,
+        help_text="a request id (apr_…)",
+        error_messages={"invalid": "approval must be a request id (apr_…)."},
     )
     contact = serializers.RegexField(
-        r"^con_[A-Za-z0-9]+$", required=False, error_messages={"invalid": "contact must be a contact id (con_…)."}
+        r"^con_[A-Za-z0-9]+$",
+        required=False,
+        help_text="a contact id (con_…)",
+        error_messages={"invalid": "contact must be a contact id (con_…)."},
     )
     status = serializers.ChoiceField(choices=DeliveryStatus.values, required=False)
 
@@ -73,8 +80,8 @@ class DeliveryListView(APIView):
         summary="Deliveries, newest first",
         description="The workspace's notification log (admins and reviewers).",
         parameters=[
-            OpenApiParameter("approval", str, description="a request id (apr_…)"),
-            OpenApiParameter("contact", str, description="a contact id (con_…)"),
+            OpenApiParameter("approval", str, pattern=r"^apr_[A-Za-z0-9]+$", description="a request id (apr_…)"),
+            OpenApiParameter("contact", str, pattern=r"^con_[A-Za-z0-9]+$", description="a contact id (con_…)"),
             OpenApiParameter("status", str, enum=DeliveryStatus.values),
             *PAGE_PARAMS,
         ],

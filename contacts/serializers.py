@@ -2,14 +2,17 @@
 
 from rest_framework import serializers
 
+from hitl_portal.fields import JsonInput
+
 from .models import Channel
 
 
-def _channel(**kwargs) -> serializers.ChoiceField:
+def _channel(required_message: str = "", **kwargs) -> serializers.ChoiceField:
     values = ", ".join(Channel.values)
-    return serializers.ChoiceField(
-        choices=Channel.choices, error_messages={"invalid_choice": f'"{{input}}" is not one of: {values}.'}, **kwargs
-    )
+    messages = {"invalid_choice": f'"{{input}}" is not one of: {values}.'}
+    if required_message:
+        messages["required"] = required_message
+    return serializers.ChoiceField(choices=Channel.choices, error_messages=messages, **kwargs)
 
 
 class ContactSerializer(serializers.Serializer):
@@ -20,7 +23,7 @@ class ContactSerializer(serializers.Serializer):
     secret_ref = serializers.CharField(allow_blank=True)  # older versions: filled in as they load
 
 
-class ContactInputSerializer(serializers.Serializer):
+class ContactInputSerializer(JsonInput):
     """POST needs a name; PATCH takes any subset. Contact.clean() judges the channel reference."""
 
     name = serializers.CharField(max_length=200)
@@ -34,3 +37,9 @@ class ContactInputSerializer(serializers.Serializer):
 
     def validate_secret_ref(self, value: str | None) -> str:
         return value or ""
+
+
+class ContactCreateSerializer(ContactInputSerializer):
+    """POST: a new contact needs its channel too, and the schema says so (a PATCH may leave it out)."""
+
+    channel = _channel(required_message="A new contact needs its channel: email, slack, webhook or none.")

@@ -11,6 +11,8 @@ from rest_framework.response import Response
 if TYPE_CHECKING:  # DRF imports this module (settings) while importing its views: no import of them here
     from rest_framework.views import APIView
 
+from .query import refuse_blank
+
 
 class CursorPagination(pagination.CursorPagination):
     """docs/api.md: {"results": [...], "next": "<url or null>"}; no COUNT(*) over the table.
@@ -25,7 +27,18 @@ class CursorPagination(pagination.CursorPagination):
     max_page_size = 200
 
     def get_page_size(self, request: Request) -> int:
-        """`limit` as the schema declares it (an integer, 1–200): anything else is a 400, not silently ignored."""
+        """`limit` as the schema declares it (an integer, 1–200): anything else is a 400, not silently ignored.
+
+        Every list reads its page size here (the approvals list too), so this is where a blank `cursor` or
+        `limit` is refused: DRF would read `?cursor=` as the first page.
+        """
+        refuse_blank(
+            request.query_params,
+            {
+                self.cursor_query_param: "the `next` of the previous page as it is",
+                self.page_size_query_param: f"a whole number from 1 to {self.max_page_size}",
+            },
+        )
         raw = request.query_params.get(self.page_size_query_param)
         if raw is None:
             return self.page_size

@@ -1,7 +1,8 @@
 """The OpenAPI schema as generated clients and schemathesis read it: one pass over every operation.
 
 drf-spectacular's defaults mix `v1_configs_create` with `configs_list` and tag function-based
-views `v1`; each endpoint should not have to restate the 413 every body can earn. Fixed here, once.
+views `v1`; each endpoint should not have to restate the 413 every body can earn, nor that a query
+parameter sent blank is refused. Fixed here, once.
 """
 
 from typing import TYPE_CHECKING
@@ -12,7 +13,8 @@ if TYPE_CHECKING:  # for the annotation only
     from drf_spectacular.generators import SchemaGenerator
 
 BAD_QUERY = {
-    "description": "A query parameter outside what it declares (a `limit` past 200, a NUL byte); `fields` names it.",
+    "description": "A query parameter outside what it declares (a `limit` past 200, a blank value, a NUL byte); "
+    "`fields` names it.",
     "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
 }
 BODY_TOO_LARGE = {
@@ -27,7 +29,8 @@ OPTIONAL_BODIES = {"configs_rules_create", "configs_publish_create"}
 
 
 def tidy_operations(result: dict, generator: "SchemaGenerator", request: Request | None, public: bool) -> dict:
-    """Consistent operationIds and tags; bodies required where they are; 413 on every operation that takes one."""
+    """Consistent operationIds and tags; bodies required where they are; 413 on every operation that takes one;
+    string query parameters at least one character long (hitl_portal.query refuses a blank one)."""
     for path_item in result.get("paths", {}).values():
         for method, operation in path_item.items():
             if not isinstance(operation, dict) or "operationId" not in operation:
@@ -35,8 +38,13 @@ def tidy_operations(result: dict, generator: "SchemaGenerator", request: Request
             # The generated prefix follows the URLconf's common path ("v1_", "api_v1_"): never part of a name.
             operation["operationId"] = operation["operationId"].removeprefix("api_").removeprefix("v1_")
             operation["tags"] = ["reviewers" if tag in ("v1", "api") else tag for tag in operation.get("tags", [])]
-            if any(parameter.get("in") == "query" for parameter in operation.get("parameters", [])):
+            queries = [parameter for parameter in operation.get("parameters", []) if parameter.get("in") == "query"]
+            if queries:
                 operation["responses"].setdefault("400", BAD_QUERY)
+            for parameter in queries:
+                # A query parameter sent blank is a 400 (hitl_portal.query): the schema says so.
+                if parameter.get("schema", {}).get("type") == "string":
+                    parameter["schema"].setdefault("minLength", 1)
             if "requestBody" in operation:
                 operation["responses"].setdefault("413", BODY_TOO_LARGE)
                 if method == "post" and operation["operationId"] not in OPTIONAL_BODIES:

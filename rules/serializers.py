@@ -3,6 +3,7 @@
 from rest_framework import serializers
 
 from contacts.serializers import ContactSerializer
+from hitl_portal.fields import JsonInput
 
 from .models import (
     MAX_APPROVALS_REQUIRED,
@@ -27,7 +28,7 @@ def _choice(choices, **kwargs) -> serializers.ChoiceField:
     )
 
 
-class TokenCapsSerializer(serializers.Serializer):
+class TokenCapsSerializer(JsonInput):
     per_turn = serializers.IntegerField(min_value=1, max_value=MAX_INT, allow_null=True, required=False)
     mode = _choice(TokenCapMode.choices, required=False)
 
@@ -42,11 +43,11 @@ class ConfigSerializer(serializers.Serializer):
     created_at = serializers.DateTimeField()
 
 
-class ConfigCreateSerializer(serializers.Serializer):
+class ConfigCreateSerializer(JsonInput):
     name = serializers.CharField(max_length=200)
 
 
-class ConfigUpdateSerializer(serializers.Serializer):
+class ConfigUpdateSerializer(JsonInput):
     name = serializers.CharField(max_length=200, required=False)
     pass_information_level = _choice(PassInformationLevel.choices, required=False)
     token_caps = TokenCapsSerializer(required=False)
@@ -89,7 +90,7 @@ class RuleSerializer(serializers.Serializer):
     )
 
 
-class RuleInputSerializer(serializers.Serializer):
+class RuleInputSerializer(JsonInput):
     """POST and PATCH. Model validation (Rule.clean) gives the spec's match messages."""
 
     kind = _choice(RuleKind.choices, required=False)
@@ -143,11 +144,11 @@ class VersionSerializer(serializers.Serializer):
         return version.number == self.context["served_number"]
 
 
-class PublishSerializer(serializers.Serializer):
+class PublishSerializer(JsonInput):
     note = serializers.CharField(max_length=2000, allow_blank=True, required=False, default="")
 
 
-class PinSerializer(serializers.Serializer):
+class PinSerializer(JsonInput):
     version = serializers.IntegerField(min_value=1, max_value=MAX_INT)
 
 
