@@ -15,7 +15,7 @@ from contacts.presenters import delivery_rows
 from rules.selectors import configs_for
 from workspaces.decorators import member_required
 
-from . import selectors, services
+from . import presenters, selectors, services
 from .exceptions import ApprovalNotFound, SelfApproval, WrongDecision
 from .forms import DecisionForm, HistoryFilterForm
 from .links import LinkRefused, link_decide, link_open
@@ -27,10 +27,19 @@ from .services import approval_decide, approval_expire_if_overdue
 
 def _queue_context(request: HttpRequest) -> dict:
     workspace = request.actor.workspace
-    cards, more = selectors.pending_queue(workspace=workspace)
+    pending, more = selectors.pending_queue(workspace=workspace)
     # Who may still vote is shown on quorum cards only; one query for the whole queue.
-    reviewers = selectors.reviewer_emails(workspace) if any(c.approvals_required > 1 for c in cards) else []
-    return {"cards": cards, "more": more, "limit": selectors.QUEUE_LIMIT, "reviewers": reviewers}
+    reviewers = selectors.reviewer_emails(workspace) if any(a.approvals_required > 1 for a in pending) else []
+    return {
+        "cards": presenters.cards(pending, user=request.user, reviewers=reviewers),
+        "more": more,
+        "limit": selectors.QUEUE_LIMIT,
+        # What a single card (after a decision, or on its own page) is given: set here, a missing
+        # variable costs the template engine an exception on every card.
+        "notice": "",
+        "error": "",
+        "next": "",
+    }
 
 
 @require_GET
@@ -47,7 +56,7 @@ def queue(request: HttpRequest) -> HttpResponse:
 def queue_cards(request: HttpRequest) -> HttpResponse:
     """The partial htmx swaps into the queue on every refresh."""
     if not request.actor.workspace.hitl_available:
-        return render(request, "approvals/_queue.html", {"cards": [], "more": False})
+        return render(request, "approvals/_queue.html", {"cards": [], "more": False, "limit": selectors.QUEUE_LIMIT})
     return render(request, "approvals/_queue.html", _queue_context(request))
 
 
@@ -85,7 +94,8 @@ def decide(request: HttpRequest, public_id: str) -> HttpResponse:
         if request.htmx:
             # 200, so htmx swaps the card back in with the error (or the vote) beside the buttons.
             reviewers = selectors.reviewer_emails(request.actor.workspace)
-            ctx = {"approval": approval, "error": error, "notice": notice, "reviewers": reviewers}
+            card = presenters.card(approval, user=request.user, reviewers=reviewers)
+            ctx = {"card": card, "error": error, "notice": notice}
             return render(request, "approvals/_card.html", ctx)
         if error:
             messages.error(request, error)
@@ -142,9 +152,11 @@ def detail(request: HttpRequest, public_id: str) -> HttpResponse:
         "can_review": may_decide(request.actor, approval),
         "outcome": decision_line(approval) if approval.status != "pending" else "",
         "deliveries": delivery_rows(deliveries),
-        # Who may still vote, on a quorum request's card (as in the queue).
-        "reviewers": selectors.reviewer_emails(request.actor.workspace) if approval.approvals_required > 1 else [],
     }
+    if ctx["pending"] and ctx["can_review"]:
+        # Who may still vote, on a quorum request's card (as in the queue).
+        reviewers = selectors.reviewer_emails(request.actor.workspace) if approval.approvals_required > 1 else []
+        ctx["card"] = presenters.card(approval, user=request.user, reviewers=reviewers)
     return render(request, "approvals/detail.html", ctx)
 
 

@@ -156,3 +156,29 @@ def test_it_fills_the_meter_at_most_once_past_the_cap(client, bob, support):
     assert "<strong>51,200</strong> of 50,000 tokens used (102% of the cap)" in html
     assert 'data-percent="100"' in html
     assert "the config's per-turn cap" in html
+
+
+def test_quorum_cards_with_votes_cost_no_query_per_card(client, bob, alice, support, django_assert_max_num_queries):
+    """Votes, who may still approve and each card's links are worked out for the page at once, not per card."""
+    from approvals.models import Vote
+
+    def quorum_cards(count: int) -> list:
+        cards = make_many(support, count, approvals_required=2, allow_run_grant=True)
+        for approval in cards:
+            Vote.objects.create(approval=approval, reviewer=alice, reviewer_email=alice.email)
+        return cards
+
+    first = quorum_cards(2)[0]
+    client.force_login(bob)
+    client.get(QUEUE)  # warm the session
+    counts = {url: len(_queries(client, url)) for url in (QUEUE, PARTIAL)}
+    quorum_cards(48)
+    for url in (QUEUE, PARTIAL):
+        with django_assert_max_num_queries(counts[url]):
+            html = client.get(url).content.decode()
+        assert html.count("1 of 2 approvals — alice@acme.test") == 50
+        assert html.count("May still approve: bob@acme.test<") == 50
+    decide = reverse("approvals:decide", args=[first.public_id])
+    assert f'action="{decide}"' in html and f'hx-post="{decide}"' in html
+    version = reverse("rules:version", args=[support.public_id, first.config_version])
+    assert f'<a href="{version}">{support.public_id}@{first.config_version}</a>' in html
