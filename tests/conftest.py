@@ -1,7 +1,6 @@
 import os
 
 import pytest
-from django.contrib.auth.hashers import PBKDF2PasswordHasher
 from django.db import connection, connections, transaction
 from django.test import TransactionTestCase
 from django.test.utils import override_settings
@@ -14,19 +13,10 @@ from .loopback import mailbox, receiver  # noqa: F401 — fixtures for every tes
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
 
-class QuickPBKDF2PasswordHasher(PBKDF2PasswordHasher):
-    """Django's hasher with 1,000 iterations instead of 1,000,000 (about a second per password on this machine).
-
-    The stored hash has the same format (pbkdf2_sha256$iterations$salt$hash), so the gunicorn and
-    cluster subprocesses, on the production settings, verify it too. Hashing strength is Django's.
-    """
-
-    iterations = 1_000
-
-
 @pytest.fixture(scope="session", autouse=True)
 def _quick_password_hashing():
-    with override_settings(PASSWORD_HASHERS=["tests.conftest.QuickPBKDF2PasswordHasher"]):
+    """Every alice, bob and charlie costs a password hash: 1,000 iterations here (tests/helpers.py says why)."""
+    with override_settings(PASSWORD_HASHERS=["tests.helpers.QuickPBKDF2PasswordHasher"]):
         yield
 
 
