@@ -13,9 +13,6 @@ import pytest
 from ..asgi import ROOT, AsgiServer
 from ..helpers import Api
 
-# Both tests on one xdist worker (`make test` runs --dist loadgroup), so they share the portal below.
-pytestmark = pytest.mark.xdist_group("sqlite_portal")
-
 WORLD = """
 import json
 from django.conf import settings
