@@ -48,7 +48,9 @@ serve: $(VENV)/.installed
 
 ## make test: the whole suite on PostgreSQL — DATABASE_URL's (CI), or else a throwaway one from the
 ## pip-installed pgserver wheel, started for this run and deleted after it (tests/throwaway_postgres.py)
-# pytest-xdist workers, each with its own test database (TEST_WORKERS=0 runs in one process)
+# pytest-xdist workers, each with its own test database (TEST_WORKERS=0 runs in one process).
+# Plain --dist load: schemathesis gives its 32 operations one node id, and the loadgroup/loadscope/
+# loadfile schedulers key tests by node id — they would run one operation and drop 31 silently.
 TEST_WORKERS ?= 2
 ON_POSTGRES = $(if $(DATABASE_URL),,$(PY) -m tests.throwaway_postgres)
 test: $(VENV)/.installed

@@ -1,13 +1,87 @@
 import os
 
 import pytest
-from django.db import connection
+from django.db import connection, connections, transaction
+from django.test import TransactionTestCase
+from django.test.utils import override_settings
 
 from .helpers import Api, ClientApi, make_member, make_token, make_workspace
+from .loopback import mailbox, receiver  # noqa: F401 — fixtures for every test (the fake servers on loopback)
 
 # Playwright's sync API runs an event loop in the test thread; the ORM calls our tests make
 # beside it are still synchronous and safe.
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _quick_password_hashing():
+    """Every alice, bob and charlie costs a password hash: 1,000 iterations here (tests/helpers.py says why)."""
+    with override_settings(PASSWORD_HASHERS=["tests.helpers.QuickPBKDF2PasswordHasher"]):
+        yield
+
+
+# Commits on the test database need not wait for the disk (about 5 ms each on this shared machine,
+# against a fraction of one): PostgreSQL still makes each commit visible to every other connection at
+# once, which is all a test can observe; only a crash of PostgreSQL itself could lose the last ones.
+ASYNC_COMMIT = "-c synchronous_commit=off"
+
+
+@pytest.fixture(scope="session")
+def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix) -> None:
+    """The test process's connections (migrations included) commit asynchronously."""
+    settings = connections["default"].settings_dict
+    if settings["ENGINE"].endswith("postgresql"):
+        options = settings.setdefault("OPTIONS", {})
+        options["options"] = f"{options.get('options', '')} {ASYNC_COMMIT}".strip()
+
+
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup, django_db_blocker) -> None:
+    """And so do the servers and clusters the tests start on the test database (a setting of the database)."""
+    if connection.vendor == "postgresql":
+        with django_db_blocker.unblock(), connection.cursor() as cursor:
+            name = connection.ops.quote_name(connection.settings_dict["NAME"])
+            cursor.execute(f"ALTER DATABASE {name} SET synchronous_commit TO off")
+
+
+# What a transactional test (live server, browser, races) leaves behind is emptied after it. Django's
+# way — TRUNCATE of all 33 tables, then the post_migrate signal re-creating every content type and
+# permission — costs 1–3 s a test on this machine: TRUNCATE gives each table new files. DELETE of
+# the few rows a test wrote takes milliseconds. Row triggers (append-only audit, frozen versions,
+# decided requests are final, NOTIFY on token changes) are skipped for it as TRUNCATE skips them,
+# with session_replication_role = replica (which also skips foreign-key checks, so the order of the
+# tables does not matter). Content types and permissions are left as migrate made them, which is
+# what the post_migrate signal would have re-created. Where the role may not do that (not a
+# superuser) or off PostgreSQL, Django's flush runs as before.
+KEPT_TABLES = {"django_content_type", "auth_permission"}
+
+
+def _empty_tables(test_case) -> None:
+    for alias in test_case._databases_names(include_mirrors=False):
+        conn = connections[alias]
+        if conn.vendor != "postgresql" or not _may_skip_triggers(conn):
+            _django_fixture_teardown(test_case)
+            return
+        tables = [t for t in conn.introspection.django_table_names(only_existing=True) if t not in KEPT_TABLES]
+        with transaction.atomic(using=alias), conn.cursor() as cursor:
+            cursor.execute("SET LOCAL session_replication_role = replica")
+            cursor.execute("; ".join(f"DELETE FROM {conn.ops.quote_name(table)}" for table in tables))
+
+
+def _may_skip_triggers(conn) -> bool:
+    with conn.cursor() as cursor:
+        cursor.execute("SELECT rolsuper FROM pg_roles WHERE rolname = current_user")
+        return bool(cursor.fetchone()[0])
+
+
+_django_fixture_teardown = TransactionTestCase._fixture_teardown
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _quick_emptying():
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(TransactionTestCase, "_fixture_teardown", _empty_tables)
+        yield
 
 
 def pytest_collection_modifyitems(config, items):

@@ -7,6 +7,7 @@ from unittest import mock
 from urllib.parse import urlencode
 
 import requests
+from django.contrib.auth.hashers import PBKDF2PasswordHasher
 from django.test import Client
 from django.utils import timezone
 
@@ -14,6 +15,17 @@ from rules import services as rule_services
 from workspaces import services as ws_services
 
 PASSWORD = "correct-horse-battery"
+
+
+class QuickPBKDF2PasswordHasher(PBKDF2PasswordHasher):
+    """Django's hasher with 1,000 iterations instead of 1,000,000 (about a second per password here).
+
+    Every test hashes with it (tests/conftest.py). The stored hash has the same format
+    (pbkdf2_sha256$iterations$salt$hash), so gunicorn and cluster subprocesses on the production
+    settings verify it too. How strong the hashing is stays Django's business, not these tests'.
+    """
+
+    iterations = 1_000
 
 
 def make_workspace(slug: str = "acme", plan: str = "pro"):

@@ -14,8 +14,8 @@ import pytest
 import requests
 
 from rules.models import Rule
-from tests.faults.conftest import ROOT, free_port, stop, subprocess_env, wait_for
 from tests.helpers import error_of, make_config, make_token
+from tests.loopback import ROOT, free_port, stop, subprocess_env, wait_for
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 

@@ -13,7 +13,7 @@ import requests
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
 
-from tests.faults.conftest import database_url, free_port
+from tests.loopback import database_url, free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 

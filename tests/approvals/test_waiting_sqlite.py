@@ -15,6 +15,8 @@ from ..helpers import Api
 
 WORLD = """
 import json
+from django.conf import settings
+settings.PASSWORD_HASHERS = ["tests.helpers.QuickPBKDF2PasswordHasher"]
 from tests.helpers import make_member, make_token, make_workspace
 from tests.approvals.engine_support import gate_body, make_support_config
 acme = make_workspace("acme", plan="pro")
@@ -42,9 +44,9 @@ def manage(database: str, *args: str) -> str:
     return done.stdout
 
 
-@pytest.fixture
-def sqlite_portal(tmp_path):
-    database = f"sqlite:///{tmp_path / 'portal.sqlite3'}"
+@pytest.fixture(scope="module")  # one server for both tests (a migrate, a world, a boot): the revoking one runs last
+def sqlite_portal(tmp_path_factory):
+    database = f"sqlite:///{tmp_path_factory.mktemp('sqlite') / 'portal.sqlite3'}"
     manage(database, "migrate", "--verbosity", "0")
     world = json.loads(manage(database, "shell", "--no-imports", "-c", WORLD).strip().splitlines()[-1])
     with AsgiServer(database=database) as server:

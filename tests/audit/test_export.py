@@ -75,15 +75,18 @@ def test_bad_filters_answer_400_naming_the_field(client, acme, alice, query, fie
     assert field in response.json()["error"]["fields"]
 
 
-def test_it_exports_100000_records_in_constant_memory(client, acme, alice):
+def test_it_exports_25000_records_in_constant_memory(client, acme, alice):
     token = make_token(acme, user=alice)
+    # One export first, so the URLconf and the views it imports (a few MB of code objects) are not
+    # counted below when this test runs first in its process.
+    b"".join(get(client, token).streaming_content)
     with connection.cursor() as cursor:
         cursor.execute(
             "INSERT INTO audit_auditrecord (workspace_id, seq, at, actor, action, object, data, prev_hash, hash) "
             "SELECT %s, 1000 + n, now(), 'engine:load', 'approval.registered', 'apr_' || n, "
             "jsonb_build_object('target', 'customer ' || n, 'operation', 'delete', 'run_id', 'run_' || n), "
             "md5(n::text) || md5(n::text), md5((n + 1)::text) || md5((n + 1)::text) "
-            "FROM generate_series(1, 100000) AS n",
+            "FROM generate_series(1, 25000) AS n",
             [acme.pk],
         )
 
@@ -98,8 +101,8 @@ def test_it_exports_100000_records_in_constant_memory(client, acme, alice):
     finally:
         tracemalloc.stop()
 
-    assert lines >= 100_000
-    assert size > 30_000_000  # about 30 MB of records went out…
+    assert lines >= 25_000
+    assert size > 8_000_000  # about 9 MB of records went out…
     assert peak < 5_000_000, f"peak {peak / 1e6:.1f} MB"  # …through a few MB at most
 
 

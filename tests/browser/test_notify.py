@@ -7,8 +7,8 @@ from playwright.sync_api import expect
 from approvals.models import ApprovalRequest
 from contacts.outbox import deliveries_send_due
 from contacts.services import contact_create
-from tests.contacts.conftest import mailbox, parts  # noqa: F401
 from tests.helpers import make_config, make_rule, make_token, publish
+from tests.loopback import parts
 
 
 def test_a_reviewer_follows_the_emails_link_to_the_confirm_page_and_approves(
@@ -16,7 +16,7 @@ def test_a_reviewer_follows_the_emails_link_to_the_confirm_page_and_approves(
     live_server,
     acme,
     bob,
-    mailbox,  # noqa: F811
+    mailbox,
     settings,
     monkeypatch,
 ):

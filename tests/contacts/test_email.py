@@ -11,7 +11,8 @@ from contacts.services import contact_create
 from rules.services import rule_update
 
 from ..helpers import publish
-from .conftest import parts, register
+from ..loopback import parts
+from .conftest import register
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
@@ -52,7 +53,7 @@ def test_it_mails_text_and_html_naming_the_act_and_a_one_click_link_only_to_a_re
 
 
 def test_an_unreachable_mail_server_is_retried_later_and_the_error_names_no_address(by_email, settings):
-    from tests.faults.conftest import free_port
+    from tests.loopback import free_port
 
     settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
     settings.EMAIL_HOST, settings.EMAIL_PORT = "127.0.0.1", free_port()  # nothing listens there

@@ -1,11 +1,8 @@
 """Fault tests: real subprocesses (gunicorn, django-q2 cluster) on the test database, killed on purpose."""
 
-import os
 import signal
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -15,8 +12,8 @@ import requests
 from django.db import connection
 
 from tests.helpers import make_config, make_member, make_rule, make_token, make_workspace, publish
+from tests.loopback import ROOT, database_url, free_port, stop, subprocess_env, wait_for
 
-ROOT = Path(__file__).resolve().parents[2]
 SERVER_APP_NAME = "hitl-faults-server"
 
 
@@ -31,50 +28,9 @@ def pytest_collection_modifyitems(config, items):
         item.add_marker(pytest.mark.django_db(transaction=True))
 
 
-def database_url() -> str:
-    """The test database (pytest-django's test_…), as a URL for the subprocesses."""
-    s = connection.settings_dict
-    password = f":{s['PASSWORD']}" if s.get("PASSWORD") else ""
-    return f"postgres://{s['USER']}{password}@{s['HOST'] or '127.0.0.1'}:{s['PORT'] or 5432}/{s['NAME']}"
-
-
 def raw_connection() -> psycopg.Connection:
     """A connection of our own, outside Django, in autocommit: it sees what the servers commit."""
     return psycopg.connect(database_url().replace("postgres://", "postgresql://"), autocommit=True)
-
-
-def subprocess_env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("DJANGO_SETTINGS_MODULE",)}
-    env.update(DATABASE_URL=database_url(), DJANGO_SETTINGS_MODULE="hitl_portal.settings", LOG_LEVEL="WARNING")
-    env.update(extra)
-    return env
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def stop(process: subprocess.Popen, sig: int = signal.SIGTERM) -> None:
-    """Signal the process group we started (the subprocess and its children), then reap it."""
-    if process.poll() is None:
-        os.killpg(process.pid, sig)
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait(timeout=15)
-
-
-def wait_for(
-    predicate: Callable[[], bool], *, timeout: float, what: str | Callable[[], str], every: float = 0.02
-) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            pytest.fail(f"gave up after {timeout:.0f} s waiting for {what() if callable(what) else what}")
-        time.sleep(every)
 
 
 @pytest.fixture

@@ -4,7 +4,8 @@ import signal
 import time
 
 from contacts.models import Delivery
-from tests.contacts.conftest import Cluster, hook_env, notified, receiver, register  # noqa: F401
+from tests.contacts.conftest import hook_env, notified, register  # noqa: F401 — fixtures
+from tests.loopback import Cluster
 
 from .conftest import wait_for
 

@@ -9,8 +9,7 @@ import requests
 
 from tests.factories import make_approval
 from tests.helpers import make_config, make_member
-
-from .fake_slack import FakeSlack
+from tests.loopback import FakeSlack
 
 SIGNING_SECRET = "8f742231b10e8888abcd99yyyzzz85a5"
 BOT_TOKEN = "xoxb-test-bot-token"

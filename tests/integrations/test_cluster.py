@@ -1,63 +1,36 @@
 """End to end with a real django-q2 cluster: an engine registers, the cluster posts the message to
 Slack, a reviewer clicks Approve there, and the cluster updates the message."""
 
-import os
-import signal
-import subprocess
-import sys
-import time
-from pathlib import Path
+from collections.abc import Iterator
 
 import pytest
-from django.db import connection
 
 from approvals.models import ApprovalRequest
 from contacts.services import contact_create
 from integrations.models import SlackMessage
 from tests.helpers import Api, make_config, make_rule, make_token, publish
+from tests.loopback import Cluster, wait_for
 
 from .conftest import BOB_SLACK, BOT_TOKEN, CHANNEL, CHANNEL_REF, click, post_signed
 
-ROOT = Path(__file__).resolve().parents[2]
 
-
-def database_url() -> str:
-    s = connection.settings_dict
-    return f"postgres://{s['USER']}@{s['HOST'] or '127.0.0.1'}:{s['PORT'] or 5432}/{s['NAME']}"
-
-
-def wait_until(predicate, what: str, timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            pytest.fail(f"gave up after {timeout:.0f} s waiting for {what}")
-        time.sleep(0.1)
+def wait_until(predicate, what: str) -> None:
+    wait_for(predicate, timeout=30, what=what, every=0.05)
 
 
 @pytest.fixture
-def cluster(fake_slack):
-    env = {key: value for key, value in os.environ.items() if key != "DJANGO_SETTINGS_MODULE"}
-    env.update(
-        DATABASE_URL=database_url(),
-        DJANGO_SETTINGS_MODULE="hitl_portal.settings",
+def cluster(fake_slack) -> Iterator[Cluster]:
+    running = Cluster(
         HITL_SLACK_API_URL=fake_slack.url,
         HITL_SLACK_BOT_TOKEN=BOT_TOKEN,
         HITL_SLACK_APPROVERS=CHANNEL,
         HITL_BASE_URL="https://portal.example",
         Q_WORKERS="1",
-        LOG_LEVEL="WARNING",
-    )
-    process = subprocess.Popen(
-        [sys.executable, "manage.py", "qcluster"],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    yield process
-    os.killpg(process.pid, signal.SIGKILL)  # the group we started; a graceful stop takes ~30 s
-    process.wait(timeout=20)
+    ).start()
+    try:
+        yield running
+    finally:
+        running.stop()
 
 
 @pytest.mark.postgres

@@ -7,7 +7,7 @@ from io import StringIO
 import pytest
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.core.management import call_command
+from django.core.management import call_command, execute_from_command_line
 from django.core.management.base import CommandError
 
 from workspaces.models import ApiToken, Membership, Workspace, hash_token
@@ -82,10 +82,21 @@ def test_it_refuses_bad_input_with_one_line(acme, args, says):
         ["launch"],
     ],
 )
-def test_it_exits_2_with_one_line_from_the_command_line(args):
-    # Bad arguments are refused before any database access, so the real process can run as is.
+def test_it_exits_2_with_one_line_from_the_command_line(args, capsys):
+    # manage.py's entry point in this process (the real process is the test below): bad arguments are
+    # refused before any database access — this test has none to give, so an access would fail it.
+    with pytest.raises(SystemExit) as exited:
+        execute_from_command_line(["manage.py", "hitl", *args])
+    out, err = capsys.readouterr()
+    assert exited.value.code == 2
+    assert len(err.strip().splitlines()) == 1, err
+    assert err.startswith("hitl: ")
+    assert out == ""
+
+
+def test_a_real_process_exits_2_with_one_line_on_bad_arguments():
     result = subprocess.run(
-        [sys.executable, "manage.py", "hitl", *args],
+        [sys.executable, "manage.py", "hitl", "workspace", "create", "x", "--plan", "gold"],
         capture_output=True,
         text=True,
         timeout=60,
