@@ -21,6 +21,11 @@ BODY_TOO_LARGE = {
     "description": "The body is over 256 KiB (sent chunked: read up to the limit, then refused).",
     "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
 }
+LENGTH_REQUIRED = {
+    "description": "The body was sent chunked to a server that cannot read it so (a WSGI server without "
+    "`wsgi.input_terminated`): send it with a Content-Length. The production (ASGI) server reads chunked bodies.",
+    "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
+}
 
 
 # POSTs whose empty body means something (a default rule; a publish without a note). Every other
@@ -29,7 +34,7 @@ OPTIONAL_BODIES = {"configs_rules_create", "configs_publish_create"}
 
 
 def tidy_operations(result: dict, generator: "SchemaGenerator", request: Request | None, public: bool) -> dict:
-    """Consistent operationIds and tags; bodies required where they are; 413 on every operation that takes one;
+    """Consistent operationIds and tags; bodies required where they are; 411 and 413 on every operation that takes one;
     string query parameters at least one character long (hitl_portal.query refuses a blank one)."""
     for path_item in result.get("paths", {}).values():
         for method, operation in path_item.items():
@@ -47,6 +52,7 @@ def tidy_operations(result: dict, generator: "SchemaGenerator", request: Request
                     parameter["schema"].setdefault("minLength", 1)
             if "requestBody" in operation:
                 operation["responses"].setdefault("413", BODY_TOO_LARGE)
+                operation["responses"].setdefault("411", LENGTH_REQUIRED)
                 if method == "post" and operation["operationId"] not in OPTIONAL_BODIES:
                     operation["requestBody"]["required"] = True
     return result
