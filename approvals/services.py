@@ -410,13 +410,9 @@ _SWEEP_AUDIT_CTE = f"""
 , audit_expired AS (
     INSERT INTO {AuditRecord._meta.db_table} (workspace_id, at, actor, action, object, data)
     SELECT workspace_id, %(now)s, %(actor)s, 'approval.expired', public_id, jsonb_build_object(
-        'expires_at',
-        to_char(expires_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS')
-        || CASE to_char(expires_at AT TIME ZONE 'UTC', 'US') WHEN '000000' THEN ''
-           ELSE '.' || to_char(expires_at AT TIME ZONE 'UTC', 'US') END
-        || '+00:00'
+        'expires_at', CASE WHEN right(at_utc, 7) = '.000000' THEN left(at_utc, 19) ELSE at_utc END || '+00:00'
     )
-    FROM swept
+    FROM swept, to_char(expires_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US') AS at_utc
 )"""
 
 
