@@ -18,7 +18,13 @@ from audit.models import AuditRecord
 from audit.services import APPEND_CTE, SYSTEM, AuditEntry, actor_of, append_params, audit_append, audit_append_many
 from audit.services import audit_enabled as _audit_enabled
 from contacts.models import Delivery, DeliveryEvent
-from contacts.outbox import deliveries_for_registration, deliveries_for_resolution, kick_sender
+from contacts.outbox import (
+    Resolved,
+    deliveries_for_registration,
+    deliveries_for_resolution,
+    kick_sender,
+    resolution_tells,
+)
 from hitl_portal.ids import new_public_id
 from rules.exceptions import ConfigNotFound
 from rules.models import Config, ConfigVersion, PassInformationLevel
@@ -375,9 +381,10 @@ def approval_sweep_overdue(*, batch_size: int = 1000) -> int:
         return expire_requests(ApprovalRequest.objects.filter(pk__in=claimed))
 
 
-# One statement per batch — claim, expire and notify — costing one round trip: within 2x of a
-# bare UPDATE of the same rows (bench/). It returns what the outbox and the audit log need, so
-# the `expired` deliveries and records are written in the same transaction.
+# One statement per batch — claim, expire, audit and notify — costing one round trip: within 2x
+# of a bare UPDATE of the same rows (bench/sweep.py). Each expired request's `approval.expired`
+# record is written by the statement itself ({audit}), exactly as _audit_expired writes it; the
+# rows it returns are only what the outbox needs, and the outbox is asked once per batch.
 _SWEEP_SQL = f"""
 WITH claimed AS (
     SELECT id FROM {ApprovalRequest._meta.db_table}
@@ -391,10 +398,22 @@ WITH claimed AS (
     FROM claimed
     WHERE apr.id = claimed.id AND apr.status = %(pending)s
     RETURNING apr.id, apr.workspace_id, apr.rule_id, apr.config_id, apr.config_version, apr.public_id, apr.expires_at
-)
-SELECT id, workspace_id, rule_id, config_id, config_version, public_id, expires_at, pg_notify(%(channel)s, public_id)
+){{audit}}
+SELECT id, workspace_id, rule_id, config_id, config_version, pg_notify(%(channel)s, public_id)
 FROM swept
 """
+
+# The sweep's audit CTE: one unsealed `approval.expired` record per swept row, by the system, at the
+# sweep's `now`, its payload {"expires_at": <Python's datetime.isoformat() of the UTC deadline>}:
+# microseconds only when there are some, and "+00:00" (tests/approvals/test_expiry.py compares).
+_SWEEP_AUDIT_CTE = f"""
+, audit_expired AS (
+    INSERT INTO {AuditRecord._meta.db_table} (workspace_id, at, actor, action, object, data)
+    SELECT workspace_id, %(now)s, %(actor)s, 'approval.expired', public_id, jsonb_build_object(
+        'expires_at', CASE WHEN right(at_utc, 7) = '.000000' THEN left(at_utc, 19) ELSE at_utc END || '+00:00'
+    )
+    FROM swept, to_char(expires_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US') AS at_utc
+)"""
 
 
 def _sweep_batch_postgres(*, now, batch_size: int) -> int:
@@ -405,13 +424,17 @@ def _sweep_batch_postgres(*, now, batch_size: int) -> int:
         "batch": batch_size,
         "reason": EXPIRED_REASON,
         "channel": CHANNEL,
+        "actor": SYSTEM,
     }
+    sql = _SWEEP_SQL.format(audit=_SWEEP_AUDIT_CTE if _audit_enabled() else "")
     with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute(_SWEEP_SQL, params)
+        cursor.execute(sql, params)
         rows = cursor.fetchall()
-        swept = [ApprovalRequest(**dict(zip(_RESOLVED, row[:5], strict=True))) for row in rows]
-        deliveries_for_resolution(approvals=swept, event=DeliveryEvent.EXPIRED)
-        _audit_expired(overdue=[(row[1], row[5], row[6]) for row in rows], now=now)
+        # Only the requests whose rule tells someone go to the outbox, as plain rows, not models.
+        tells = resolution_tells({(row[3], row[4], row[2]) for row in rows})
+        if tells:
+            resolved = [Resolved(*row[:5]) for row in rows if (row[3], row[4], row[2]) in tells]
+            deliveries_for_resolution(approvals=resolved, event=DeliveryEvent.EXPIRED)
     return len(rows)
 
 

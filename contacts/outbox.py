@@ -19,7 +19,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -59,10 +59,13 @@ def reminder_at(*, created_at: datetime, expires_at: datetime) -> datetime:
     return expires_at - REMINDER_BEFORE
 
 
-def _row(*, approval: ApprovalRequest, contact: dict, event: str, due: datetime, now: datetime) -> Delivery:
+def _row(*, approval: ApprovalRequest | Resolved, contact: dict, event: str, due: datetime, now: datetime) -> Delivery:
+    # By id when the request is a lightweight `Resolved` row (a sweep's), by object otherwise
+    # (a registration's request has no id yet).
+    link = {"approval_id": approval.pk} if isinstance(approval, Resolved) else {"approval": approval}
     return Delivery(
         workspace_id=approval.workspace_id,
-        approval=approval,
+        **link,
         contact_public_id=contact["id"],
         recipient=contact,
         event=event,
@@ -117,7 +120,17 @@ def followups(*, approval: ApprovalRequest, rule: dict, version: ConfigVersion, 
     return rows
 
 
-def deliveries_for_resolution(*, approvals: list[ApprovalRequest], event: str) -> int:
+class Resolved(NamedTuple):
+    """What deliveries_for_resolution reads of a resolved request: a sweep passes these, not models."""
+
+    pk: int
+    workspace_id: int
+    rule_id: str
+    config_id: int
+    config_version: int
+
+
+def deliveries_for_resolution(*, approvals: list[ApprovalRequest | Resolved], event: str) -> int:
     """`decided` or `expired` to each notified contact (and to escalation contacts already told),
     and the pending reminders and escalations of those requests dropped: a request decided
     meanwhile sends neither. Call inside the resolving transaction.
@@ -158,13 +171,24 @@ def deliveries_for_resolution(*, approvals: list[ApprovalRequest], event: str) -
 _VERSIONS: dict = {}
 
 
-def _rules_of(approvals: list[ApprovalRequest]) -> list[tuple[ApprovalRequest, dict]]:
-    """(request, its frozen rule) for each gate request among `approvals` whose version and rule are
-    found; token caps belong to no rule. One query for the versions this process has not seen yet."""
+def resolution_tells(keys: set[tuple[int, int, str]]) -> set[tuple[int, int, str]]:
+    """The (config_id, config_version, rule_id) among `keys` whose frozen rule tells anyone when a
+    request resolves. A sweep asks this once per batch, so a batch whose rules tell nobody builds
+    nothing per request; no query once the versions are cached."""
+    _load_versions({(config_id, number) for config_id, number, rule_id in keys if rule_id})
+    tells = set()
+    for config_id, number, rule_id in keys:
+        version = _VERSIONS.get((config_id, number)) if rule_id else None
+        rule = version.rule(rule_id) if version else None
+        if rule is not None and (rule["notify"] or rule["escalate_to"]):
+            tells.add((config_id, number, rule_id))
+    return tells
+
+
+def _load_versions(keys: set[tuple[int, int]]) -> None:
+    """Cache the (config_id, number) versions this process has not seen yet, in one query."""
     from rules.models import ConfigVersion
 
-    approvals = [a for a in approvals if a.rule_id]
-    keys = {(a.config_id, a.config_version) for a in approvals}
     missing = keys - set(_VERSIONS)
     if missing:
         query = Q()
@@ -172,6 +196,13 @@ def _rules_of(approvals: list[ApprovalRequest]) -> list[tuple[ApprovalRequest, d
             query |= Q(config_id=config_id, number=number)
         for version in ConfigVersion.objects.filter(query):
             _VERSIONS[(version.config_id, version.number)] = version
+
+
+def _rules_of(approvals: list[ApprovalRequest | Resolved]) -> list[tuple[ApprovalRequest | Resolved, dict]]:
+    """(request, its frozen rule) for each gate request among `approvals` whose version and rule are
+    found; token caps belong to no rule. One query for the versions this process has not seen yet."""
+    approvals = [a for a in approvals if a.rule_id]
+    _load_versions({(a.config_id, a.config_version) for a in approvals})
     found = []
     for approval in approvals:
         version = _VERSIONS.get((approval.config_id, approval.config_version))

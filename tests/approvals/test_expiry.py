@@ -12,7 +12,8 @@ from django_q.models import Schedule
 from approvals import tasks
 from approvals.models import EXPIRED_REASON, ApprovalRequest, Status
 from approvals.serializers import approval_as_dict
-from approvals.services import approval_decide, approval_sweep_overdue
+from approvals.services import _audit_expired, approval_decide, approval_sweep_overdue
+from audit.models import AuditRecord
 from tests.factories import make_approval, make_many, make_token_cap
 from tests.helpers import make_config, travel
 
@@ -147,3 +148,42 @@ def test_it_skips_a_row_being_decided_instead_of_waiting_for_it(transactional_db
     with travel(timedelta(minutes=2)):
         assert approval_sweep_overdue() == 1
     assert ApprovalRequest.objects.get(pk=locked.pk).status == Status.EXPIRED
+
+
+@pytest.mark.postgres
+def test_the_sweeps_audit_records_are_what_audit_append_many_writes(support):
+    """The sweep writes its `approval.expired` records in its own SQL statement: field for field and
+    byte for byte (the payload's JSON text) what the Python path, audit_append_many, writes."""
+    requests = make_many(support, 3, ttl=timedelta(minutes=1))
+    cap = make_token_cap(support, ttl=timedelta(minutes=1))
+    # A whole-second deadline: Python's isoformat() then leaves out the microseconds.
+    whole = requests[0].expires_at.replace(microsecond=0)
+    ApprovalRequest.objects.filter(pk=requests[0].pk).update(expires_at=whole)
+    before = AuditRecord.objects.order_by("-id").values_list("id", flat=True).first() or 0
+    with travel(timedelta(minutes=5)) as now:
+        assert approval_sweep_overdue() == 4
+
+    fields = ("workspace_id", "at", "actor", "action", "object", "data", "seq", "prev_hash", "hash")
+
+    def records(after: int) -> list[tuple]:
+        rows = AuditRecord.objects.filter(id__gt=after, action="approval.expired").order_by("object")
+        return [(*row, text) for row, text in zip(rows.values_list(*fields), _texts(rows), strict=True)]
+
+    swept = records(before)
+    assert len(swept) == 4 and {row[4] for row in swept} == {a.public_id for a in [*requests, cap]}
+    assert all(row[1] == now for row in swept)
+    middle = AuditRecord.objects.order_by("-id").values_list("id", flat=True).first()
+    expired = ApprovalRequest.objects.filter(pk__in=[a.pk for a in [*requests, cap]])
+    _audit_expired(overdue=list(expired.values_list("workspace_id", "public_id", "expires_at")), now=now)
+    assert records(middle) == swept
+    assert {"expires_at": whole.isoformat()} in [row[5] for row in swept]
+    assert "." not in whole.isoformat() and any("." in row[5]["expires_at"] for row in swept)
+
+
+def _texts(rows) -> list[str]:
+    """Each record's payload as PostgreSQL stores it (jsonb's text), in the rows' order."""
+    with connection.cursor() as cursor:
+        ids = list(rows.values_list("id", flat=True))
+        cursor.execute("SELECT id, data::text FROM audit_auditrecord WHERE id = ANY(%s)", [ids])
+        text = dict(cursor.fetchall())
+    return [text[i] for i in ids]
