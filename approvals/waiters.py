@@ -329,21 +329,10 @@ class WaitHub:
 
 
 class PollingHub:
-    """SQLite: no NOTIFY, so each waiter re-reads its request and its token every POLL_INTERVAL."""
+    """SQLite: no NOTIFY, so each waiter re-reads its request and its token every POLL_INTERVAL.
 
-    def join(self, *, public_id: str, token_id: int, workspace_id: int) -> Waiter:
-        """The fast lane's waiter, registered at once; `first_read` resolves once the checker has read it.
-
-        The caller must `leave()` it, whatever happens.
-        """
-        loop = asyncio.get_running_loop()
-        waiter = Waiter(public_id, token_id, None, loop.create_future(), loop.create_future(), workspace_id)
-        self._add(waiter)
-        self._check([waiter])
-        return waiter
-
-    def leave(self, waiter: Waiter) -> None:
-        self._remove(waiter)
+    No fast lane here (`api_wait` takes it only with a `WaitHub`): every wait comes through Django's view.
+    """
 
     async def wait(self, *, public_id: str, token_id: int | None, user_id: int | None, seconds: float) -> bool:
         loop = asyncio.get_running_loop()
