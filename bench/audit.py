@@ -179,36 +179,49 @@ def _seed_big(world, total: int, now: datetime) -> None:
     )
 
 
-def run_insights(*, quick: bool) -> dict:
-    """The insights page alone: near-empty, then `total` requests; uncached, cached, first view, queries."""
-    from bench.harness import RESULTS, World, log, recreate_database, setup_django, vacuum
+def _fresh_world(url: str, *, section: str):
+    """A recreated, migrated database with the benchmark's workspace and an admin to view insights."""
+    from bench.harness import World, log, recreate_database, setup_django
 
-    url = os.environ.get("BENCH_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/hitl_bench")
-    total = 100_000 if quick else 1_000_000
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    results: dict = {"when": datetime.now(UTC).isoformat(timespec="seconds"), "rows": total}
-    log(f"insights: recreating {url.rsplit('/', 1)[-1]} and migrating")
+    log(f"{section}: recreating {url.rsplit('/', 1)[-1]} and migrating")
     recreate_database(url)
     setup_django(url)
     from django.core.management import call_command
-    from django.db import connection
 
     from workspaces.services import member_add
 
     call_command("migrate", verbosity=0)
     world = World()
     member_add(workspace=world.workspace, email="admin@bench.test", role="admin")
+    return world
+
+
+def _clear_for_big_table() -> None:
+    """The near-empty side's pending requests and every rollup gone: the big table's first view rolls up again."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("DELETE FROM approvals_approvalrequest WHERE status = 'pending'")
+        for table in ("rollupmark", "hourlyrollup", "hourlytimes", "dailypercentiles"):
+            cursor.execute(f"DELETE FROM insights_{table}")
+
+
+def run_insights(*, quick: bool) -> dict:
+    """The insights page alone: near-empty, then `total` requests; uncached, cached, first view, queries."""
+    from bench.harness import RESULTS, log, vacuum
+
+    url = os.environ.get("BENCH_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/hitl_bench")
+    total = 100_000 if quick else 1_000_000
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    results: dict = {"when": datetime.now(UTC).isoformat(timespec="seconds"), "rows": total}
+    world = _fresh_world(url, section="insights")
     now = datetime.now(UTC)
     log("insights: near-empty table (150 pending, 200 decided)")
     _seed_near_empty(world, now)
     vacuum()
     results["insights_small"] = _insights_page(world, repeats=25)
     log(f"  insights near-empty: {results['insights_small']}")
-    with connection.cursor() as cursor:
-        cursor.execute("DELETE FROM approvals_approvalrequest WHERE status = 'pending'")
-        # The big table's first view rolls up the whole window again.
-        for table in ("rollupmark", "hourlyrollup", "hourlytimes", "dailypercentiles"):
-            cursor.execute(f"DELETE FROM insights_{table}")
+    _clear_for_big_table()
     log(f"insights: seeding {total:,} requests over 60 days")
     _seed_big(world, total, now)
     vacuum()
@@ -269,7 +282,7 @@ def _write_chain(workspace_id: int, count: int) -> None:
 
 
 def run(*, quick: bool, rounds: int | None, duration: float | None) -> dict:
-    from bench.harness import RESULTS, World, log, recreate_database, setup_django, vacuum
+    from bench.harness import RESULTS, log, vacuum
 
     url = os.environ.get("BENCH_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/hitl_bench")
     total = 100_000 if quick else 1_000_000
@@ -277,17 +290,9 @@ def run(*, quick: bool, rounds: int | None, duration: float | None) -> dict:
     duration = duration or (2.0 if quick else 4.0)
     RESULTS.mkdir(parents=True, exist_ok=True)
     results: dict = {"when": datetime.now(UTC).isoformat(timespec="seconds"), "rows": total, "rounds": rounds}
-    log(f"audit: recreating {url.rsplit('/', 1)[-1]} and migrating")
-    recreate_database(url)
-    setup_django(url)
-    from django.core.management import call_command
+    world = _fresh_world(url, section="audit")
     from django.db import connection
 
-    from workspaces.services import member_add
-
-    call_command("migrate", verbosity=0)
-    world = World()
-    member_add(workspace=world.workspace, email="admin@bench.test", role="admin")
     now = datetime.now(UTC)
 
     log("audit: insights page, near-empty table (150 pending, 200 decided)")
@@ -309,11 +314,7 @@ def run(*, quick: bool, rounds: int | None, duration: float | None) -> dict:
     log(f"audit: seeding {total:,} requests over 60 days")
     from django.db import connection as conn
 
-    with conn.cursor() as cursor:
-        cursor.execute("DELETE FROM approvals_approvalrequest WHERE status = 'pending'")
-        # The big table's first view rolls up the whole window again.
-        for table in ("rollupmark", "hourlyrollup", "hourlytimes", "dailypercentiles"):
-            cursor.execute(f"DELETE FROM insights_{table}")
+    _clear_for_big_table()
     _seed_big(world, total, datetime.now(UTC))
     vacuum()
     log("audit: insights page, big table")
