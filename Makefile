@@ -31,12 +31,15 @@ run: $(VENV)/.installed
 	$(PY) manage.py collectstatic --noinput --verbosity 0
 	$(PY) manage.py hitl demo --url http://$(HOST):$(PORT)/
 	@# Ctrl-C stops them all and returns: the trap clears itself first (a bare `kill 0` re-entered it
-	@# until the shell crashed), signals only the children (server, cluster, demo webhook receiver),
-	@# gives them 10 s to stop, then kills what is left (a cluster caught mid-shutdown once hung).
-	@trap 'trap - INT TERM EXIT; pids=$$(jobs -p); kill $$pids 2>/dev/null; \
+	@# until the shell crashed), notes every process under the children (server, cluster, demo webhook
+	@# receiver) — the cluster's workers are its grandchildren, and one left alive kept the terminal's
+	@# output open — signals the children, gives the whole tree 10 s to stop, then kills what is left
+	@# of it and whatever the children started meanwhile (a cluster still starting spawns workers late).
+	@tree() { for c in $$(pgrep -P $$1); do tree $$c; done; echo $$1; }; \
+	  trap 'trap - INT TERM EXIT; pids=$$(jobs -p); all=$$(for p in $$pids; do tree $$p; done); kill $$pids 2>/dev/null; \
 	  for _ in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do \
-	    alive=; for p in $$pids; do kill -0 $$p 2>/dev/null && alive=1; done; [ -z "$$alive" ] && break; sleep 0.5; \
-	  done; for p in $$pids; do pkill -9 -P $$p 2>/dev/null; done; kill -9 $$pids 2>/dev/null; wait' INT TERM EXIT; \
+	    alive=; for p in $$all; do kill -0 $$p 2>/dev/null && alive=1; done; [ -z "$$alive" ] && break; sleep 0.5; \
+	  done; kill -9 $$all $$(for p in $$pids; do tree $$p; done) 2>/dev/null; wait' INT TERM EXIT; \
 	  $(PY) -m hitl_portal.demo_receiver --port 8009 & \
 	  $(PY) manage.py qcluster & \
 	  ( $(SERVE) ) & \
