@@ -39,6 +39,24 @@ def test_the_demo_prints_runnable_lines_the_first_time_and_the_next(db):
     assert admin.is_staff and admin.is_superuser  # the README sends staff to Django admin
 
 
+def _processes(group: int) -> str:
+    """Each process of the group, with the signals it ignores and blocks: what a hang needs explained."""
+    listing = subprocess.run(
+        ["ps", "-o", "pid=,ppid=,stat=,wchan:20=,args=", "--sort", "pid", "-g", str(group)],
+        capture_output=True,
+        text=True,
+    ).stdout
+    rows = []
+    for line in listing.splitlines():
+        try:
+            status = Path(f"/proc/{line.split()[0]}/status").read_text()
+        except OSError:
+            status = ""
+        masks = " ".join(row for row in status.splitlines() if row.startswith(("SigIgn", "SigBlk")))
+        rows.append(f"{line[:160]}  {masks}")
+    return "\n".join(rows)
+
+
 @pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)
 def test_ctrl_c_ends_make_run_cleanly():
@@ -71,7 +89,10 @@ def test_ctrl_c_ends_make_run_cleanly():
             pytest.fail("make run never answered")
 
         os.killpg(run.pid, signal.SIGINT)
-        run.wait(timeout=30)
+        try:
+            run.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"make run still running 30 s after Ctrl-C:\n{_processes(run.pid)}\n{''.join(lines)[-3000:]}")
         leftovers = subprocess.run(["pgrep", "-a", "-g", str(run.pid)], capture_output=True, text=True).stdout
     finally:
         if run.poll() is None or leftovers:
