@@ -30,19 +30,20 @@ run: $(VENV)/.installed
 	$(PY) manage.py migrate --noinput --verbosity 0
 	$(PY) manage.py collectstatic --noinput --verbosity 0
 	$(PY) manage.py hitl demo --url http://$(HOST):$(PORT)/
-	@# Ctrl-C stops them all and returns: the trap clears itself first (a bare `kill 0` re-entered it
-	@# until the shell crashed), notes every process under the children (server, cluster, demo webhook
-	@# receiver) — the cluster's workers are its grandchildren, and one left alive kept the terminal's
-	@# output open — signals the children, gives the whole tree 10 s to stop, then kills what is left
-	@# of it and whatever the children started meanwhile (a cluster still starting spawns workers late).
+	@# Ctrl-C stops them all and returns. The trap clears itself first (a bare `kill 0` re-entered it
+	@# until the shell crashed); notes every process under the children (server, cluster, demo webhook
+	@# receiver) — the cluster's workers are its grandchildren; signals the children; gives the whole
+	@# tree 10 s to stop (the cluster has hung mid-shutdown); then kills what is left of it and whatever
+	@# the children started meanwhile. The children's pids are kept from $$! as each starts: sh (dash)
+	@# answers `$$(jobs -p)` with nothing, and a hung cluster then held make run open for good.
 	@tree() { for c in $$(pgrep -P $$1); do tree $$c; done; echo $$1; }; \
-	  trap 'trap - INT TERM EXIT; pids=$$(jobs -p); all=$$(for p in $$pids; do tree $$p; done); kill $$pids 2>/dev/null; \
+	  trap 'trap - INT TERM EXIT; all=$$(for p in $$pids; do tree $$p; done); kill $$pids 2>/dev/null; \
 	  for _ in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do \
 	    alive=; for p in $$all; do kill -0 $$p 2>/dev/null && alive=1; done; [ -z "$$alive" ] && break; sleep 0.5; \
 	  done; kill -9 $$all $$(for p in $$pids; do tree $$p; done) 2>/dev/null; wait' INT TERM EXIT; \
-	  $(PY) -m hitl_portal.demo_receiver --port 8009 & \
-	  $(PY) manage.py qcluster & \
-	  ( $(SERVE) ) & \
+	  $(PY) -m hitl_portal.demo_receiver --port 8009 & pids=$$!; \
+	  $(PY) manage.py qcluster & pids="$$pids $$!"; \
+	  ( $(SERVE) ) & pids="$$pids $$!"; \
 	  wait
 
 ## make serve: the web server alone, as deployed (HOST, PORT, WORKERS from the environment); DATABASE_URL as set

@@ -39,8 +39,10 @@ def test_the_demo_prints_runnable_lines_the_first_time_and_the_next(db):
     assert admin.is_staff and admin.is_superuser  # the README sends staff to Django admin
 
 
-def _processes(group: int) -> str:
-    """Each process of the group, with the signals it ignores and blocks: what a hang needs explained."""
+def _processes(group: int, *, alive_only: bool = False) -> str:
+    """Each process of the group, with the signals it ignores and blocks: what a hang needs explained.
+
+    alive_only leaves out zombies: a killed child's exit may not yet have been collected."""
     listing = subprocess.run(
         ["ps", "-o", "pid=,ppid=,stat=,wchan:20=,args=", "--sort", "pid", "-g", str(group)],
         capture_output=True,
@@ -48,6 +50,8 @@ def _processes(group: int) -> str:
     ).stdout
     rows = []
     for line in listing.splitlines():
+        if alive_only and line.split()[2].startswith("Z"):
+            continue
         try:
             status = Path(f"/proc/{line.split()[0]}/status").read_text()
         except OSError:
@@ -93,7 +97,7 @@ def test_ctrl_c_ends_make_run_cleanly():
             run.wait(timeout=30)
         except subprocess.TimeoutExpired:
             pytest.fail(f"make run still running 30 s after Ctrl-C:\n{_processes(run.pid)}\n{''.join(lines)[-3000:]}")
-        leftovers = subprocess.run(["pgrep", "-a", "-g", str(run.pid)], capture_output=True, text=True).stdout
+        leftovers = _processes(run.pid, alive_only=True)
     finally:
         if run.poll() is None or leftovers:
             os.killpg(run.pid, signal.SIGKILL)
