@@ -52,8 +52,10 @@ def django_db_setup(django_db_setup, django_db_blocker) -> None:
 # with session_replication_role = replica (which also skips foreign-key checks, so the order of the
 # tables does not matter). Content types and permissions are left as migrate made them, which is
 # what the post_migrate signal would have re-created. Where the role may not do that (not a
-# superuser) or off PostgreSQL, Django's flush runs as before.
-KEPT_TABLES = {"django_content_type", "auth_permission"}
+# superuser) or off PostgreSQL, Django's flush runs as before. The django-q2 schedules the migrations
+# create (sweep, deliveries, audit seal, insights roll-up) stay too, as they do in production: emptied,
+# a test reading them passed or failed by which tests its worker had run before.
+KEPT_TABLES = {"django_content_type", "auth_permission", "django_q_schedule"}
 
 
 def _empty_tables(test_case) -> None:
