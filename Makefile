@@ -55,7 +55,7 @@ serve: $(VENV)/.installed
 # pytest-xdist workers, each with its own test database (TEST_WORKERS=0 runs in one process).
 # Plain --dist load: schemathesis gives its 32 operations one node id, and the loadgroup/loadscope/
 # loadfile schedulers key tests by node id — they would run one operation and drop 31 silently.
-TEST_WORKERS ?= 2
+TEST_WORKERS ?= 4
 ON_POSTGRES = $(if $(DATABASE_URL),,$(PY) -m tests.throwaway_postgres)
 test: $(VENV)/.installed
 	$(VENV)/bin/ruff check .

@@ -258,17 +258,20 @@ class _Kicker:
         self.wanted.set()
 
     def _run(self) -> None:
-        from django.db import close_old_connections
+        from django.db import connections
         from django_q.tasks import async_task
 
         while True:
             self.wanted.wait()
             self.wanted.clear()
             try:
-                close_old_connections()
                 async_task("contacts.tasks.send_due", save=False)
             except Exception:  # the minute schedule still sends; say why the kick failed
                 logger.exception("Could not enqueue the notification task")
+            finally:
+                # Hand the connection back between kicks: under the ASGI server it is one of the
+                # process's few pooled ones (HITL_DB_POOL_SIZE), and an idle thread must not hold it.
+                connections.close_all()
             time.sleep(KICK_INTERVAL)
 
 

@@ -1,4 +1,6 @@
 import os
+import time
+from collections.abc import Iterator
 
 import pytest
 from django.db import connection, connections, transaction
@@ -36,12 +38,32 @@ def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix) -
 
 
 @pytest.fixture(scope="session")
-def django_db_setup(django_db_setup, django_db_blocker) -> None:
-    """And so do the servers and clusters the tests start on the test database (a setting of the database)."""
+def django_db_setup(django_db_setup, django_db_blocker) -> Iterator[None]:
+    """And so do the servers and clusters the tests start on the test database (a setting of the database);
+    and the database is dropped only once they have all gone."""
     if connection.vendor == "postgresql":
         with django_db_blocker.unblock(), connection.cursor() as cursor:
             name = connection.ops.quote_name(connection.settings_dict["NAME"])
             cursor.execute(f"ALTER DATABASE {name} SET synchronous_commit TO off")
+    yield
+    if connection.vendor == "postgresql":
+        with django_db_blocker.unblock():
+            _until_others_have_left()
+
+
+def _until_others_have_left(seconds: float = 10) -> None:
+    """Before the test database is dropped: a server or cluster killed at the end of the last test may
+    still hold a connection for a moment, and PostgreSQL refuses to drop a database in use (the test
+    database was then left behind, and the next run on it failed to create it)."""
+    deadline = time.monotonic() + seconds
+    with connection.cursor() as cursor:
+        while time.monotonic() < deadline:
+            cursor.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            )
+            if cursor.fetchone()[0] == 0:
+                return
+            time.sleep(0.1)
 
 
 # What a transactional test (live server, browser, races) leaves behind is emptied after it. Django's
