@@ -99,3 +99,27 @@ def count_queries():
 def bulk_requests(config, count: int, *, engine_key=None) -> None:
     """`count` decided and pending requests, so query counts are checked against a full table."""
     make_bulk(config, count, engine_key=engine_key, statuses=("approved", "pending"))
+
+
+# The long-poll tests under the ASGI server (test_waiting_asgi, test_waiting_fast_lane) cap each key at
+# this many waits, so that a test reaches the cap with a few.
+WAIT_CAP = 2
+
+
+@contextlib.contextmanager
+def capped_server(**env: str):
+    """The production ASGI server on the test database, each key capped at WAIT_CAP waits."""
+    from ..asgi import AsgiServer
+
+    with AsgiServer(HITL_MAX_WAITS_PER_KEY=str(WAIT_CAP), **env) as running:
+        yield running
+
+
+def register_gates(api, config, n: int) -> list[str]:
+    """Register n gated calls of `config` over HTTP (run_0 … run_n-1); their ids."""
+    ids = []
+    for i in range(n):
+        response = api.post("/api/v1/approvals", json=gate_body(config, run_id=f"run_{i}"))
+        assert response.status_code == 201, response.text
+        ids.append(response.json()["id"])
+    return ids

@@ -14,18 +14,16 @@ from approvals.waiters import APPLICATION_NAME
 from workspaces.models import ApiToken
 from workspaces.services import token_revoke, workspace_set_plan
 
-from ..asgi import AsgiServer, database_url
+from ..asgi import database_url
 from ..helpers import Api, error_of, make_token
-from .engine_support import decide, gate_body, make_support_config
+from .engine_support import WAIT_CAP, capped_server, decide, make_support_config, register_gates
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
-
-CAP = 2
 
 
 @pytest.fixture
 def server(acme):
-    with AsgiServer(HITL_MAX_WAITS_PER_KEY=str(CAP)) as running:
+    with capped_server() as running:
         yield running
 
 
@@ -39,15 +37,6 @@ def engine(server, acme) -> Api:
     return Api(server.url, make_token(acme, engine="support-engine"))
 
 
-def register(api: Api, support, n: int) -> list[str]:
-    ids = []
-    for i in range(n):
-        response = api.post("/api/v1/approvals", json=gate_body(support, run_id=f"run_{i}"))
-        assert response.status_code == 201, response.text
-        ids.append(response.json()["id"])
-    return ids
-
-
 def timed_get(api: Api, path: str) -> tuple[int, float, dict]:
     t0 = time.monotonic()
     response = api.get(path)
@@ -55,7 +44,7 @@ def timed_get(api: Api, path: str) -> tuple[int, float, dict]:
 
 
 def test_a_waiting_engine_hears_of_its_decision_within_moments(engine, support, bob):
-    [apr] = register(engine, support, 1)
+    [apr] = register_gates(engine, support, 1)
     with ThreadPoolExecutor(1) as pool:
         waiting = pool.submit(timed_get, engine, f"/api/v1/approvals/{apr}?wait=20")
         time.sleep(0.5)
@@ -67,26 +56,26 @@ def test_a_waiting_engine_hears_of_its_decision_within_moments(engine, support, 
 
 
 def test_one_wait_more_than_the_keys_cap_answers_429_too_many_waits_with_retry_after(server, engine, support, acme):
-    ids = register(engine, support, CAP + 1)
+    ids = register_gates(engine, support, WAIT_CAP + 1)
     other_engine = Api(server.url, make_token(acme, engine="billing-engine"))
-    with ThreadPoolExecutor(CAP) as pool:
-        held = [pool.submit(engine.get, f"/api/v1/approvals/{apr}?wait=4") for apr in ids[:CAP]]
+    with ThreadPoolExecutor(WAIT_CAP) as pool:
+        held = [pool.submit(engine.get, f"/api/v1/approvals/{apr}?wait=4") for apr in ids[:WAIT_CAP]]
         time.sleep(1)
-        refused = engine.get(f"/api/v1/approvals/{ids[CAP]}?wait=4")
+        refused = engine.get(f"/api/v1/approvals/{ids[WAIT_CAP]}?wait=4")
         assert refused.status_code == 429
         assert error_of(refused)["code"] == "too_many_waits"
         assert "HITL_MAX_WAITS_PER_KEY" in error_of(refused)["message"]
         assert int(refused.headers["Retry-After"]) > 0
         # The cap is the key's: another engine key of the workspace still waits, and a plain poll still reads.
-        assert other_engine.get(f"/api/v1/approvals/{ids[CAP]}?wait=0.5").status_code == 200
-        assert engine.get(f"/api/v1/approvals/{ids[CAP]}").status_code == 200
+        assert other_engine.get(f"/api/v1/approvals/{ids[WAIT_CAP]}?wait=0.5").status_code == 200
+        assert engine.get(f"/api/v1/approvals/{ids[WAIT_CAP]}").status_code == 200
         assert [future.result(timeout=20).status_code for future in held] == [200, 200]
     # Answered waits give their places back.
-    assert engine.get(f"/api/v1/approvals/{ids[CAP]}?wait=0.5").json()["status"] == "pending"
+    assert engine.get(f"/api/v1/approvals/{ids[WAIT_CAP]}?wait=0.5").json()["status"] == "pending"
 
 
 def test_revoking_a_key_ends_its_waits_with_401_at_once(engine, support, acme):
-    ids = register(engine, support, 2)
+    ids = register_gates(engine, support, 2)
     key = ApiToken.objects.get(workspace=acme, name="support-engine")
     with ThreadPoolExecutor(2) as pool:
         waits = [pool.submit(timed_get, engine, f"/api/v1/approvals/{apr}?wait=20") for apr in ids]
@@ -100,7 +89,7 @@ def test_revoking_a_key_ends_its_waits_with_401_at_once(engine, support, acme):
 
 
 def test_deactivating_a_person_ends_their_tokens_waits_with_401_at_once(server, engine, support, acme, bob):
-    [apr] = register(engine, support, 1)
+    [apr] = register_gates(engine, support, 1)
     bob_api = Api(server.url, make_token(acme, user=bob))
     with ThreadPoolExecutor(1) as pool:
         waiting = pool.submit(timed_get, bob_api, f"/api/v1/approvals/{apr}?wait=20")
@@ -112,27 +101,27 @@ def test_deactivating_a_person_ends_their_tokens_waits_with_401_at_once(server, 
 
 
 def test_a_client_that_hangs_up_gives_its_place_back_at_once(server, engine, support, acme):
-    ids = register(engine, support, CAP + 1)
+    ids = register_gates(engine, support, WAIT_CAP + 1)
     raw_key = engine.session.headers["Authorization"]
     sockets = []
-    for apr in ids[:CAP]:
+    for apr in ids[:WAIT_CAP]:
         sock = socket.create_connection(("127.0.0.1", server.port))
         request = f"GET /api/v1/approvals/{apr}?wait=25 HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: {raw_key}\r\n\r\n"
         sock.sendall(request.encode())
         sockets.append(sock)
     time.sleep(1)
-    assert engine.get(f"/api/v1/approvals/{ids[CAP]}?wait=1").status_code == 429  # both places are taken
+    assert engine.get(f"/api/v1/approvals/{ids[WAIT_CAP]}?wait=1").status_code == 429  # both places are taken
     for sock in sockets:
         sock.close()  # the engines hang up without a word
     time.sleep(0.5)
-    # Their waits are gone: the key may wait CAP times again, long before the 25 s would have passed.
-    with ThreadPoolExecutor(CAP) as pool:
-        again = [pool.submit(engine.get, f"/api/v1/approvals/{apr}?wait=1") for apr in ids[:CAP]]
+    # Their waits are gone: the key may wait WAIT_CAP times again, long before the 25 s would have passed.
+    with ThreadPoolExecutor(WAIT_CAP) as pool:
+        again = [pool.submit(engine.get, f"/api/v1/approvals/{apr}?wait=1") for apr in ids[:WAIT_CAP]]
         assert [future.result(timeout=20).status_code for future in again] == [200, 200]
 
 
 def test_a_server_process_holds_two_connections_for_all_its_waiters(engine, support, acme, bob):
-    ids = register(engine, support, CAP)
+    ids = register_gates(engine, support, WAIT_CAP)
     more = Api(engine.base_url, make_token(acme, engine="second-engine"))
     with ThreadPoolExecutor(4) as pool:
         waits = [pool.submit(api.get, f"/api/v1/approvals/{apr}?wait=3") for api in (engine, more) for apr in ids]
@@ -158,7 +147,7 @@ def first_refusal_after(api: Api, path: str, *, within: float) -> float:
 
 
 def test_a_key_the_server_has_cached_stops_working_as_soon_as_it_is_revoked(engine, support, acme):
-    [apr] = register(engine, support, 1)
+    [apr] = register_gates(engine, support, 1)
     for _ in range(5):  # the server now knows this key without asking the database
         assert engine.get(f"/api/v1/approvals/{apr}").status_code == 200
     token_revoke(token=ApiToken.objects.get(workspace=acme, name="support-engine"))
@@ -177,7 +166,7 @@ def test_a_plan_downgrade_makes_a_cached_keys_config_inert_at_once(engine, suppo
 
 
 def test_a_long_poll_with_a_nul_byte_is_refused_not_an_error(engine, support):
-    [apr] = register(engine, support, 1)
+    [apr] = register_gates(engine, support, 1)
     assert engine.get(f"/api/v1/approvals/{apr}%00?wait=1").status_code == 404
     refused = engine.get(f"/api/v1/approvals/{apr}?wait=1%00")
     assert refused.status_code == 400 and error_of(refused)["code"] == "bad_request"
@@ -192,30 +181,30 @@ def session_of(user) -> dict:
 
 def test_a_browser_sessions_waits_are_capped_per_person_and_hold_no_database_connection(acme, alice, bob, support):
     # A pool of two connections per process: two sessions waiting on them would leave the others none.
-    with AsgiServer(HITL_MAX_WAITS_PER_KEY=str(CAP), HITL_DB_POOL_SIZE="2") as server:
+    with capped_server(HITL_DB_POOL_SIZE="2") as server:
         engine = Api(server.url, make_token(acme, engine="support-engine"))
-        ids = register(engine, support, CAP + 1)
+        ids = register_gates(engine, support, WAIT_CAP + 1)
         bob_browser, alice_browser = session_of(bob), session_of(alice)
 
         def session_get(headers: dict, path: str) -> requests.Response:
             return requests.get(server.url + path, headers=headers, timeout=40)
 
-        with ThreadPoolExecutor(2 * CAP) as pool:
+        with ThreadPoolExecutor(2 * WAIT_CAP) as pool:
             waits = [
                 pool.submit(session_get, browser, f"/api/v1/approvals/{apr}?wait=20")
                 for browser in (bob_browser, alice_browser)
-                for apr in ids[:CAP]
+                for apr in ids[:WAIT_CAP]
             ]
             time.sleep(1.5)
-            refused = session_get(bob_browser, f"/api/v1/approvals/{ids[CAP]}?wait=5")
+            refused = session_get(bob_browser, f"/api/v1/approvals/{ids[WAIT_CAP]}?wait=5")
             assert refused.status_code == 429 and error_of(refused)["code"] == "too_many_waits"
             assert int(refused.headers["Retry-After"]) > 0
             # Four sessions waiting, yet the process's two pooled connections serve others at once.
-            status, seconds, _ = timed_get(engine, f"/api/v1/approvals/{ids[CAP]}")
+            status, seconds, _ = timed_get(engine, f"/api/v1/approvals/{ids[WAIT_CAP]}")
             assert status == 200 and seconds < 2
             decided_at = time.monotonic()
-            for apr in ids[:CAP]:
+            for apr in ids[:WAIT_CAP]:
                 decide(apr, alice, "approve")
             answers = [wait.result(timeout=30).json()["status"] for wait in waits]
-        assert answers == ["approved"] * (2 * CAP)
+        assert answers == ["approved"] * (2 * WAIT_CAP)
         assert time.monotonic() - decided_at < 5  # heard at once, not at the end of the 20 s

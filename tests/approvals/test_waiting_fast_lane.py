@@ -18,18 +18,15 @@ from approvals.models import ApprovalRequest
 from workspaces.models import ApiToken
 from workspaces.services import token_revoke
 
-from ..asgi import AsgiServer
 from ..helpers import Api, make_token
-from .engine_support import decide, gate_body, make_support_config
+from .engine_support import WAIT_CAP, capped_server, decide, make_support_config, register_gates
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
-
-CAP = 2
 
 
 @pytest.fixture
 def server(acme):
-    with AsgiServer(HITL_MAX_WAITS_PER_KEY=str(CAP)) as running:
+    with capped_server() as running:
         yield running
 
 
@@ -45,22 +42,13 @@ def engine(server, acme) -> Api:
     return api
 
 
-def register(api: Api, support, n: int) -> list[str]:
-    ids = []
-    for i in range(n):
-        response = api.post("/api/v1/approvals", json=gate_body(support, run_id=f"run_{i}"))
-        assert response.status_code == 201, response.text
-        ids.append(response.json()["id"])
-    return ids
-
-
 def comparable(response: requests.Response) -> tuple[int, dict, bytes]:
     headers = {name.lower(): value for name, value in response.headers.items() if name.lower() not in ("date",)}
     return response.status_code, headers, response.content
 
 
 def test_a_wait_that_runs_out_answers_exactly_what_a_plain_read_and_djangos_wait_answer(engine, support):
-    [apr] = register(engine, support, 1)
+    [apr] = register_gates(engine, support, 1)
     plain = engine.get(f"/api/v1/approvals/{apr}")
     # A second query parameter is not the fast lane's shape: this one goes through Django's long-poll view.
     through_django = engine.get(f"/api/v1/approvals/{apr}?wait=0.5&x=1")
@@ -73,7 +61,7 @@ def test_a_wait_that_runs_out_answers_exactly_what_a_plain_read_and_djangos_wait
 
 
 def test_a_decision_reaches_an_engine_waiting_again_within_moments(engine, support, bob):
-    [apr] = register(engine, support, 1)
+    [apr] = register_gates(engine, support, 1)
     assert engine.get(f"/api/v1/approvals/{apr}?wait=0.3").json()["status"] == "pending"
     with ThreadPoolExecutor(1) as pool:
         started = time.monotonic()
@@ -88,14 +76,14 @@ def test_a_decision_reaches_an_engine_waiting_again_within_moments(engine, suppo
 
 def test_another_workspaces_request_reads_as_missing(engine, support, server, globex):
     other = make_support_config(globex)
-    [theirs] = register(Api(server.url, make_token(globex, engine="their-engine")), other, 1)
+    [theirs] = register_gates(Api(server.url, make_token(globex, engine="their-engine")), other, 1)
     answer = engine.get(f"/api/v1/approvals/{theirs}?wait=1")
     assert answer.status_code == 404
     assert engine.get(f"/api/v1/approvals/apr_{'0' * 16}?wait=1").status_code == 404
 
 
 def test_revoking_the_key_ends_a_wait_with_401_at_once(engine, support, acme):
-    [apr] = register(engine, support, 1)
+    [apr] = register_gates(engine, support, 1)
     assert engine.get(f"/api/v1/approvals/{apr}?wait=0.3").status_code == 200
     with ThreadPoolExecutor(1) as pool:
         started = time.monotonic()
@@ -107,7 +95,7 @@ def test_revoking_the_key_ends_a_wait_with_401_at_once(engine, support, acme):
 
 
 def test_a_wait_on_a_request_expiring_sooner_ends_when_it_expires(engine, support):
-    [apr] = register(engine, support, 1)
+    [apr] = register_gates(engine, support, 1)
     ApprovalRequest.objects.filter(public_id=apr).update(expires_at=timezone.now() + timedelta(seconds=1))
     started = time.monotonic()
     answer = engine.get(f"/api/v1/approvals/{apr}?wait=5")
@@ -116,22 +104,22 @@ def test_a_wait_on_a_request_expiring_sooner_ends_when_it_expires(engine, suppor
 
 
 def test_the_keys_cap_and_hang_ups_hold_in_the_fast_lane(server, engine, support):
-    ids = register(engine, support, CAP + 1)
+    ids = register_gates(engine, support, WAIT_CAP + 1)
     key = engine.session.headers["Authorization"]
     host = f"127.0.0.1:{server.port}"  # the Host requests sends: the same shape as the engine's own calls
     sockets = []
-    for apr in ids[:CAP]:
+    for apr in ids[:WAIT_CAP]:
         sock = socket.create_connection(("127.0.0.1", server.port))
         sock.sendall(
             f"GET /api/v1/approvals/{apr}?wait=25 HTTP/1.1\r\nHost: {host}\r\nAuthorization: {key}\r\n\r\n".encode()
         )
         sockets.append(sock)
     time.sleep(1)
-    refused = engine.get(f"/api/v1/approvals/{ids[CAP]}?wait=1")
+    refused = engine.get(f"/api/v1/approvals/{ids[WAIT_CAP]}?wait=1")
     assert refused.status_code == 429 and refused.headers["Retry-After"]
     for sock in sockets:
         sock.close()
     time.sleep(0.5)
-    with ThreadPoolExecutor(CAP) as pool:
-        again = [pool.submit(engine.get, f"/api/v1/approvals/{apr}?wait=1") for apr in ids[:CAP]]
+    with ThreadPoolExecutor(WAIT_CAP) as pool:
+        again = [pool.submit(engine.get, f"/api/v1/approvals/{apr}?wait=1") for apr in ids[:WAIT_CAP]]
         assert [future.result(timeout=20).status_code for future in again] == [200, 200]
