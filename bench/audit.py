@@ -148,6 +148,8 @@ def _seed_big(world, total: int, now: datetime) -> None:
     """`total` requests: 60 days of history resolving right up to now (each status spread over all of it,
     so every hour of the window, the current one included, has ~560 decisions), and a tenth pending
     from the last 12 hours. Decided a minute after registration; expired an hour after."""
+    from bench.seed import seed_pending
+
     history, pending = total - total // 10, total // 10
     span_ms = 60 * 86400 * 1000 - 3 * 60 * 1000  # ends 3 minutes ago: decided 1 minute later
     for status, share, tag in (("approved", 0.6, "appr"), ("rejected", 0.3, "rejd")):
@@ -169,14 +171,7 @@ def _seed_big(world, total: int, now: datetime) -> None:
         step_ms=(span_ms - 3600 * 1000) // count,
         ttl_s=3600,
     )
-    world.seed(
-        count=pending,
-        status="pending",
-        tag="pend",
-        created_from=now - timedelta(hours=12),
-        step_ms=max(1, int(12 * 3600 * 1000 / pending)),
-        ttl_s=86400,
-    )
+    seed_pending(world, count=pending, now=now)
 
 
 def _fresh_world(url: str, *, section: str):

@@ -119,12 +119,19 @@ def seed_history(world, *, total: int, pending: int, now: datetime) -> None:
         world.seed(
             count=count, status=status, tag=tag, created_from=now - timedelta(days=61), step_ms=span_ms, ttl_s=86400
         )
+    seed_pending(world, count=pending, now=now)
+    vacuum()
+
+
+def seed_pending(world, *, count: int, now: datetime) -> None:
+    """`count` pending requests created over the last 12 hours, each with the 24-hour lifetime."""
+    from datetime import timedelta
+
     world.seed(
-        count=pending,
+        count=count,
         status="pending",
         tag="pend",
         created_from=now - timedelta(hours=12),
-        step_ms=max(1, int(12 * 3600 * 1000 / pending)),
+        step_ms=max(1, int(12 * 3600 * 1000 / count)),
         ttl_s=86400,
     )
-    vacuum()
