@@ -99,8 +99,13 @@ class RuleInputSerializer(JsonInput):
     enabled = serializers.BooleanField(required=False)
     message = serializers.CharField(max_length=2000, allow_blank=True, required=False)
     order = serializers.IntegerField(min_value=0, max_value=MAX_INT, required=False)
-    notify = serializers.ListField(child=serializers.CharField(max_length=24), max_length=50, required=False)
-    escalate_to = serializers.ListField(child=serializers.CharField(max_length=24), max_length=50, required=False)
+    # Ids are exact: not trimmed, so " con_…" or "\r" is named as no contact of this config, not as blank.
+    notify = serializers.ListField(
+        child=serializers.CharField(max_length=24, trim_whitespace=False), max_length=50, required=False
+    )
+    escalate_to = serializers.ListField(
+        child=serializers.CharField(max_length=24, trim_whitespace=False), max_length=50, required=False
+    )
     escalate_after_seconds = serializers.IntegerField(min_value=60, max_value=86_400, allow_null=True, required=False)
     approvals_required = serializers.IntegerField(
         min_value=1,

@@ -139,3 +139,13 @@ def test_the_rule_editor_picks_contacts_and_the_version_page_and_diff_show_them(
     summary = "notifies Support leads; escalates to Finance hook after 300 s"
     assert summary in admin.get(reverse("rules:version", args=[config.public_id, 2])).content.decode()
     assert summary in admin.get(reverse("rules:rules", args=[config.public_id])).content.decode()
+
+
+@pytest.mark.parametrize("field", ["notify", "escalate_to"])
+def test_a_whitespace_id_is_named_as_no_contact_of_this_config_not_as_blank(alice_api, acme, field):
+    """Ids are exact: "\r" was trimmed to "" and refused as blank under `notify.0`, which the schema allowed."""
+    config = make_config(acme)
+    response = alice_api.post(f"/api/v1/configs/{config.public_id}/rules", json={field: ["\r"]})
+    assert response.status_code == 400, response.text
+    assert "is not a contact of this config" in error_of(response)["fields"][field]
+    assert not Rule.objects.exists()
