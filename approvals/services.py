@@ -606,10 +606,35 @@ def _refused_by(error: IntegrityError) -> str:
 # The INSERT the ORM would send for a new request, written once: on the registration hot path,
 # compiling it per request cost more than PostgreSQL took to run it (bench/).
 _INSERT_FIELDS = [field for field in ApprovalRequest._meta.concrete_fields if not field.primary_key]
+# What every new request starts with — nobody has decided, granted, run or reported it yet — is written
+# into the statement as literals, not bound: eleven fewer values for psycopg to adapt per registration,
+# and the run-grant form stays within psycopg's 50-parameter parse cache (it bound 55 and was re-parsed
+# on every call). _insert refuses an instance that holds anything else in them.
+_FRESH = {
+    "status": Status.PENDING.value,
+    "decided_at": None,
+    "decided_by_id": None,
+    "decided_by_email": "",
+    "decision_action": "",
+    "reason": "",
+    "grant_id": None,
+    "execution_status": "",
+    "execution_id": "",
+    "execution_detail": "",
+    "executed_at": None,
+}
+_BOUND_FIELDS = [field for field in _INSERT_FIELDS if field.attname not in _FRESH]
+
+
+def _literal(value: str | None) -> str:
+    """One of _FRESH's constants as SQL (never client input: those are always bound)."""
+    return "NULL" if value is None else "'" + value.replace("'", "''") + "'"
+
+
 _INSERT_SQL = "INSERT INTO {table} ({columns}) VALUES ({values}) RETURNING id".format(
     table=ApprovalRequest._meta.db_table,
     columns=", ".join(f'"{field.column}"' for field in _INSERT_FIELDS),
-    values=", ".join(["%s"] * len(_INSERT_FIELDS)),
+    values=", ".join(_literal(_FRESH[field.attname]) if field.attname in _FRESH else "%s" for field in _INSERT_FIELDS),
 )
 # _insert wraps it as a CTE beside its `approval.registered` audit record and its outbox rows, one
 # statement: if the INSERT is refused (an idempotent replay) neither is written.
@@ -639,7 +664,7 @@ _check_insert_fields()
 
 # Strings, integers, ids and aware datetimes go to psycopg as they are; JSON needs its adapter.
 _NEEDS_PREPARING = [
-    (index, field) for index, field in enumerate(_INSERT_FIELDS) if field.get_internal_type() == "JSONField"
+    (index, field) for index, field in enumerate(_BOUND_FIELDS) if field.get_internal_type() == "JSONField"
 ]
 
 
@@ -665,13 +690,14 @@ def _registered(approval: ApprovalRequest, *, engine_key: ApiToken) -> AuditEntr
 # live grant of (config, rule, run) and the row goes in already approved when there is one. Still
 # one statement and one round trip, so a request no grant covers pays only an index probe (bench/policy.py).
 _GRANTED = {
-    "status": f"CASE WHEN live.public_id IS NULL THEN %s ELSE '{Status.APPROVED.value}' END",
+    "status": f"CASE WHEN live.public_id IS NULL THEN {_literal(_FRESH['status'])} ELSE '{Status.APPROVED.value}' END",
     "grant_id": "live.public_id",
-    "decided_at": "CASE WHEN live.public_id IS NULL THEN NULL ELSE %s::timestamptz END",
+    "decided_at": "CASE WHEN live.public_id IS NULL THEN NULL ELSE %s::timestamptz END",  # bound: now
     "decided_by_id": "live.granted_by_id",
-    "decided_by_email": "COALESCE(live.granted_by_email, %s)",
-    "decision_action": f"CASE WHEN live.public_id IS NULL THEN %s ELSE '{Action.RESUME.value}' END",
-    "reason": "CASE WHEN live.public_id IS NULL THEN %s "
+    "decided_by_email": f"COALESCE(live.granted_by_email, {_literal(_FRESH['decided_by_email'])})",
+    "decision_action": f"CASE WHEN live.public_id IS NULL THEN {_literal(_FRESH['decision_action'])} "
+    f"ELSE '{Action.RESUME.value}' END",
+    "reason": f"CASE WHEN live.public_id IS NULL THEN {_literal(_FRESH['reason'])} "
     "ELSE 'Approved for the rest of this run by ' || live.granted_by_email || ' (' || live.public_id || ')' END",
 }
 _GRANTED_INSERT_CTES = """
@@ -689,7 +715,10 @@ live AS (
     grants=Grant._meta.db_table,
     table=ApprovalRequest._meta.db_table,
     columns=", ".join(f'"{field.column}"' for field in _INSERT_FIELDS),
-    values=", ".join(_GRANTED.get(field.column, "%s") for field in _INSERT_FIELDS),
+    values=", ".join(
+        _GRANTED.get(field.column) or (_literal(_FRESH[field.attname]) if field.attname in _FRESH else "%s")
+        for field in _INSERT_FIELDS
+    ),
 )
 
 
@@ -729,7 +758,10 @@ def _insert(approval: ApprovalRequest, *, engine_key: ApiToken, deliveries: list
         return
     approval.ensure_public_id()
     values = approval.__dict__
-    params = [values[field.attname] for field in _INSERT_FIELDS]
+    stale = [name for name, fresh in _FRESH.items() if values[name] != fresh]
+    if stale:
+        raise ImproperlyConfigured(f"_insert writes {stale} as a new request's; this one has them set")
+    params = [values[field.attname] for field in _BOUND_FIELDS]
     for index, field in _NEEDS_PREPARING:
         params[index] = field.get_db_prep_save(params[index], connection)
     if approval.allow_run_grant:
@@ -805,17 +837,13 @@ def _deliveries_json(deliveries: list[Delivery]) -> str:
 
 
 def _granted_params(params: list, *, now) -> list:
-    """The plain INSERT's parameters for _GRANTED_INSERT_CTES: the ungranted value stays each column's
-    own; grant_id and decided_by_id come from the grant alone; decided_at is now when granted."""
-    out = []
-    for index, field in enumerate(_INSERT_FIELDS):
-        expression = _GRANTED.get(field.column)
-        if expression is None:
-            out.append(params[index])
-        elif field.column == "decided_at":
+    """The plain INSERT's bound values for _GRANTED_INSERT_CTES, with `now` where decided_at is bound."""
+    out, bound = [], iter(params)
+    for field in _INSERT_FIELDS:
+        if field.column == "decided_at":
             out.append(now)
-        elif "%s" in expression:
-            out.append(params[index])
+        elif field.attname not in _FRESH:
+            out.append(next(bound))
     return out
 
 

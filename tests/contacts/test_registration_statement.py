@@ -61,3 +61,16 @@ def test_a_plain_registration_stays_within_psycopgs_statement_cache(notified):
     sql, params = _insert_statement(world)
     assert len(params) <= MAX_CACHED_STATEMENT_PARAMS
     assert len(sql.encode()) <= MAX_CACHED_STATEMENT_LENGTH
+
+
+@pytest.mark.parametrize("notify", [False, True])
+def test_a_registration_under_a_run_grant_rule_stays_within_psycopgs_statement_cache(notified, notify):
+    """The grant lookup's form of the statement bound 55 values until a new request's constant columns
+    (undecided, unreported) became literals."""
+    names = [notified["hook"].public_id] if notify else []
+    rule = make_rule(notified["config"], message="Grantable", order=80, allow_run_grant=True, notify=names)
+    world = {**notified, "rule": rule, "version": publish(notified["config"])}
+    sql, params = _insert_statement(world, run_id=f"run_grantable_{notify}")
+    assert len(params) <= MAX_CACHED_STATEMENT_PARAMS
+    assert len(sql.encode()) <= MAX_CACHED_STATEMENT_LENGTH
+    assert Delivery.objects.filter(approval__run_id=f"run_grantable_{notify}").count() == len(names)
