@@ -760,7 +760,7 @@ def _insert(approval: ApprovalRequest, *, engine_key: ApiToken, deliveries: list
     values = approval.__dict__
     stale = [name for name, fresh in _FRESH.items() if values[name] != fresh]
     if stale:
-        raise ImproperlyConfigured(f"_insert writes {stale} as a new request's; this one has them set")
+        raise ValueError(f"_insert writes {stale} as a new request's; this one has them set")
     params = [values[field.attname] for field in _BOUND_FIELDS]
     for index, field in _NEEDS_PREPARING:
         params[index] = field.get_db_prep_save(params[index], connection)

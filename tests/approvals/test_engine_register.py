@@ -91,6 +91,22 @@ def test_it_reads_back_exactly_what_was_registered(engine_api, support):
     assert stored.arguments == arguments and stored.engine_key.name == "support-engine"
 
 
+@pytest.mark.postgres
+def test_the_hand_written_insert_refuses_a_request_that_is_not_new(acme, support):
+    """It writes a new request's undecided, unreported columns as literals: one that holds anything
+    else there must go through the ORM, not be stored as pending."""
+    from approvals.services import _insert
+
+    make_token(acme, engine="support-engine")
+    key = ApiToken.objects.get(workspace=acme, kind="engine")
+    decided = ApprovalRequest(
+        workspace=acme, engine_key=key, config=support, config_version=1, status="approved", run_id="run_x"
+    )
+    with pytest.raises(ValueError, match="status"):
+        _insert(decided, engine_key=key, now=decided.created_at)
+    assert not ApprovalRequest.objects.filter(run_id="run_x").exists()
+
+
 def test_it_checks_against_the_version_named_not_the_draft(engine_api, alice, support):
     rule = support.rules.get(kind="delete")
     rule_services.rule_update(rule=rule, message="A newer message in the draft")
