@@ -201,9 +201,34 @@ def _clear_for_big_table() -> None:
             cursor.execute(f"DELETE FROM insights_{table}")
 
 
+def _insights_near_empty(world, now: datetime, *, repeats: int) -> dict:
+    """The insights page over a near-empty table (seeded here)."""
+    from bench.harness import log, vacuum
+
+    log("insights page, near-empty table (150 pending, 200 decided)")
+    _seed_near_empty(world, now)
+    vacuum()
+    timing = _insights_page(world, repeats=repeats)
+    log(f"  insights near-empty: {timing}")
+    return timing
+
+
+def _insights_big(world, total: int, now: datetime, *, repeats: int) -> dict:
+    """The insights page over `total` requests of 60 days (the table emptied and seeded here)."""
+    from bench.harness import log, vacuum
+
+    _clear_for_big_table()
+    log(f"insights page: seeding {total:,} requests over 60 days")
+    _seed_big(world, total, now)
+    vacuum()
+    timing = _insights_page(world, repeats=repeats)
+    log(f"  insights {total:,}: {timing}")
+    return timing
+
+
 def run_insights(*, quick: bool) -> dict:
     """The insights page alone: near-empty, then `total` requests; uncached, cached, first view, queries."""
-    from bench.harness import RESULTS, log, vacuum
+    from bench.harness import RESULTS
 
     url = os.environ.get("BENCH_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/hitl_bench")
     total = 100_000 if quick else 1_000_000
@@ -211,17 +236,8 @@ def run_insights(*, quick: bool) -> dict:
     results: dict = {"when": datetime.now(UTC).isoformat(timespec="seconds"), "rows": total}
     world = _fresh_world(url, section="insights")
     now = datetime.now(UTC)
-    log("insights: near-empty table (150 pending, 200 decided)")
-    _seed_near_empty(world, now)
-    vacuum()
-    results["insights_small"] = _insights_page(world, repeats=25)
-    log(f"  insights near-empty: {results['insights_small']}")
-    _clear_for_big_table()
-    log(f"insights: seeding {total:,} requests over 60 days")
-    _seed_big(world, total, now)
-    vacuum()
-    results["insights_big"] = _insights_page(world, repeats=25)
-    log(f"  insights {total:,}: {results['insights_big']}")
+    results["insights_small"] = _insights_near_empty(world, now, repeats=25)
+    results["insights_big"] = _insights_big(world, total, now, repeats=25)
     results["table"] = summarise_insights(results, total)
     (RESULTS / "insights.json").write_text(json.dumps(results, indent=2, default=str))
     print()
@@ -277,7 +293,7 @@ def _write_chain(workspace_id: int, count: int) -> None:
 
 
 def run(*, quick: bool, rounds: int | None, duration: float | None) -> dict:
-    from bench.harness import RESULTS, log, vacuum
+    from bench.harness import RESULTS, log
 
     url = os.environ.get("BENCH_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/hitl_bench")
     total = 100_000 if quick else 1_000_000
@@ -290,11 +306,7 @@ def run(*, quick: bool, rounds: int | None, duration: float | None) -> dict:
 
     now = datetime.now(UTC)
 
-    log("audit: insights page, near-empty table (150 pending, 200 decided)")
-    _seed_near_empty(world, now)
-    vacuum()
-    results["insights_small"] = _insights_page(world, repeats=15)
-    log(f"  insights near-empty: {results['insights_small']}")
+    results["insights_small"] = _insights_near_empty(world, now, repeats=15)
     connection.close()
 
     for concurrency in (1, 8):
@@ -306,15 +318,7 @@ def run(*, quick: bool, rounds: int | None, duration: float | None) -> dict:
     results["decision"] = _decision_rounds(world, rounds=rounds, per_round=300 if quick else 1000)
     log(f"  decisions: {results['decision']}")
 
-    log(f"audit: seeding {total:,} requests over 60 days")
-    from django.db import connection as conn
-
-    _clear_for_big_table()
-    _seed_big(world, total, datetime.now(UTC))
-    vacuum()
-    log("audit: insights page, big table")
-    results["insights_big"] = _insights_page(world, repeats=15)
-    log(f"  insights {total:,}: {results['insights_big']}")
+    results["insights_big"] = _insights_big(world, total, datetime.now(UTC), repeats=15)
 
     log(f"audit: writing a {total:,}-record chain, then hitl audit verify")
     from workspaces.services import workspace_create
@@ -323,7 +327,7 @@ def run(*, quick: bool, rounds: int | None, duration: float | None) -> dict:
     started = time.perf_counter()
     _write_chain(verify_ws.pk, total)
     results["chain_write_s"] = time.perf_counter() - started
-    conn.close()
+    connection.close()
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "bench.settings", "BENCH_DATABASE_URL": url}
     started = time.perf_counter()
     out = subprocess.run(

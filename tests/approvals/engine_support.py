@@ -8,6 +8,7 @@ from django.db.backends import utils as db_utils
 from approvals.models import ApprovalRequest
 from approvals.services import approval_decide
 
+from ..asgi import AsgiServer
 from ..factories import make_bulk
 from ..helpers import make_config, make_rule, publish
 
@@ -109,8 +110,6 @@ WAIT_CAP = 2
 @contextlib.contextmanager
 def capped_server(**env: str):
     """The production ASGI server on the test database, each key capped at WAIT_CAP waits."""
-    from ..asgi import AsgiServer
-
     with AsgiServer(HITL_MAX_WAITS_PER_KEY=str(WAIT_CAP), **env) as running:
         yield running
 
