@@ -97,13 +97,19 @@ def _get_approval(request, public_id: str) -> ApprovalRequest:
     return selectors.approval_get(workspace=request.actor.workspace, public_id=public_id)
 
 
-def _validated_registration(body) -> dict:
-    """The body's validated data; the serializers name whatever is wrong with it."""
+def plainly_valid_registration(body) -> dict | None:
+    """The validated data of a body the fast path is sure of (hitl_portal/fast_path.py), else None."""
     kind = body.get("kind") if isinstance(body, dict) else None
     if type(kind) is str and kind in REGISTRATION_FAST_PATHS:
-        data = REGISTRATION_FAST_PATHS[kind].validated(body)
-        if data is not None:
-            return data
+        return REGISTRATION_FAST_PATHS[kind].validated(body)
+    return None
+
+
+def _validated_registration(body) -> dict:
+    """The body's validated data; the serializers name whatever is wrong with it."""
+    data = plainly_valid_registration(body)
+    if data is not None:
+        return data
     kind_serializer = KindSerializer(data=body)
     kind_serializer.is_valid(raise_exception=True)
     serializer = REGISTRATION_SERIALIZERS[kind_serializer.validated_data["kind"]](data=body)
@@ -118,17 +124,17 @@ def _fingerprint(body) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
-def _idempotency_key(request) -> str:
-    key = request.headers.get("Idempotency-Key")
-    if key is None:
+def idempotency_key_of(header: str | None) -> str:
+    """The Idempotency-Key header's value, "" without one; refused (400) when blank or too long."""
+    if header is None:
         return ""
-    if not key.strip():
+    if not header.strip():
         raise ValidationError({"Idempotency-Key": "Idempotency-Key must not be empty; leave the header out instead."})
-    if len(key) > IDEMPOTENCY_KEY_MAX:
+    if len(header) > IDEMPOTENCY_KEY_MAX:
         raise ValidationError(
-            {"Idempotency-Key": f"Idempotency-Key is at most {IDEMPOTENCY_KEY_MAX} characters; it has {len(key)}."}
+            {"Idempotency-Key": f"Idempotency-Key is at most {IDEMPOTENCY_KEY_MAX} characters; it has {len(header)}."}
         )
-    return key
+    return header
 
 
 registration_schema_description = (
@@ -190,19 +196,32 @@ def register_approval(request: Request) -> Response:
     """`POST /api/v1/approvals` (called by ApprovalCollectionView.post)."""
     if not request.actor.is_engine:
         raise PermissionDenied("Only an engine key may register approval requests.")
-    idempotency_key = _idempotency_key(request)
+    idempotency_key = idempotency_key_of(request.headers.get("Idempotency-Key"))
     body = request.data
-    data = _validated_registration(body)
-    registration = services.approval_register(
-        workspace=request.actor.workspace,
+    status, answer = registration_answer(
         engine_key=request.actor.engine_key,
+        idempotency_key=idempotency_key,
+        body=body,
+        data=_validated_registration(body),
+    )
+    return Response(answer, status=status)
+
+
+def registration_answer(*, engine_key: ApiToken, idempotency_key: str, body: dict, data: dict) -> tuple[int, dict]:
+    """Register `data` (the validated `body`) and say what to answer: (status, body).
+
+    The one registration the DRF view above and the ASGI fast lane (api_register.py) both make.
+    """
+    registration = services.approval_register(
+        workspace=engine_key.workspace,
+        engine_key=engine_key,
         idempotency_key=idempotency_key,
         fingerprint=_fingerprint(body) if idempotency_key else "",
         **data,  # the serializer's fields are the service's keyword arguments
     )
     if registration.approval is None:
-        return Response({"status": "inert", "notice": services.INERT_NOTICE}, status=200)
-    return Response(approval_as_dict(registration.approval), status=201 if registration.created else 200)
+        return 200, {"status": "inert", "notice": services.INERT_NOTICE}
+    return (201 if registration.created else 200), approval_as_dict(registration.approval)
 
 
 class ServedConfigView(APIView):

@@ -26,36 +26,37 @@ A wait then costs the event loop a few dictionary operations and a share of one 
 """
 
 import asyncio
-import io
 import re
-from collections.abc import Awaitable, Callable
 from datetime import timedelta
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
-from django.core.exceptions import DisallowedHost
-from django.core.handlers.asgi import ASGIRequest
 from django.db import close_old_connections
 from django.http import HttpRequest, HttpResponse
-from django.middleware.security import SecurityMiddleware
 from django.urls import path
 from django.utils import timezone
-from django.utils.cache import patch_vary_headers
 from rest_framework.renderers import JSONRenderer
 
 from hitl_portal.errors import json_error
-from workspaces.authentication import engine_keys
-from workspaces.models import hash_token
 
 from . import waiters
 from .api_engine import ApprovalDetailView
+from .fast_lane import (
+    PLAIN_ACCEPT,
+    Receive,
+    ResponseHeaders,
+    Send,
+    cached_engine_key,
+    host_key,
+    replay,
+    send_json,
+    watched_headers,
+)
 from .models import Status
 from .serializers import approval_as_dict
 from .waiting import DEFER, WAITED, TooManyWaits, WaitPlan, slots
 
-Receive = Callable[[], Awaitable[dict]]
 WAITED_SCOPE_KEY = "hitl.waited"  # set by the fast lane when it hands a woken wait to Django's view
-Send = Callable[[dict], Awaitable[None]]
 
 _detail_view = ApprovalDetailView.as_view()
 
@@ -108,91 +109,22 @@ async def approval_detail(request: HttpRequest, apr: str) -> HttpResponse:
 
 FAST_PATH = re.compile(r"/api/v1/approvals/([a-z]{3}_[a-z0-9]{1,21})")  # hitl_portal/ids.py: no NUL, no oddity
 FAST_QUERY = re.compile(rb"wait=([0-9]{1,2}(?:\.[0-9]{1,6})?)")
-# Headers that decide whether the fast lane answers just as Django would: each may appear once at most.
-WATCHED = {b"authorization", b"host", b"accept", b"content-length", b"transfer-encoding"} | {
-    b"x-forwarded-host",
-    b"x-forwarded-proto",
-}
-# The renderings DRF would choose JSONRenderer's plain output for (`application/json; indent=4` would not).
-PLAIN_ACCEPT = {None, b"*/*", b"application/json"}
 FIRST_READ_SECONDS = 5.0  # the checker is stuck (database down): let Django's view answer however it can
 EXPIRY_MARGIN = timedelta(seconds=1)  # a wait that would end as the request expires is Django's (it expires it)
 _renderer = JSONRenderer()
-
-
-class ResponseHeaders:
-    """The headers Django sends with a 200 from this view (but Content-Length), per Host, scheme and proxy headers.
-
-    DRF's own (content type, `Vary`, `Allow`) and what SecurityMiddleware adds, asked of the
-    middleware itself on a request built from the scope, so the settings apply as they would.
-    None for a Host Django would refuse (ALLOWED_HOSTS) or a request it would redirect
-    (SECURE_SSL_REDIRECT): those go to Django, which answers them. tests/approvals/
-    test_waiting_fast_lane.py compares the result with Django's own response. Bounded: a few
-    hosts in practice.
-    """
-
-    LIMIT = 32
-
-    def __init__(self) -> None:
-        self._by_key: dict[tuple, list[tuple[bytes, bytes]] | None] = {}
-
-    def get(self, scope: dict, key: tuple) -> list[tuple[bytes, bytes]] | None:
-        if key not in self._by_key:
-            if len(self._by_key) >= self.LIMIT:
-                return None
-            self._by_key[key] = self._ask_django(scope)
-        return self._by_key[key]
-
-    @staticmethod
-    def _ask_django(scope: dict) -> list[tuple[bytes, bytes]] | None:
-        request = ASGIRequest({**scope, "query_string": b""}, io.BytesIO())
-        try:
-            request.get_host()
-        except DisallowedHost:
-            return None
-        if settings.SECURE_SSL_REDIRECT and not request.is_secure():
-            return None
-        view = ApprovalDetailView()
-        view.setup(request)
-        response = HttpResponse(content_type="application/json")
-        for name, value in view.default_response_headers.items():  # as DRF's finalize_response sets them
-            if name == "Vary":
-                patch_vary_headers(response, [value])
-            else:
-                response[name] = value
-        response = SecurityMiddleware(lambda request: response).process_response(request, response)
-        return [(name.lower().encode("latin-1"), value.encode("latin-1")) for name, value in response.items()]
-
-
-response_headers = ResponseHeaders()
+response_headers = ResponseHeaders(ApprovalDetailView)
 
 
 def headers_key(scope: dict) -> tuple | None:
     """(What the response headers depend on, the Authorization header); None: not the fast lane's shape."""
     if scope.get("root_path") or FAST_PATH.fullmatch(scope["path"]) is None:
         return None
-    seen: dict[bytes, bytes] = {}
-    for name, value in scope["headers"]:
-        if name in WATCHED:
-            if name in seen:
-                return None
-            seen[name] = value
-    if seen.get(b"content-length", b"0") != b"0" or b"transfer-encoding" in seen:
+    seen = watched_headers(scope)
+    if seen is None or seen.get(b"content-length", b"0") != b"0" or b"transfer-encoding" in seen:
         return None
     if seen.get(b"accept") not in PLAIN_ACCEPT:
         return None
-    host = (seen.get(b"host"), seen.get(b"x-forwarded-host"), scope.get("scheme"), seen.get(b"x-forwarded-proto"))
-    return host, seen.get(b"authorization")
-
-
-def _replay(message: dict, receive: Receive) -> Receive:
-    """`receive` with a message already taken from it put back in front, for Django's handler."""
-    held = [message]
-
-    async def replayed() -> dict:
-        return held.pop() if held else await receive()
-
-    return replayed
+    return host_key(scope, seen), seen.get(b"authorization")
 
 
 async def fast_long_poll(scope: dict, receive: Receive, send: Send) -> Receive | None:
@@ -209,11 +141,10 @@ async def fast_long_poll(scope: dict, receive: Receive, send: Send) -> Receive |
     host, authorization = shape
     seconds = float(match[1])
     headers = response_headers.get(scope, host)
-    raw = authorization[7:].decode("latin-1").strip() if authorization else ""
-    if not 0 < seconds <= settings.APPROVAL_MAX_WAIT_SECONDS or headers is None or not raw or " " in raw:
+    if not 0 < seconds <= settings.APPROVAL_MAX_WAIT_SECONDS or headers is None:
         return receive
-    token = engine_keys.get(hash_token(raw))
-    if token is None or not token.is_engine:
+    token = cached_engine_key(authorization)
+    if token is None:
         return receive
     try:
         slots.take(token.pk)
@@ -231,7 +162,7 @@ async def fast_long_poll(scope: dict, receive: Receive, send: Send) -> Receive |
         if message["type"] == "http.disconnect":
             return None
         if message.get("more_body"):
-            return _replay(message, receive)
+            return replay([message], receive)
         hung_up = asyncio.ensure_future(receive())
         try:
             done, _ = await asyncio.wait((waiter.future, hung_up), timeout=seconds, return_when=asyncio.FIRST_COMPLETED)
@@ -242,16 +173,9 @@ async def fast_long_poll(scope: dict, receive: Receive, send: Send) -> Receive |
             return None  # the client has gone: nothing to answer
         if waiter.future in done:  # decided, expired or revoked: Django's view reads and answers it, no new wait
             scope[WAITED_SCOPE_KEY] = True
-            return _replay(message, receive)
+            return replay([message], receive)
         body = _renderer.render(approval_as_dict(waiters.approval_from_row(row)))
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 200,
-                "headers": [*headers, (b"content-length", str(len(body)).encode())],
-            }
-        )
-        await send({"type": "http.response.body", "body": body})
+        await send_json(send, 200, headers, body)
         return None
     finally:
         hub.leave(waiter)

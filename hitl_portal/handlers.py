@@ -7,6 +7,9 @@
   at all), else goes through LONG_POLL_MIDDLEWARE (all async: a sync middleware would pin a
   thread for the whole wait) to the async view in approvals/api_wait.py, without Django's
   per-request thread (ThreadSensitiveContext): 10,000 waits must not be 10,000 threads.
+- A registration (`POST /api/v1/approvals`, ASGI only) is first offered to its fast lane
+  (approvals/api_register.py: a cached engine key, a plainly valid JSON body, no Django at all),
+  else takes the API door like any Bearer call.
 - Everything else (pages, the browser's session calls to the API) gets the full MIDDLEWARE.
 """
 
@@ -77,6 +80,10 @@ class PortalASGI:
     """The ASGI application: picks the door, and answers the lifespan protocol (closing the LISTEN hub)."""
 
     def __init__(self) -> None:
+        from approvals import api_register  # here, not at the top: it imports the views, after setup
+
+        self.registration = api_register
+
         self.full = ASGIHandler()
         self.api = ApiASGIHandler()
         self.long_poll = LongPollASGIHandler()
@@ -90,8 +97,13 @@ class PortalASGI:
             if bearer(authorization):
                 if is_long_poll(scope["method"], scope["path"], scope["query_string"]):
                     await self.long_poll(scope, receive, send)
-                else:
-                    await self.api(scope, receive, send)
+                    return
+                if self.registration.is_registration(scope):
+                    # An engine's registration in its common shape is answered without Django (api_register.py).
+                    receive = await self.registration.fast_register(scope, receive, send)
+                    if receive is None:
+                        return
+                await self.api(scope, receive, send)
                 return
         await self.full(scope, receive, send)
 
