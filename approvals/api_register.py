@@ -28,7 +28,7 @@ from django.db import close_old_connections
 from rest_framework.exceptions import APIException, ParseError
 from rest_framework.renderers import JSONRenderer
 
-from hitl_portal.exceptions import DomainError
+from hitl_portal.errors import REFUSALS
 from hitl_portal.parsers import JSONParser
 from workspaces.models import ApiToken
 
@@ -127,7 +127,7 @@ def _register_on_thread(
             engine_key=engine_key, idempotency_key=idempotency_key, body=body, data=data
         )
         return status, headers, _renderer.render(answer)
-    except (APIException, DomainError):
+    except REFUSALS:  # raised before anything is written: Django's view registers again and refuses it
         return None
     except Exception as exc:  # as Django's handler answers and logs it (django.request): the API's 500
         request = ASGIRequest(scope, io.BytesIO())

@@ -118,6 +118,17 @@ def _flatten(detail, prefix: str = "") -> dict[str, str]:
     return {prefix or "non_field_errors": str(detail)}
 
 
+# What api_exception_handler answers as a refusal (4xx) rather than letting it through as a 500.
+REFUSALS = (
+    DomainError,
+    exceptions.APIException,
+    DjangoValidationError,
+    Http404,
+    DjangoPermissionDenied,
+    RequestDataTooBig,
+)
+
+
 def api_exception_handler(exc: Exception, context: dict) -> Response | None:
     if isinstance(exc, DomainError):
         return domain_error_response(exc)
