@@ -38,7 +38,7 @@ def run(args: argparse.Namespace) -> dict:
 
     def worker(slot: int) -> None:
         conn = http.client.HTTPConnection("127.0.0.1", args.port, timeout=60)
-        headers = {"Authorization": f"Bearer {args.token}", "Content-Type": "application/json"}
+        headers = {"Authorization": f"Bearer {args.token}", "Content-Type": args.content_type}
         while True:
             now = time.perf_counter()
             if now >= stop_at:
@@ -100,6 +100,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--path", required=True, help="may contain {id}, filled from --ids-file in turn")
     parser.add_argument("--ids-file")
     parser.add_argument("--body")
+    parser.add_argument("--content-type", default="application/json")
     parser.add_argument("--idempotency", action="store_true", help="a fresh Idempotency-Key per request")
     parser.add_argument("-c", "--concurrency", type=int, default=1)
     parser.add_argument("-d", "--duration", type=float, default=5.0)

@@ -103,6 +103,8 @@ def load(world: World, *, method: str, path: str, concurrency: int, duration: fl
     ]
     if "body" in extra:
         command += ["--body", json.dumps(extra["body"]), "--idempotency"]
+    if "content_type" in extra:
+        command += ["--content-type", extra["content_type"]]
     if "ids_file" in extra:
         command += ["--ids-file", str(extra["ids_file"])]
     out = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=duration + 120)
