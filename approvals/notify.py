@@ -5,6 +5,8 @@ from django.db import connection
 CHANNEL = "hitl_approvals"
 # A token stopped being worth anything (`token:<id>`, `user:<id>`): sent by triggers, workspaces/migrations/0002.
 TOKENS_CHANNEL = "hitl_tokens"
+# A run grant was created (`<config pk>:<rule id>`): sent by a trigger, approvals/migrations/0009.
+GRANTS_CHANNEL = "hitl_grants"
 
 
 def notify_changed(public_id: str) -> None:

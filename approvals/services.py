@@ -3,14 +3,14 @@
 import functools
 import json
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.core.exceptions import ImproperlyConfigured, ValidationError
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Count, DateField, DateTimeField, F, Field, OuterRef, QuerySet, Subquery
+from django.db.models import Count, DateField, DateTimeField, F, Field, Max, OuterRef, QuerySet, Subquery
 from django.utils import timezone
 
 from audit.chain import canonical
@@ -26,6 +26,7 @@ from contacts.outbox import (
     resolution_tells,
 )
 from hitl_portal.ids import new_public_id
+from hitl_portal.listened import ListenedCache
 from rules.exceptions import ConfigNotFound
 from rules.models import Config, ConfigVersion, PassInformationLevel
 from workspaces.models import ApiToken, Workspace
@@ -733,6 +734,31 @@ _AUDIT_WITH_GRANT_USED_CTE = f"""audit_record AS (
 )"""
 
 
+# Per process, while it hears every new grant (hitl_portal/listened.py; the hub LISTENs on GRANTS_CHANNEL):
+# (config pk, rule id) → when the last of that rule's unrevoked grants expires, NO_GRANT if it has none.
+# A rule that allows run grants usually has no live one, and then registers through the plain
+# statement: probing the grant index in the INSERT cost ≈0.3 ms (bench/policy.py). Only a new grant
+# can make a kept value wrong — revoked and expired grants never come back — and each one empties
+# the cache. Were it ever wrong, the request would wait for a person instead of being approved by
+# the grant: the safe side.
+live_grants_until = ListenedCache()
+NO_GRANT = datetime.min.replace(tzinfo=UTC)
+
+
+def _may_have_live_grant(approval: ApprovalRequest, *, now: datetime) -> bool:
+    """False only when this process knows the request's rule has no live grant, in any run."""
+    key = (approval.config_id, approval.rule_id)
+    until = live_grants_until.get(key)
+    if until is None:
+        if not live_grants_until.live:
+            return True  # nothing is kept in this process: the statement probes
+        generation = live_grants_until.generation
+        latest = Grant.objects.filter(config_id=approval.config_id, rule_id=approval.rule_id, revoked_at__isnull=True)
+        until = latest.aggregate(until=Max("expires_at"))["until"] or NO_GRANT
+        live_grants_until.put(key, until, generation)
+    return until > now
+
+
 def _insert(approval: ApprovalRequest, *, engine_key: ApiToken, deliveries: list[Delivery] = (), now) -> None:
     """INSERT the request with its audit record and outbox rows in one statement (CTEs): atomic in autocommit.
 
@@ -768,7 +794,8 @@ def _insert(approval: ApprovalRequest, *, engine_key: ApiToken, deliveries: list
     params = [values[field.attname] for field in _BOUND_FIELDS]
     for index, field in _NEEDS_PREPARING:
         params[index] = field.get_db_prep_save(params[index], connection)
-    if approval.allow_run_grant:
+    probe = approval.allow_run_grant and _may_have_live_grant(approval, now=now)
+    if probe:
         # A grant never approves for the person the run acts for when the rule wants four eyes.
         lookup = [approval.config_id, approval.rule_id, approval.run_id, now]
         lookup += [approval.self_approval or not approval.requested_by, approval.requested_by]
@@ -778,7 +805,7 @@ def _insert(approval: ApprovalRequest, *, engine_key: ApiToken, deliveries: list
         ctes = [f"apr AS ({_INSERT_SQL})"]
     if audited:
         params += append_params(_registered(approval, engine_key=engine_key))
-        if approval.allow_run_grant:
+        if probe:
             ctes.append(_AUDIT_WITH_GRANT_USED_CTE)
             params += [
                 approval.workspace_id,
@@ -789,14 +816,14 @@ def _insert(approval: ApprovalRequest, *, engine_key: ApiToken, deliveries: list
         else:
             ctes.append(APPEND_CTE)
     if deliveries:
-        ctes.append(_DELIVERIES_CTE_GRANTED if approval.allow_run_grant else _DELIVERIES_CTE)
+        ctes.append(_DELIVERIES_CTE_GRANTED if probe else _DELIVERIES_CTE)
         params.append(_deliveries_json(deliveries))
     sql = "WITH " + ", ".join(ctes) + " SELECT * FROM apr"
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         row = cursor.fetchone()
     approval.pk = row[0]
-    if approval.allow_run_grant:
+    if probe:
         (
             approval.status,
             approval.grant_id,

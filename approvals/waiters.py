@@ -43,7 +43,8 @@ from workspaces.authentication import engine_keys
 from workspaces.models import ApiToken
 
 from .models import ApprovalRequest, Status
-from .notify import CHANNEL, TOKENS_CHANNEL
+from .notify import CHANNEL, GRANTS_CHANNEL, TOKENS_CHANNEL
+from .services import live_grants_until
 from .waiting import POLL_INTERVAL, slots
 
 logger = logging.getLogger(__name__)
@@ -207,6 +208,9 @@ class WaitHub:
         if channel == CHANNEL:
             self._wake(self.by_request.get(payload))
             return
+        if channel == GRANTS_CHANNEL:
+            live_grants_until.invalidate(live=True)  # a new grant: read rules' live grants afresh
+            return
         engine_keys.invalidate(live=True)  # a key, a user or a workspace changed: look keys up afresh
         kind, _, raw_id = payload.partition(":")
         if raw_id.isdigit():
@@ -225,9 +229,12 @@ class WaitHub:
                 async with conn:
                     await conn.execute(f"LISTEN {CHANNEL}")
                     await conn.execute(f"LISTEN {TOKENS_CHANNEL}")
+                    await conn.execute(f"LISTEN {GRANTS_CHANNEL}")
                     self.connects += 1
                     self.listening.set()
-                    engine_keys.invalidate(live=True)  # from now on every change is heard: keys may be cached
+                    # From now on every change is heard: keys and rules' live grants may be kept.
+                    engine_keys.invalidate(live=True)
+                    live_grants_until.invalidate(live=True)
                     attempt = 0
                     # Whatever was decided or revoked while nobody listened: read every waiter again.
                     self._check(self.all_waiters())
@@ -238,7 +245,9 @@ class WaitHub:
             except Exception:
                 logger.warning("LISTEN connection lost; reconnecting", exc_info=True)
             finally:
-                engine_keys.invalidate(live=False)  # deaf: a revocation could go unheard, so cache nothing
+                # Deaf: a revocation or a new grant could go unheard, so keep nothing.
+                engine_keys.invalidate(live=False)
+                live_grants_until.invalidate(live=False)
             self.listening.clear()
             await asyncio.sleep(RECONNECT_DELAYS[min(attempt, len(RECONNECT_DELAYS) - 1)])
             attempt += 1

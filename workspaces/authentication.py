@@ -1,4 +1,3 @@
-import threading
 from typing import TYPE_CHECKING
 
 from django.contrib.auth.base_user import AbstractBaseUser
@@ -7,45 +6,19 @@ from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import authentication, exceptions
 from rest_framework.request import Request
 
+from hitl_portal.listened import ListenedCache
+
 from .models import ApiToken, hash_token
 
 if TYPE_CHECKING:  # imported for real, drf_spectacular.openapi would import DRF's views, which load this module
     from drf_spectacular.openapi import AutoSchema
 
 
-class EngineKeyCache:
-    """Engine keys by digest, kept by this process only while its LISTEN connection is up.
-
-    The connection (approvals/waiters.py) hears every change that could make a cached key wrong —
-    a key revoked or deleted, a workspace changed (its plan) — as a NOTIFY on `hitl_tokens`
-    (triggers: workspaces/migrations/0002), and each one empties the cache, so a revocation still
-    takes effect at once. While the connection is down, or in a process without one (WSGI servers,
-    the CLI, tests), nothing is cached. The generation closes the race where a lookup that started
-    before a revocation would store the key after the cache was emptied.
-    """
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._keys: dict[str, ApiToken] = {}
-        self.generation = 0
-        self.live = False
-
-    def get(self, digest: str) -> ApiToken | None:
-        return self._keys.get(digest) if self.live else None
-
-    def put(self, digest: str, token: ApiToken, generation: int) -> None:
-        with self._lock:
-            if self.live and generation == self.generation and token.is_engine:
-                self._keys[digest] = token
-
-    def invalidate(self, *, live: bool) -> None:
-        with self._lock:
-            self.generation += 1
-            self._keys.clear()
-            self.live = live
-
-
-engine_keys = EngineKeyCache()
+# Engine keys by digest (only engine keys: a person's token also depends on their membership and
+# whether they are still active). A key revoked or deleted, or its workspace changed (its plan), is
+# a NOTIFY on `hitl_tokens` (triggers: workspaces/migrations/0002), which empties the cache: a
+# revocation still takes effect at once.
+engine_keys = ListenedCache()
 
 
 class BearerTokenAuthentication(authentication.BaseAuthentication):
@@ -73,7 +46,8 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
             token = ApiToken.objects.active().select_related("workspace", "user").get(digest=digest)
         except ApiToken.DoesNotExist:
             raise exceptions.AuthenticationFailed("This token is unknown or has been revoked.") from None
-        engine_keys.put(digest, token, generation)
+        if token.is_engine:
+            engine_keys.put(digest, token, generation)
         if token.user is not None and not token.user.is_active:
             # A deactivated person's token is worth nothing at once, like a revoked one.
             raise exceptions.AuthenticationFailed("This token's user has been deactivated.")

@@ -1,0 +1,39 @@
+"""A per-process cache that holds only while this process's LISTEN connection hears what could make it wrong."""
+
+import threading
+from collections.abc import Hashable
+
+
+class ListenedCache:
+    """Values by key, kept only while `live`.
+
+    The process's LISTEN connection (approvals/waiters.py) hears, as NOTIFYs sent by database
+    triggers, every change that could make a kept value wrong, and each one empties the cache
+    (`invalidate`). While the connection is down, or in a process without one (WSGI servers, the
+    CLI, tests), nothing is kept and every caller reads the database. The generation closes the race
+    where a read that began before a change would store its stale answer after the cache was
+    emptied: take `generation` before reading, and hand it to `put`.
+
+    Used for engine keys (workspaces/authentication.py) and run-grant rules' live grants
+    (approvals/services.py).
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._items: dict[Hashable, object] = {}
+        self.generation = 0
+        self.live = False
+
+    def get(self, key: Hashable):
+        return self._items.get(key) if self.live else None
+
+    def put(self, key: Hashable, value: object, generation: int) -> None:
+        with self._lock:
+            if self.live and generation == self.generation:
+                self._items[key] = value
+
+    def invalidate(self, *, live: bool) -> None:
+        with self._lock:
+            self.generation += 1
+            self._items.clear()
+            self.live = live
