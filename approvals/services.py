@@ -3,7 +3,7 @@
 import functools
 import json
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
@@ -735,28 +735,28 @@ _AUDIT_WITH_GRANT_USED_CTE = f"""audit_record AS (
 
 
 # Per process, while it hears every new grant (hitl_portal/listened.py; the hub LISTENs on GRANTS_CHANNEL):
-# (config pk, rule id) → when the last of that rule's unrevoked grants expires, NO_GRANT if it has none.
-# A rule that allows run grants usually has no live one, and then registers through the plain
-# statement: probing the grant index in the INSERT cost ≈0.3 ms (bench/policy.py). Only a new grant
-# can make a kept value wrong — revoked and expired grants never come back — and each one empties
-# the cache. Were it ever wrong, the request would wait for a person instead of being approved by
-# the grant: the safe side.
+# (config pk, rule id) → {run id: when the last of its unrevoked grants expires} for the runs whose
+# grants were live when read. A request of a run-grant rule usually has no live grant for its run,
+# and then registers through the plain statement: probing the grant index in the INSERT cost
+# ≈0.3 ms (bench/policy.py). Only a new grant can make a kept value wrong — revoked and expired
+# grants never come back — and each one empties the cache. Were it ever wrong, the request would
+# wait for a person instead of being approved by the grant: the safe side.
 live_grants_until = ListenedCache()
-NO_GRANT = datetime.min.replace(tzinfo=UTC)
 
 
 def _may_have_live_grant(approval: ApprovalRequest, *, now: datetime) -> bool:
-    """False only when this process knows the request's rule has no live grant, in any run."""
+    """False only when this process knows the request's run has no live grant under its rule."""
     key = (approval.config_id, approval.rule_id)
-    until = live_grants_until.get(key)
-    if until is None:
+    runs = live_grants_until.get(key)
+    if runs is None:
         if not live_grants_until.live:
             return True  # nothing is kept in this process: the statement probes
         generation = live_grants_until.generation
-        latest = Grant.objects.filter(config_id=approval.config_id, rule_id=approval.rule_id, revoked_at__isnull=True)
-        until = latest.aggregate(until=Max("expires_at"))["until"] or NO_GRANT
-        live_grants_until.put(key, until, generation)
-    return until > now
+        live = Grant.objects.live(now).filter(config_id=approval.config_id, rule_id=approval.rule_id)
+        runs = dict(live.values("run_id").annotate(until=Max("expires_at")).values_list("run_id", "until"))
+        live_grants_until.put(key, runs, generation)
+    until = runs.get(approval.run_id)
+    return until is not None and until > now
 
 
 def _insert(approval: ApprovalRequest, *, engine_key: ApiToken, deliveries: list[Delivery] = (), now) -> None:

@@ -11,8 +11,8 @@ import pytest
 from django.db import connection
 
 from approvals.api_engine import plainly_valid_registration, registration_answer
-from approvals.models import Grant
-from approvals.services import live_grants_until
+from approvals.models import ApprovalRequest, Grant
+from approvals.services import approval_decide, live_grants_until
 from workspaces.models import ApiToken, hash_token
 
 from ..helpers import Api, make_token
@@ -89,14 +89,28 @@ def kept():
     live_grants_until.invalidate(live=False)
 
 
-def test_a_rule_known_to_have_no_live_grant_costs_no_probe(kept, acme, alice, engine_key):
+def test_only_a_run_with_a_live_grant_costs_a_probe(kept, acme, alice, bob, engine_key):
     config = policy_config(acme, alice)
-    first = statements_of(lambda: register_here(engine_key, config))
-    again = statements_of(lambda: register_here(engine_key, config, target="customer T-2"))
+    granted_run = register_here(engine_key, config, run_id="run_granted")
+    approval_decide(
+        approval=ApprovalRequest.objects.get(public_id=granted_run["id"]),
+        user=bob,
+        decision="approve",
+        grant_ttl_seconds=3600,
+    )
+    kept.invalidate(live=True)  # what the hub does when it hears the grant's NOTIFY
+
+    first = statements_of(lambda: register_here(engine_key, config, run_id="run_plain"))
+    again = statements_of(lambda: register_here(engine_key, config, run_id="run_plain", target="customer T-2"))
     [insert] = [sql for sql in again if sql.startswith("WITH")]
     assert [sql for sql in first if "approvals_grant" in sql and not sql.startswith("WITH")]  # learnt once
     assert "approvals_grant" not in insert  # then the plain statement: no probe of the grant index
     assert not [sql for sql in again if "approvals_grant" in sql]
+
+    statements = []
+    covered = statements_of(lambda: statements.append(register_here(engine_key, config, run_id="run_granted")))
+    assert [sql for sql in covered if sql.startswith("WITH") and "approvals_grant" in sql]  # probed: a live grant
+    assert statements[0]["status"] == "approved"
 
 
 def test_a_process_that_cannot_hear_new_grants_probes_every_time(acme, alice, engine_key):
