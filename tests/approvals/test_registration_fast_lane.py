@@ -107,6 +107,28 @@ def test_refusals_are_djangos_own(engine, support, overrides, status):
     assert not ApprovalRequest.objects.exists()
 
 
+HOSTILE = {
+    "nan": b'{"kind": "gate", "config_version": NaN}',
+    "byte-order-mark": b'\xef\xbb\xbf{"kind": "gate"}',
+    "not-utf-8": b'{"kind": "gate", "caller": "\xff\xfe"}',
+    "lone-surrogate": b'{"kind": "gate", "caller": "\\ud800"}',
+    "deep": b"[" * 200 + b"]" * 200,
+    "huge-number": b'{"kind": "gate", "config_version": 1' + b"0" * 5000 + b"}",
+    "float-overflow": b'{"kind": "gate", "config_version": 1e400}',
+    "empty": b"",
+    "null": b"null",
+}
+
+
+def test_hostile_bodies_are_refused_as_djangos_view_refuses_them(engine, support):
+    for name, body in HOSTILE.items():  # one server for all of them: each would start its own
+        refused = engine.post("/api/v1/approvals", data=body, headers={"Content-Type": "application/json"})
+        reference = engine.post("/api/v1/approvals", data=body, headers=THROUGH_DJANGO)
+        assert refused.status_code == 400, (name, refused.text)
+        assert (refused.status_code, refused.json()) == (reference.status_code, reference.json()), name
+    assert not ApprovalRequest.objects.exists()
+
+
 def test_a_revoked_key_is_refused_at_once(engine, support, acme):
     assert post(engine, gate_body(support)).status_code == 201
     token_revoke(token=ApiToken.objects.get(workspace=acme, name="support-engine"))
