@@ -232,8 +232,11 @@ def test_rolling_up_is_idempotent(acme, busy):
     rows = _snapshot(acme)
     assert all(rows) and mark == rollup.closed_until(now)
 
-    # Again, later in the same hour, and with an older clock (a slow worker): nothing changes.
-    for again in (now, now + timedelta(seconds=30), now - timedelta(hours=2)):
+    # Again, later in the same hour, and with an older clock (a slow worker): nothing changes. "Later"
+    # stays before the next hour closes (GRACE past it): run in the half-minute before, it crossed.
+    next_closing = rollup.closed_until(now) + timedelta(hours=1) + rollup.GRACE
+    later = min(now + timedelta(seconds=30), next_closing - timedelta(microseconds=1))
+    for again in (now, later, now - timedelta(hours=2)):
         assert rollup.roll_up(workspace_id=acme.pk, now=again) == mark
         assert _snapshot(acme) == rows
 
