@@ -105,6 +105,8 @@ def approval_decide(
                 grant = _grant_create(
                     public_id=grant_id, approval=approval, user=user, now=now, ttl_seconds=grant_ttl_seconds
                 )
+                # Every process hears of the grant by NOTIFY; this one knows at commit, before it answers.
+                transaction.on_commit(live_grants_until.clear)
                 audit_append(
                     workspace_id=approval.workspace_id,
                     actor=actor_of(user=user),

@@ -37,3 +37,9 @@ class ListenedCache:
             self.generation += 1
             self._items.clear()
             self.live = live
+
+    def clear(self) -> None:
+        """Empty it now, live or not: this process made a change itself and need not wait to hear it."""
+        with self._lock:
+            self.generation += 1
+            self._items.clear()

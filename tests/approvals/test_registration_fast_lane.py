@@ -132,11 +132,15 @@ def test_hostile_bodies_are_refused_as_djangos_view_refuses_them(engine, support
 def test_a_revoked_key_is_refused_at_once(engine, support, acme):
     assert post(engine, gate_body(support)).status_code == 201
     token_revoke(token=ApiToken.objects.get(workspace=acme, name="support-engine"))
-    deadline = time.monotonic() + 2
-    while (answer := post(engine, gate_body(support))).status_code != 401 and time.monotonic() < deadline:
-        time.sleep(0.05)  # the revocation reaches the server as a NOTIFY: moments, never a cached "yes"
-    assert answer.status_code == 401
-    assert ApprovalRequest.objects.count() == 1
+    revoked, answers = time.monotonic(), []
+    while not answers or (answers[-1] != 401 and time.monotonic() - revoked < 2):
+        answers.append(post(engine, gate_body(support)).status_code)
+    # The revocation reaches the server as a NOTIFY when it commits: the key may still work for the
+    # moment that takes (as through Django's view, which reads the same cache), never after.
+    assert answers[-1] == 401 and set(answers[:-1]) <= {201}
+    assert time.monotonic() - revoked < 1
+    assert [post(engine, gate_body(support)).status_code for _ in range(3)] == [401, 401, 401]
+    assert ApprovalRequest.objects.count() == 1 + answers.count(201)
 
 
 def test_a_downgraded_workspace_registers_nothing(engine, support, acme):
