@@ -49,6 +49,13 @@ from .waiting import POLL_INTERVAL, slots
 
 logger = logging.getLogger(__name__)
 
+
+def _keep_while_listening(*, live: bool) -> None:
+    """Empty the caches this connection keeps right (engine keys, rules' live grants); keep them only if live."""
+    for cache in (engine_keys, live_grants_until):
+        cache.invalidate(live=live)
+
+
 APPLICATION_NAME = "hitl-waiting"  # in pg_stat_activity: what the bench counts and the fault tests kill
 RECONNECT_DELAYS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.0)
 # Waiters re-read per query. One query for a few hundred ids costs about what one for a few costs,
@@ -209,9 +216,9 @@ class WaitHub:
             self._wake(self.by_request.get(payload))
             return
         if channel == GRANTS_CHANNEL:
-            live_grants_until.invalidate(live=True)  # a new grant: read rules' live grants afresh
+            live_grants_until.clear()  # a new grant: read rules' live grants afresh
             return
-        engine_keys.invalidate(live=True)  # a key, a user or a workspace changed: look keys up afresh
+        engine_keys.clear()  # a key, a user or a workspace changed: look keys up afresh
         kind, _, raw_id = payload.partition(":")
         if raw_id.isdigit():
             index = self.by_token if kind == "token" else self.by_user if kind == "user" else {}
@@ -232,9 +239,7 @@ class WaitHub:
                     await conn.execute(f"LISTEN {GRANTS_CHANNEL}")
                     self.connects += 1
                     self.listening.set()
-                    # From now on every change is heard: keys and rules' live grants may be kept.
-                    engine_keys.invalidate(live=True)
-                    live_grants_until.invalidate(live=True)
+                    _keep_while_listening(live=True)  # from now on every change is heard
                     attempt = 0
                     # Whatever was decided or revoked while nobody listened: read every waiter again.
                     self._check(self.all_waiters())
@@ -245,9 +250,7 @@ class WaitHub:
             except Exception:
                 logger.warning("LISTEN connection lost; reconnecting", exc_info=True)
             finally:
-                # Deaf: a revocation or a new grant could go unheard, so keep nothing.
-                engine_keys.invalidate(live=False)
-                live_grants_until.invalidate(live=False)
+                _keep_while_listening(live=False)  # deaf: a revocation or a new grant could go unheard
             self.listening.clear()
             await asyncio.sleep(RECONNECT_DELAYS[min(attempt, len(RECONNECT_DELAYS) - 1)])
             attempt += 1

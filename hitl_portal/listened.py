@@ -32,14 +32,14 @@ class ListenedCache:
             if self.live and generation == self.generation:
                 self._items[key] = value
 
-    def invalidate(self, *, live: bool) -> None:
+    def invalidate(self, *, live: bool | None = None) -> None:
+        """Empty it; `live` says whether to keep anything from now on (None: as before)."""
         with self._lock:
             self.generation += 1
             self._items.clear()
-            self.live = live
+            if live is not None:
+                self.live = live
 
     def clear(self) -> None:
         """Empty it now, live or not: this process made a change itself and need not wait to hear it."""
-        with self._lock:
-            self.generation += 1
-            self._items.clear()
+        self.invalidate()
