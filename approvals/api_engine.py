@@ -28,7 +28,7 @@ from rules.serializers import RuleSerializer
 from workspaces.models import ApiToken
 from workspaces.permissions import IsEngine, IsEngineOrReviewer
 
-from . import selectors, services
+from . import selectors
 from .engine_serializers import (
     GateRegistrationSerializer,
     InertSerializer,
@@ -39,7 +39,10 @@ from .engine_serializers import (
     TokenCapRegistrationSerializer,
     WaitQuerySerializer,
 )
+from .expire import approval_expire_if_overdue
 from .models import ApprovalKind, ApprovalRequest
+from .outcome import approval_report_outcome
+from .register import INERT_NOTICE, approval_register
 from .serializers import ApprovalRequestSerializer, approval_as_dict
 from .waiting import DEFER, WAITED, WaitPlan, approval_wait, is_waiting
 
@@ -174,9 +177,7 @@ def _registration_schema():
                     "was stored, the call may proceed."
                 ),
                 examples=[
-                    OpenApiExample(
-                        "inert", value={"status": "inert", "notice": services.INERT_NOTICE}, response_only=True
-                    )
+                    OpenApiExample("inert", value={"status": "inert", "notice": INERT_NOTICE}, response_only=True)
                 ],
             ),
             400: _error("Bad JSON, a wrong type, an unknown kind, a field over its limit, or a level refusal."),
@@ -212,7 +213,7 @@ def registration_answer(*, engine_key: ApiToken, idempotency_key: str, body: dic
 
     The one registration the DRF view above and the ASGI fast lane (api_register.py) both make.
     """
-    registration = services.approval_register(
+    registration = approval_register(
         workspace=engine_key.workspace,
         engine_key=engine_key,
         idempotency_key=idempotency_key,
@@ -220,7 +221,7 @@ def registration_answer(*, engine_key: ApiToken, idempotency_key: str, body: dic
         **data,  # the serializer's fields are the service's keyword arguments
     )
     if registration.approval is None:
-        return 200, {"status": "inert", "notice": services.INERT_NOTICE}
+        return 200, {"status": "inert", "notice": INERT_NOTICE}
     return (201 if registration.created else 200), approval_as_dict(registration.approval)
 
 
@@ -324,7 +325,7 @@ class ApprovalDetailView(APIView):
                 user_id=plan.user_id,
             )
         if approval.is_overdue():
-            approval = services.approval_expire_if_overdue(approval=approval)
+            approval = approval_expire_if_overdue(approval=approval)
         return Response(approval_as_dict(approval))
 
 
@@ -361,5 +362,5 @@ class ApprovalOutcomeView(APIView):
             # Only the engine that registered the call ran it: another key's report would be a guess,
             # and a first report stands. Answered like a missing id, so keys cannot probe each other.
             raise NotFound(f"No approval request {apr} registered by this engine key.")
-        approval, already = services.approval_report_outcome(approval=approval, **serializer.validated_data)
+        approval, already = approval_report_outcome(approval=approval, **serializer.validated_data)
         return Response({**approval_as_dict(approval), "already_reported": already})

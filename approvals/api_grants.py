@@ -15,9 +15,9 @@ from hitl_portal.query import QueryBooleanField, QuerySerializer
 from rules.api import PAGE_PARAMS
 
 from . import selectors
+from .grants import grant_revoke
 from .models import Grant
 from .permissions import MayDecide
-from .services import grant_revoke
 
 TAG = ["grants"]
 

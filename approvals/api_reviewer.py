@@ -16,10 +16,11 @@ from hitl_portal.query import QuerySerializer
 from rules.models import RuleKind
 
 from . import selectors
+from .decide import DECISIONS, REASON_MAX, approval_decide
+from .grants import GRANT_TTL_DEFAULT, GRANT_TTL_MAX, GRANT_TTL_MIN
 from .models import ApprovalKind, ApprovalRequest, Status
 from .permissions import MayDecide
 from .serializers import ApprovalRequestSerializer, approval_as_dict
-from .services import DECISIONS, GRANT_TTL_DEFAULT, GRANT_TTL_MAX, GRANT_TTL_MIN, approval_decide
 
 KIND_FILTERS = [*ApprovalKind.values, *RuleKind.values]
 
@@ -116,8 +117,12 @@ class DecisionInput(JsonInput):
         choices=list(DECISIONS),
         help_text="approve / reject a gate request; proceed (past cap) / stop (the run) a token cap request",
     )
+    # Its limit is the decide service's (REASON_MAX), as for every door: said in the error envelope.
     reason = serializers.CharField(
-        max_length=2000, required=False, allow_blank=True, default="", help_text="passed back to the agent"
+        required=False,
+        allow_blank=True,
+        default="",
+        help_text=f"passed back to the agent; at most {REASON_MAX:,} characters",
     )
     grant = serializers.ChoiceField(
         choices=["run"],

@@ -10,13 +10,11 @@ from workspaces.access import actor_for_user
 from workspaces.cli import get_user, get_workspace
 
 from . import selectors
-from .exceptions import ApprovalNotFound, SelfApproval
+from .decide import approval_decide
+from .exceptions import ApprovalNotFound, ReasonTooLong, SelfApproval
 from .models import ApprovalKind, ApprovalRequest, Status
 from .permissions import may_decide
 from .presenters import EXPIRED_LINE, card_title, decision_line, duration, quorum_line, visible
-from .services import approval_decide
-
-MAX_REASON = 2000
 
 
 def pending(cmd: BaseCommand, options: dict[str, Any]) -> None:
@@ -44,8 +42,6 @@ def pending(cmd: BaseCommand, options: dict[str, Any]) -> None:
 
 
 def _decide(cmd: BaseCommand, options: dict[str, Any], *, yes: bool, reason: str) -> None:
-    if len(reason) > MAX_REASON:
-        raise CommandError(f"The reason is {len(reason)} characters; keep it to {MAX_REASON}.")
     try:
         approval = selectors.approval_get(workspace=None, public_id=options["id"])
     except ApprovalNotFound:
@@ -59,7 +55,7 @@ def _decide(cmd: BaseCommand, options: dict[str, Any], *, yes: bool, reason: str
         decision = "approve" if yes else "reject"
     try:
         approval, already = approval_decide(approval=approval, user=user, decision=decision, reason=reason)
-    except SelfApproval as refused:
+    except (SelfApproval, ReasonTooLong) as refused:
         raise CommandError(refused.message) from None
     title = card_title(approval)
     line = decision_line(approval)

@@ -27,6 +27,12 @@ class GrantTtlOutOfRange(WrongDecision):
     field = "grant_ttl_seconds"
 
 
+class ReasonTooLong(WrongDecision):
+    """A reason (or a vote's note) longer than the one decide service keeps (approvals.decide.REASON_MAX)."""
+
+    field = "reason"
+
+
 class SelfApproval(DomainError):
     """Four eyes: the person a run acts for (requested_by) may not approve it; rejecting is allowed."""
 

@@ -5,9 +5,10 @@ from django import forms
 
 from rules.models import Config, RuleKind
 
+from .decide import DECISIONS
+from .grants import GRANT_TTL_DEFAULT, GRANT_TTL_MAX, GRANT_TTL_MIN
 from .models import ApprovalKind, Status
 from .selectors import HistoryFilters
-from .services import DECISIONS, GRANT_TTL_DEFAULT, GRANT_TTL_MAX, GRANT_TTL_MIN
 
 
 class DecisionForm(forms.Form):
@@ -18,8 +19,7 @@ class DecisionForm(forms.Form):
 
     decision = forms.ChoiceField(choices=[(word, word) for word in DECISIONS], required=False)
     reason = forms.CharField(
-        required=False,
-        max_length=2000,
+        required=False,  # its limit is the decide service's, which says so beside the buttons
         strip=True,
         widget=forms.Textarea(attrs={"rows": 1, "placeholder": "Reason (optional) — passed back to the agent"}),
     )

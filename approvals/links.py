@@ -3,16 +3,14 @@
 The token is a signature, never stored: it names the delivery that carried it (whose
 `link_used_at` makes it single-use), the reviewer, the request and the call it was sent for.
 GET shows a confirm page (mail scanners open links); only POST decides, through the one
-decide service, as that reviewer.
+decide service, as that reviewer (approvals.decide.link_decide). This module only signs and opens.
 """
 
 from dataclasses import dataclass
 
 from django.conf import settings
 from django.core import signing
-from django.db import transaction
 from django.urls import reverse
-from django.utils import timezone
 
 from contacts.models import Delivery
 from workspaces.access import actor_for_membership
@@ -20,7 +18,6 @@ from workspaces.models import Membership, Role
 
 from .models import ApprovalRequest, Status
 from .permissions import may_decide
-from .services import approval_decide
 
 SALT = "hitl.one-click-link"
 
@@ -92,15 +89,3 @@ def link_open(token: str) -> Link:
     if approval.call_digest != claims.get("c"):
         raise LinkRefused("tampered", "The call this link was signed for is not the call the request now holds.")
     return Link(delivery=delivery, approval=approval, user=membership.user)
-
-
-def link_decide(*, token: str, decision: str, reason: str = "") -> tuple[ApprovalRequest, bool]:
-    """Decide through the link, once: the conditional UPDATE on `link_used_at` is the arbiter."""
-    link = link_open(token)
-    with transaction.atomic():
-        won = Delivery.objects.filter(pk=link.delivery.pk, link_used_at__isnull=True).update(
-            link_used_at=timezone.now()
-        )
-        if not won:
-            raise LinkRefused("used", "This link was already used: each one-click link works once.")
-        return approval_decide(approval=link.approval, user=link.user, decision=decision, reason=reason)

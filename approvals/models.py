@@ -170,6 +170,10 @@ class ApprovalRequest(PublicIdMixin, models.Model):
     def is_token_cap(self) -> bool:
         return self.kind == ApprovalKind.TOKEN_CAP
 
+    def is_pending(self, now: datetime | None = None) -> bool:
+        """Still waiting for a person (the row's twin of ApprovalRequestQuerySet.pending)."""
+        return self.status == Status.PENDING and self.expires_at > (now or timezone.now())
+
     def is_overdue(self, now: datetime | None = None) -> bool:
         return self.status == Status.PENDING and self.expires_at <= (now or timezone.now())
 

@@ -5,8 +5,11 @@ The API's shape is not here: that is `serializers.approval_as_dict`, the contrac
 
 import json
 import unicodedata
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from django.conf import settings
+from django.urls import reverse
 from django.utils import timezone
 
 from .models import ApprovalKind, ApprovalRequest, Status
@@ -182,7 +185,7 @@ def decided_by(approval: ApprovalRequest) -> str:
     """'by X at T' (after the outcome's badge in the history), or why nobody did."""
     if approval.effective_status() == Status.EXPIRED:
         return "nobody answered; counted as rejected"
-    if approval.effective_status() == Status.PENDING:
+    if approval.is_pending():
         return ""
     return f"by {approval.decided_by_email or 'a deleted user'} at {when(approval.decided_at)}"
 
@@ -217,6 +220,94 @@ def outcome_line(approval: ApprovalRequest) -> str:
     return line
 
 
+# The card's facts: one list for every surface a person reads ----------------------------------
+# The request page, the one-click confirm page, email (text and HTML), Slack, and any channel
+# added later read a request's facts here, engine text already made visible: a surface only
+# places them (and escapes them for its own markup).
+
+
+@dataclass(frozen=True)
+class Fact:
+    key: str  # stable, for a surface that places some facts apart (Slack's fields, a page's <code>)
+    label: str
+    value: str  # visible text, never marked safe
+    url: str = ""  # where the value links, if anywhere (the frozen version)
+    long: bool = False  # multi-line text (line breaks kept): the rule's message, a summary, the arguments
+    code: bool = False  # an identifier or a call's text, set in monospace where the surface can
+
+
+def facts(approval: ApprovalRequest) -> list[Fact]:
+    """What a person is shown of a request before deciding it, in this order."""
+    config = approval.config
+    shown = [Fact("caller", "Caller", visible(approval.caller) or "—")]
+    if approval.is_token_cap:
+        shown.append(
+            Fact("tokens", "Tokens used", f"{thousands(approval.tokens_used)} of {thousands(approval.token_cap)}")
+        )
+        shown.append(Fact("scope", "Scope", approval.get_scope_display() if approval.scope else "—"))
+    else:
+        shown.append(Fact("target", "Target", visible(approval.target) or "—", code=True))
+        if approval.operation:
+            shown.append(Fact("operation", "Operation", visible(approval.operation), code=True))
+        boundary = approval.get_boundary_display() if approval.boundary else ""
+        shown.append(Fact("boundary", "Boundary", " · ".join(filter(None, [boundary, point_words(approval.point)]))))
+    shown += [
+        Fact(
+            "config",
+            "Config",
+            f"{config.public_id}@{approval.config_version} · {visible(config.name)}",
+            url=settings.HITL_BASE_URL + reverse("rules:version", args=[config.public_id, approval.config_version]),
+        ),
+        Fact("level", "Level", approval.get_pass_information_level_display()),
+        Fact("run", "Run", visible(approval.run_id), code=True),
+    ]
+    if approval.requested_by:
+        shown.append(Fact("requested_by", "Acts for", visible(approval.requested_by)))
+    shown.append(Fact("created", "Created", when(approval.created_at)))
+    shown.append(Fact("expires", "Expires", when(approval.expires_at)))
+    if approval.message:
+        shown.append(Fact("message", "Rule says", visible_lines(approval.message), long=True))
+    if approval.summary:
+        shown.append(Fact("summary", "Summary", visible_lines(approval.summary), long=True))
+    if approval.arguments is not None:
+        shown.append(Fact("arguments", "Arguments", pretty_json(approval.arguments), long=True))
+    return shown
+
+
+def review_url(approval: ApprovalRequest) -> str:
+    """The request's page in the portal (behind the normal login), as every notification links it."""
+    return settings.HITL_BASE_URL + reverse("approvals:detail", args=[approval.public_id])
+
+
+def act_subject(approval: ApprovalRequest, event: str) -> str:
+    """A notification's subject names the act: "Approve: Delete customer T-4821?"."""
+    title = card_title(approval)
+    ask = f"{'Decide' if approval.is_token_cap else 'Approve'}: {title}?"
+    if event == "reminder":
+        return f"Reminder — {ask}"
+    if event == "escalated":
+        return f"Escalated — {ask}"
+    if event == "decided":
+        return f"{approval.get_status_display()}: {title}"
+    if event == "expired":
+        return f"Expired, nobody answered: {title}"
+    return ask
+
+
+# The decision words of the one decide service as a person's buttons, (word, label, style), the
+# refusal first and the approval rightmost.
+BUTTONS = {
+    ApprovalKind.GATE: [("reject", "Reject", "danger"), ("approve", "Approve", "primary")],
+    ApprovalKind.TOKEN_CAP: [("stop", "Stop the run", "danger"), ("proceed", "Proceed past cap", "primary")],
+}
+# These ask for a reason first, passed back to the agent.
+ASKS_REASON = {"reject", "stop"}
+
+
+def buttons(approval: ApprovalRequest) -> list[tuple[str, str, str]]:
+    return BUTTONS[approval.kind]
+
+
 # The approver policy: quorum progress, who may still approve, run grant durations -----------
 
 GRANT_DURATIONS = [(900, "15 minutes"), (3600, "1 hour"), (7200, "2 hours"), (14400, "4 hours"), (28800, "8 hours")]
@@ -240,7 +331,7 @@ def still_may_approve_line(emails: list[str]) -> str:
 # The Approvals tab's cards ----------------------------------------------------------------------
 # The queue draws up to 100 cards on every htmx refresh. Django's template engine is slow at what a
 # card template did per card (dotted lookups on a model, ~20 filters, three {% url %} reversals, a
-# missing variable's exception path): 100 cards cost ~100 ms of CPU (bench/tab_render.py). So each
+# missing variable's exception path) made 100 cards CPU-bound (bench/tab_render.py). So each
 # card's values are worked out here once, into a dict (the template engine's cheapest lookup), and
 # _card.html only places them. Every string stays plain (not marked safe): the template escapes it.
 

@@ -29,11 +29,10 @@ def approvals_for(workspace: Workspace) -> QuerySet:
 
 
 # The engines' hot path — every poll of every waiting run — reads one request by its public id.
-# Written out once instead of compiled by the ORM on each call: on PostgreSQL, compiling the
-# 40-column SELECT with its join cost more than running it (bench/, cProfile: poll 0.62x -> 0.87x
-# of its floor in process). Model.objects.raw() was measured too (2026-11-30, CPU per read): ORM
-# ~1,600 µs, raw() ~700 µs, this ~300 µs — raw() resolves columns and converters on every call.
-# tests/approvals/test_engine_register.py reads back through it on PostgreSQL (marked postgres).
+# Written out once instead of compiled by the ORM on each call: compiling the 40-column SELECT
+# with its join cost more than running it, and Model.objects.raw() resolves columns and
+# converters on every call (bench/; figures: docs/performance.md).
+# tests/approvals/test_engine_register.py reads every column back through it.
 _FIELDS = ApprovalRequest._meta.concrete_fields
 _BY_PUBLIC_ID_SQL = (
     "SELECT "
@@ -54,16 +53,14 @@ def approval_get(*, workspace: Workspace | None, public_id: str) -> ApprovalRequ
     if workspace is None:
         approval = ApprovalRequest.objects.select_related("workspace", "config").filter(public_id=public_id)
         approval = approval.order_by().first()
-    elif connection.vendor == "postgresql":
-        approval = _by_public_id_postgres(workspace=workspace, public_id=public_id)
-    else:  # the SQL reads PostgreSQL's types as they come; elsewhere, the ORM
-        approval = approvals_for(workspace).filter(public_id=public_id).order_by().first()
+    else:
+        approval = _by_public_id(workspace=workspace, public_id=public_id)
     if approval is None:
         raise ApprovalNotFound(public_id)
     return approval
 
 
-def _by_public_id_postgres(*, workspace: Workspace, public_id: str) -> ApprovalRequest | None:
+def _by_public_id(*, workspace: Workspace, public_id: str) -> ApprovalRequest | None:
     with connection.cursor() as cursor:
         cursor.execute(_BY_PUBLIC_ID_SQL, [public_id, workspace.pk])
         row = cursor.fetchone()

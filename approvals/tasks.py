@@ -2,7 +2,7 @@
 
 import logging
 
-from .services import approval_sweep_overdue
+from .expire import approval_sweep_overdue
 
 logger = logging.getLogger(__name__)
 

@@ -15,14 +15,16 @@ from contacts.presenters import delivery_rows
 from rules.selectors import configs_for
 from workspaces.decorators import member_required
 
-from . import presenters, selectors, services
+from . import presenters, selectors
+from .decide import approval_decide, link_decide
 from .exceptions import ApprovalNotFound, SelfApproval, WrongDecision
+from .expire import approval_expire_if_overdue
 from .forms import DecisionForm, HistoryFilterForm
-from .links import LinkRefused, link_decide, link_open
+from .grants import grant_revoke as grant_revoke_service
+from .links import LinkRefused, link_open
 from .models import Grant, Status
 from .permissions import DECIDERS_ONLY, may_decide
 from .presenters import decided_line, decision_line, quorum_line
-from .services import approval_decide, approval_expire_if_overdue
 
 
 def _queue_context(request: HttpRequest) -> dict:
@@ -148,9 +150,9 @@ def detail(request: HttpRequest, public_id: str) -> HttpResponse:
         "tab": "approvals",
         "config": None,
         "approval": approval,
-        "pending": approval.status == "pending",
+        "pending": approval.is_pending(),
         "can_review": may_decide(request.actor, approval),
-        "outcome": decision_line(approval) if approval.status != "pending" else "",
+        "outcome": "" if approval.is_pending() else decision_line(approval),
         "deliveries": delivery_rows(deliveries),
     }
     if ctx["pending"] and ctx["can_review"]:
@@ -212,7 +214,7 @@ def grant_revoke(request: HttpRequest, public_id: str) -> HttpResponse:
     grant = Grant.objects.for_workspace(request.actor.workspace).filter(public_id=public_id).first()
     if grant is None:
         raise Http404("No such run grant in this workspace.")
-    grant = services.grant_revoke(grant=grant, user=request.user)
+    grant = grant_revoke_service(grant=grant, user=request.user)
     messages.success(
         request, f"Revoked {grant.public_id}: the next request of run {grant.run_id} waits for a reviewer."
     )

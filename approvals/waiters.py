@@ -42,9 +42,9 @@ from rules.models import Config
 from workspaces.authentication import engine_keys
 from workspaces.models import ApiToken
 
+from .grants import live_grants_until
 from .models import ApprovalRequest, Status
 from .notify import CHANNEL, GRANTS_CHANNEL, TOKENS_CHANNEL
-from .services import live_grants_until
 from .waiting import POLL_INTERVAL, slots
 
 logger = logging.getLogger(__name__)

@@ -6,7 +6,6 @@ from datetime import datetime
 
 from django.db import connection
 
-from .chain import format_at
 from .models import AuditRecord
 
 FIELDS = ("seq", "at", "actor", "action", "object", "data", "prev_hash", "hash")
@@ -27,9 +26,6 @@ FROM {AuditRecord._meta.db_table} WHERE workspace_id = %s AND hash IS NULL ORDER
 
 def audit_records(*, workspace_id: int, since: datetime | None = None, until: datetime | None = None) -> Iterator[dict]:
     """The workspace's sealed records as exported (and hashed): `at` as chain.format_at writes it."""
-    if connection.vendor != "postgresql":
-        yield from _records_orm(workspace_id=workspace_id, since=since, until=until)
-        return
     filters, params = "", [workspace_id]
     if since is not None:
         filters, params = filters + " AND at >= %s", [*params, since]
@@ -54,13 +50,6 @@ def audit_records(*, workspace_id: int, since: datetime | None = None, until: da
 
 def unsealed_records(*, workspace_id: int, limit: int) -> Iterator[dict]:
     """Records not yet in the chain, in the order they were appended (with their `id`, for sealing)."""
-    if connection.vendor != "postgresql":
-        rows = AuditRecord.objects.filter(workspace_id=workspace_id, hash__isnull=True).order_by("id")[:limit]
-        for values in rows.values_list("id", "at", "actor", "action", "object", "data"):
-            yield dict(
-                zip(("id", "at", "actor", "action", "object", "data"), values, strict=True), at=format_at(values[1])
-            )
-        return
     with connection.cursor() as cursor:
         cursor.execute(_UNSEALED, [workspace_id, limit])
         for record_id, at, actor, action, object_id, data in cursor.fetchall():
@@ -72,15 +61,3 @@ def unsealed_records(*, workspace_id: int, limit: int) -> Iterator[dict]:
                 "object": object_id,
                 "data": json.loads(data),
             }
-
-
-def _records_orm(*, workspace_id: int, since: datetime | None, until: datetime | None) -> Iterator[dict]:
-    rows = AuditRecord.objects.filter(workspace_id=workspace_id, hash__isnull=False).order_by("seq")
-    if since is not None:
-        rows = rows.filter(at__gte=since)
-    if until is not None:
-        rows = rows.filter(at__lt=until)
-    for values in rows.values_list(*FIELDS).iterator(chunk_size=CHUNK):
-        record = dict(zip(FIELDS, values, strict=True))
-        record["at"] = format_at(record["at"])
-        yield record

@@ -48,11 +48,19 @@ def audit_enabled() -> bool:
 
 
 _RECORD = AuditRecord._meta.db_table
+_COLUMNS = "workspace_id, at, actor, action, object, data"
 
-# A CTE, `audit_record`, to put after WITH beside the change's own (services.approval_register).
-APPEND_CTE = f"""audit_record AS (
-    INSERT INTO {_RECORD} (workspace_id, at, actor, action, object, data) VALUES (%s, %s, %s, %s, %s, %s::jsonb)
-)"""
+
+def record_cte(name: str, rows: str) -> str:
+    """A CTE `name` appending audit records inside a change's own statement (its rows: a VALUES or a
+    SELECT of workspace_id, at, actor, action, object, data). The one SQL form of an append: the
+    registration, the decision and the sweep carry their records in their statements this way, so
+    recording costs them no round trip (bench/audit.py)."""
+    return f"{name} AS (INSERT INTO {_RECORD} ({_COLUMNS}) {rows})"
+
+
+# One record from APPEND_CTE's parameters (append_params), beside the change's own CTEs.
+APPEND_CTE = record_cte("audit_record", "VALUES (%s, %s, %s, %s, %s, %s::jsonb)")
 
 
 def append_params(entry: AuditEntry) -> list:
@@ -65,19 +73,15 @@ def audit_append(
     *, workspace_id: int, actor: str, action: str, object: str, data: dict | None = None, at: datetime | None = None
 ) -> None:
     """Append one record; call it inside the transaction of the change it records."""
-    if audit_enabled():
-        AuditRecord.objects.create(
-            workspace_id=workspace_id,
-            at=at or timezone.now(),
-            actor=actor,
-            action=action,
-            object=object,
-            data=data or {},
-        )
+    audit_append_many(
+        entries=[
+            AuditEntry(workspace_id=workspace_id, actor=actor, action=action, object=object, data=data or {}, at=at)
+        ]
+    )
 
 
 def audit_append_many(*, entries: list[AuditEntry]) -> None:
-    """Append several records (a sweep's batch) in one INSERT."""
+    """Append records in one INSERT; call it inside the transaction of the change they record."""
     if entries and audit_enabled():
         now = timezone.now()
         AuditRecord.objects.bulk_create(
@@ -123,25 +127,16 @@ def audit_seal_all() -> int:
 
 def _lock_head(workspace_id: int) -> tuple[int, str]:
     """The head's (seq, hash), its row locked until the transaction ends (created on first use)."""
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute(
-                f"INSERT INTO {AuditHead._meta.db_table} AS h (workspace_id, seq, hash) VALUES (%s, 0, %s) "
-                "ON CONFLICT (workspace_id) DO UPDATE SET seq = h.seq RETURNING h.seq, h.hash",
-                [workspace_id, GENESIS_HASH],
-            )
-            return cursor.fetchone()
-    head, _ = AuditHead.objects.select_for_update().get_or_create(workspace_id=workspace_id)
-    return head.seq, head.hash
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {AuditHead._meta.db_table} AS h (workspace_id, seq, hash) VALUES (%s, 0, %s) "
+            "ON CONFLICT (workspace_id) DO UPDATE SET seq = h.seq RETURNING h.seq, h.hash",
+            [workspace_id, GENESIS_HASH],
+        )
+        return cursor.fetchone()
 
 
 def _write_seals(records: list[dict]) -> None:
-    if connection.vendor != "postgresql":
-        for record in records:
-            AuditRecord.objects.filter(pk=record["id"]).update(
-                seq=record["seq"], prev_hash=record["prev_hash"], hash=record["hash"]
-            )
-        return
     with connection.cursor() as cursor:
         cursor.execute(
             f"UPDATE {_RECORD} AS r SET seq = v.seq, prev_hash = v.prev_hash, hash = v.hash "

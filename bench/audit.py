@@ -66,8 +66,8 @@ def _decision_rounds(world, *, rounds: int, per_round: int) -> dict:
     from django.conf import settings
     from django.db import connection
 
+    from approvals.decide import approval_decide
     from approvals.models import ApprovalRequest
-    from approvals.services import approval_decide
 
     on, off = [], []
     for round_number in range(rounds):

@@ -47,8 +47,8 @@ def latencies(world: World, public_ids: list[str]) -> dict:
     """From the decision's commit (an on_commit hook right after COMMIT) to the waiting engine's full answer."""
     from django.db import transaction
 
+    from approvals.decide import approval_decide
     from approvals.models import ApprovalRequest
-    from approvals.services import approval_decide
 
     samples, failures = [], []
     for public_id in public_ids:

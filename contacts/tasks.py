@@ -1,7 +1,7 @@
 """django-q2 tasks for the notification outbox: thin wrappers, safe to run twice or in parallel."""
 
 from .checks import require_base_url
-from .outbox import deliveries_send_due
+from .sending import deliveries_send_due
 
 
 def send_due() -> int:

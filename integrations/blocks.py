@@ -6,38 +6,21 @@ facts and the resolution line in their place, so a message never shows a stale "
 
 import json
 
-from django.conf import settings
-from django.urls import reverse
-
 from approvals.models import ApprovalRequest, Status
-from approvals.presenters import (
-    LEVEL_HINTS,
-    card_title,
-    decision_line,
-    point_words,
-    pretty_json,
-    thousands,
-    visible,
-    when,
-)
-from contacts.outbox import review_url
+from approvals.presenters import LEVEL_HINTS, buttons, card_title, decision_line, facts, review_url, visible, when
 
 # Block Kit limits (api.slack.com/reference/block-kit): longer text is refused with invalid_blocks.
 HEADER_MAX = 150
 FIELD_MAX = 2000
 SECTION_MAX = 3000
 
-# The decision words of the one decide service, as buttons: (action_id, label, style), Approve last.
-GATE_BUTTONS = [("reject", "Reject", "danger"), ("approve", "Approve", "primary")]
-TOKEN_CAP_BUTTONS = [("stop", "Stop the run", "danger"), ("proceed", "Proceed past cap", "primary")]
-# These ask for a reason first (a modal), passed back to the agent.
-ASKS_REASON = {"reject", "stop"}
-REASON_MODAL = "hitl_reason"
+REASON_MODAL = "hitl_reason"  # Reject and Stop the run (presenters.ASKS_REASON) ask for a reason here
 
 
 def escape(text: str) -> str:
-    """Engine text for Slack mrkdwn: control and bidi characters made visible (presenters.visible),
-    and &, < and > escaped — in mrkdwn they are markup (links, mentions such as <!channel>)."""
+    """Text for Slack mrkdwn: control and bidi characters made visible (presenters.visible; the
+    facts already are, and visible text stays as it is), and &, < and > escaped — in mrkdwn they
+    are markup (links, mentions such as <!channel>)."""
     return visible(text, keep_newlines=True).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
@@ -46,18 +29,13 @@ def _clip(text: str, limit: int) -> str:
 
 
 def portal_url(approval: ApprovalRequest) -> str:
-    """The request's page in the portal (behind the normal login), as every notification links it."""
     return review_url(approval)
-
-
-def version_url(approval: ApprovalRequest) -> str:
-    return settings.HITL_BASE_URL + reverse("rules:version", args=[approval.config.public_id, approval.config_version])
 
 
 def fallback_text(approval: ApprovalRequest) -> str:
     """The notification's plain text (and what screen readers get): the act, as an email subject names it."""
     title = card_title(approval)
-    if approval.effective_status() == Status.PENDING:
+    if approval.is_pending():
         return _clip(f"Approve: {title}?", SECTION_MAX)
     return _clip(f"{title} — {decision_line(approval)}", SECTION_MAX)
 
@@ -83,47 +61,31 @@ def digest_blocks(subject: str, items: list[dict]) -> list[dict]:
 def nudge_text(approval: ApprovalRequest, event: str) -> str:
     """A reminder or an escalation, as a reply under the request's message."""
     title = escape(card_title(approval))
-    if approval.effective_status() != Status.PENDING:
+    if not approval.is_pending():
         return f"{title}: {escape(decision_line(approval))}"
     lead = "Escalated — still waiting for a decision" if event == "escalated" else "Reminder — still waiting"
     return f"{lead}: {title}, expires {when(approval.expires_at)}. <{portal_url(approval)}|Open in portal>"
 
 
-def _field(label: str, value: str) -> dict:
-    return {"type": "mrkdwn", "text": _clip(f"*{label}*\n{escape(value) or '—'}", FIELD_MAX), "verbatim": True}
+def _field(fact) -> dict:
+    value = f"<{fact.url}|{escape(fact.value)}>" if fact.url else escape(fact.value) or "—"
+    return {"type": "mrkdwn", "text": _clip(f"*{fact.label}*\n{value}", FIELD_MAX), "verbatim": True}
 
 
 def _facts(approval: ApprovalRequest) -> list[dict]:
-    cfg = f"{approval.config.public_id}@{approval.config_version}"
-    fields = [_field("Caller", approval.caller)]
-    if approval.is_token_cap:
-        fields += [
-            _field("Tokens used", f"{thousands(approval.tokens_used)} of {thousands(approval.token_cap)}"),
-            _field("Scope", approval.get_scope_display() if approval.scope else ""),
-        ]
-    else:
-        boundary = approval.get_boundary_display() if approval.boundary else ""
-        fields += [
-            _field("Target", approval.target),
-            _field("Boundary", f"{boundary} · {point_words(approval.point)}"),
-        ]
-    fields += [
-        {"type": "mrkdwn", "text": f"*Config*\n<{version_url(approval)}|{escape(cfg)}>"},
-        _field("Level", approval.get_pass_information_level_display()),
-        _field("Expires", when(approval.expires_at)),
-    ]
+    shown = facts(approval)
     blocks: list[dict] = [
         {"type": "header", "text": {"type": "plain_text", "text": _clip(card_title(approval), HEADER_MAX)}},
-        {"type": "section", "fields": fields[:10]},
+        {"type": "section", "fields": [_field(fact) for fact in shown if not fact.long][:10]},  # Slack's limit
     ]
-    if approval.message:
-        blocks.append(_section(f"> {escape(approval.message)}"))
+    for fact in shown:
+        if fact.key == "message":
+            blocks.append(_section(f"> {escape(fact.value)}"))
+        elif fact.key == "arguments":
+            blocks.append(_section(f"*{fact.label}*\n```{escape(_clip(fact.value, SECTION_MAX - 40))}```"))
+        elif fact.long:
+            blocks.append(_section(f"*{fact.label}*\n{escape(fact.value)}"))
     # What the config's level lets the portal pass: stored only as allowed, shown as stored.
-    if approval.summary:
-        blocks.append(_section(f"*Summary*\n{escape(approval.summary)}"))
-    if approval.arguments is not None:
-        arguments = pretty_json(approval.arguments)
-        blocks.append(_section(f"*Arguments*\n```{escape(_clip(arguments, SECTION_MAX - 40))}```"))
     if not approval.is_token_cap and approval.summary == "" and approval.arguments is None:
         blocks.append(_context(LEVEL_HINTS.get(approval.pass_information_level, "")))
     return blocks
@@ -145,8 +107,7 @@ def _link(approval: ApprovalRequest) -> dict:
 def request_blocks(approval: ApprovalRequest) -> list[dict]:
     """The message as it should read now: buttons while pending, the resolution once resolved."""
     blocks = _facts(approval)
-    if approval.effective_status() == Status.PENDING:
-        buttons = TOKEN_CAP_BUTTONS if approval.is_token_cap else GATE_BUTTONS
+    if approval.is_pending():
         blocks.append(
             {
                 "type": "actions",
@@ -159,7 +120,7 @@ def request_blocks(approval: ApprovalRequest) -> list[dict]:
                         "style": style,
                         "value": approval.public_id,
                     }
-                    for action, label, style in buttons
+                    for action, label, style in buttons(approval)
                 ],
             }
         )
@@ -180,7 +141,7 @@ def resolution_line(approval: ApprovalRequest) -> str:
 
 def reason_modal(*, approval: ApprovalRequest, decision: str) -> dict:
     """The modal a Reject (or Stop the run) opens: the reason, passed back to the agent."""
-    label = "Stop the run" if decision == "stop" else "Reject"
+    label = next(label for word, label, _style in buttons(approval) if word == decision)
     return {
         "type": "modal",
         "callback_id": REASON_MODAL,

@@ -15,7 +15,7 @@ from rest_framework.views import APIView
 
 from hitl_portal.errors import ErrorSerializer, error_body
 
-from . import services, slack
+from . import inbound, slack
 
 logger = logging.getLogger(__name__)
 
@@ -73,12 +73,12 @@ class SlackInteractionsView(APIView):
             )
         kind = payload.get("type")
         if kind == "block_actions":
-            answer = services.slack_block_action(payload=payload)
+            answer = inbound.slack_block_action(payload=payload)
             if answer.ephemeral:
-                services.slack_tell(payload=payload, text=answer.ephemeral)
+                inbound.slack_tell(payload=payload, text=answer.ephemeral)
             return Response(status=200)
         if kind == "view_submission":
-            answer = services.slack_view_submission(payload=payload)
+            answer = inbound.slack_view_submission(payload=payload)
             return Response(answer.body or None, status=200)
         return Response(status=200)  # view_closed, shortcuts…: acknowledged, nothing to do
 

@@ -11,8 +11,8 @@ import pytest
 from django.core.management import CommandError, call_command
 from hitl_client import GatedCall, HitlClient, HitlError, find_gate
 
+from approvals.expire import expire_requests
 from approvals.models import ApprovalRequest
-from approvals.services import expire_requests
 from workspaces.services import workspace_set_plan
 
 from .approvals.engine_support import decide, make_support_config

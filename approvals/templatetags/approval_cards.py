@@ -30,6 +30,8 @@ for _name in (
     "quorum_line",
     "visible",  # every engine-supplied string on a card or in the history
     "visible_lines",
+    "facts",  # the card's facts, for every page that lists them
+    "buttons",
 ):
     register.filter(_name, getattr(presenters, _name))
 

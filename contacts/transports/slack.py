@@ -1,6 +1,6 @@
 """Slack: the request's message with its buttons, kept in step with the request until it resolves.
 
-The work is integrations.services.slack_deliver's (post, thread reply, update in place); this
+The work is integrations.outbound.slack_deliver's (post, thread reply, update in place); this
 module only adapts it to the transport interface and Slack's failures to TransportError, with
 Slack's 429 Retry-After carried to the outbox's retry.
 
@@ -13,7 +13,7 @@ from django.db import connection
 
 from approvals.models import ApprovalRequest
 from integrations import slack
-from integrations.services import slack_deliver, slack_digest
+from integrations.outbound import slack_deliver, slack_digest
 
 from . import Notice, Recipient, TransportError
 

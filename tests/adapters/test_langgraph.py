@@ -12,8 +12,8 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import interrupt
 
+from approvals.expire import expire_requests
 from approvals.models import ApprovalRequest
-from approvals.services import expire_requests
 
 from ..approvals.engine_support import make_support_config
 from ..helpers import make_token, travel

@@ -15,8 +15,8 @@ import pytest
 from hitl_client.mcp_gateway import Gateway, GatewayConfig, GatewayConfigError
 from mcp import Client, StdioServerParameters
 
+from approvals.expire import expire_requests
 from approvals.models import ApprovalRequest
-from approvals.services import expire_requests
 from workspaces.services import workspace_set_plan
 
 from ..approvals.engine_support import make_support_config

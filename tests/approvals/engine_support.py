@@ -5,8 +5,8 @@ import threading
 
 from django.db.backends import utils as db_utils
 
+from approvals.decide import approval_decide
 from approvals.models import ApprovalRequest
-from approvals.services import approval_decide
 
 from ..asgi import AsgiServer
 from ..factories import make_bulk

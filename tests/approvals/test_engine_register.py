@@ -95,7 +95,7 @@ def test_it_reads_back_exactly_what_was_registered(engine_api, support):
 def test_the_hand_written_insert_refuses_a_request_that_is_not_new(acme, support):
     """It writes a new request's undecided, unreported columns as literals: one that holds anything
     else there must go through the ORM, not be stored as pending."""
-    from approvals.services import _insert
+    from approvals.insert import insert_request
 
     make_token(acme, engine="support-engine")
     key = ApiToken.objects.get(workspace=acme, kind="engine")
@@ -103,7 +103,7 @@ def test_the_hand_written_insert_refuses_a_request_that_is_not_new(acme, support
         workspace=acme, engine_key=key, config=support, config_version=1, status="approved", run_id="run_x"
     )
     with pytest.raises(ValueError, match="status"):
-        _insert(decided, engine_key=key, now=decided.created_at)
+        insert_request(decided, engine_key=key, now=decided.created_at)
     assert not ApprovalRequest.objects.filter(run_id="run_x").exists()
 
 

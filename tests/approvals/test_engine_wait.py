@@ -7,8 +7,9 @@ from datetime import timedelta
 import pytest
 from django.db import connection
 
+from approvals.expire import approval_expire_if_overdue
 from approvals.models import EXPIRED_REASON, ApprovalRequest
-from approvals.services import approval_expire_if_overdue, approval_register
+from approvals.register import approval_register
 from approvals.waiting import approval_wait
 from workspaces.services import token_create
 

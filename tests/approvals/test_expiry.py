@@ -10,10 +10,12 @@ from django.db import connection, transaction
 from django_q.models import Schedule
 
 from approvals import tasks
+from approvals.decide import approval_decide
+from approvals.expire import approval_sweep_overdue
 from approvals.models import EXPIRED_REASON, ApprovalRequest, Status
 from approvals.serializers import approval_as_dict
-from approvals.services import _audit_expired, approval_decide, approval_sweep_overdue
 from audit.models import AuditRecord
+from audit.services import audit_append
 from tests.factories import make_approval, make_many, make_token_cap
 from tests.helpers import make_config, travel
 
@@ -150,10 +152,10 @@ def test_it_skips_a_row_being_decided_instead_of_waiting_for_it(transactional_db
     assert ApprovalRequest.objects.get(pk=locked.pk).status == Status.EXPIRED
 
 
-@pytest.mark.postgres
-def test_the_sweeps_audit_records_are_what_audit_append_many_writes(support):
-    """The sweep writes its `approval.expired` records in its own SQL statement: field for field and
-    byte for byte (the payload's JSON text) what the Python path, audit_append_many, writes."""
+def test_an_expired_requests_audit_record_names_its_deadline_as_python_writes_it(support):
+    """The expiry statement writes its `approval.expired` records itself (the one form of that payload):
+    by the system, at the sweep's moment, the deadline as datetime.isoformat() writes it — without
+    microseconds when there are none — and as jsonb stores the same dict written by audit_append."""
     requests = make_many(support, 3, ttl=timedelta(minutes=1))
     cap = make_token_cap(support, ttl=timedelta(minutes=1))
     # A whole-second deadline: Python's isoformat() then leaves out the microseconds.
@@ -163,21 +165,29 @@ def test_the_sweeps_audit_records_are_what_audit_append_many_writes(support):
     with travel(timedelta(minutes=5)) as now:
         assert approval_sweep_overdue() == 4
 
-    fields = ("workspace_id", "at", "actor", "action", "object", "data", "seq", "prev_hash", "hash")
-
-    def records(after: int) -> list[tuple]:
-        rows = AuditRecord.objects.filter(id__gt=after, action="approval.expired").order_by("object")
-        return [(*row, text) for row, text in zip(rows.values_list(*fields), _texts(rows), strict=True)]
-
-    swept = records(before)
-    assert len(swept) == 4 and {row[4] for row in swept} == {a.public_id for a in [*requests, cap]}
-    assert all(row[1] == now for row in swept)
+    rows = AuditRecord.objects.filter(id__gt=before, action="approval.expired").order_by("object")
+    deadlines = dict(
+        ApprovalRequest.objects.filter(pk__in=[a.pk for a in [*requests, cap]]).values_list("public_id", "expires_at")
+    )
+    swept = list(rows.values_list("workspace_id", "at", "actor", "object", "data"))
+    assert sorted(row[3] for row in swept) == sorted(deadlines)
+    for workspace_id, at, actor, public_id, data in swept:
+        assert (workspace_id, at, actor) == (support.workspace_id, now, "system")
+        assert data == {"expires_at": deadlines[public_id].isoformat()}
+    assert "." not in whole.isoformat() and {"expires_at": whole.isoformat()} in [row[4] for row in swept]
+    # Byte for byte what the ORM's append writes for the same payload.
     middle = AuditRecord.objects.order_by("-id").values_list("id", flat=True).first()
-    expired = ApprovalRequest.objects.filter(pk__in=[a.pk for a in [*requests, cap]])
-    _audit_expired(overdue=list(expired.values_list("workspace_id", "public_id", "expires_at")), now=now)
-    assert records(middle) == swept
-    assert {"expires_at": whole.isoformat()} in [row[5] for row in swept]
-    assert "." not in whole.isoformat() and any("." in row[5]["expires_at"] for row in swept)
+    audit_append(
+        workspace_id=support.workspace_id,
+        actor="system",
+        action="approval.expired",
+        object=requests[0].public_id,
+        data={"expires_at": whole.isoformat()},
+        at=now,
+    )
+    written = AuditRecord.objects.filter(id__gt=middle)
+    expired_first = rows.filter(object=requests[0].public_id)
+    assert _texts(written) == _texts(expired_first)
 
 
 def _texts(rows) -> list[str]:

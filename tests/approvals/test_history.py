@@ -7,8 +7,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
+from approvals.decide import approval_decide
 from approvals.models import ApprovalRequest, Status
-from approvals.services import approval_decide
 from tests.factories import make_approval, make_many, make_token_cap
 from tests.helpers import make_config, travel
 

@@ -8,9 +8,10 @@ import requests
 from django.test import Client
 from django.urls import reverse
 
+from approvals.decide import approval_decide
 from approvals.links import link_url_for
 from approvals.models import ApprovalRequest
-from approvals.services import approval_decide, approval_register
+from approvals.register import approval_register
 from contacts.models import Delivery
 from contacts.services import contact_create
 

@@ -1,7 +1,7 @@
 """Run-grant rules without a live grant register through the plain statement, and a new grant is heard at once.
 
 Each server process keeps, per run-grant rule, when its last live grant expires
-(`approvals.services.live_grants_until`), only while its LISTEN connection hears every new grant
+(`approvals.grants.live_grants_until`), only while its LISTEN connection hears every new grant
 (a trigger NOTIFYs `hitl_grants`). Over HTTP against the production ASGI server: a grant made
 after the server has learnt that a rule has none approves the run's next request at once, and a
 revoked one stops at once. In-process: a rule known to have none costs no probe of the grant index.
@@ -11,8 +11,9 @@ import pytest
 from django.db import connection
 
 from approvals.api_engine import plainly_valid_registration, registration_answer
+from approvals.decide import approval_decide
+from approvals.grants import live_grants_until
 from approvals.models import ApprovalRequest, Grant
-from approvals.services import approval_decide, live_grants_until
 from workspaces.models import ApiToken, hash_token
 
 from ..helpers import Api, make_token

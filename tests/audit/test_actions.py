@@ -6,8 +6,8 @@ from datetime import timedelta
 import pytest
 from django.core.management import call_command
 
+from approvals.expire import approval_sweep_overdue
 from approvals.models import ApprovalRequest
-from approvals.services import approval_sweep_overdue
 from audit.models import AuditRecord
 from tests.helpers import make_token, travel
 

@@ -5,8 +5,10 @@ from datetime import timedelta
 import pytest
 from django.db import IntegrityError, connection, transaction
 
+from approvals.decide import approval_decide
+from approvals.expire import approval_sweep_overdue
 from approvals.models import ApprovalRequest, Status
-from approvals.services import approval_decide, approval_report_outcome, approval_sweep_overdue
+from approvals.outcome import approval_report_outcome
 from audit.services import audit_append
 from tests.factories import make_approval
 from tests.helpers import make_config, travel

@@ -5,7 +5,7 @@ import re
 from playwright.sync_api import expect
 
 from approvals.models import ApprovalRequest
-from contacts.outbox import deliveries_send_due
+from contacts.sending import deliveries_send_due
 from contacts.services import contact_create
 from tests.helpers import make_config, make_rule, make_token, publish
 from tests.loopback import parts
@@ -20,7 +20,7 @@ def test_a_reviewer_follows_the_emails_link_to_the_confirm_page_and_approves(
     settings,
     monkeypatch,
 ):
-    from approvals.services import approval_register
+    from approvals.register import approval_register
     from workspaces.models import ApiToken
 
     settings.HITL_BASE_URL = live_server.url

@@ -50,7 +50,7 @@ def notified(db) -> dict:
 
 def register(world: dict, **fields):
     """A gate request through the registration service, as the engine API makes it."""
-    from approvals.services import approval_register
+    from approvals.register import approval_register
 
     data = {
         "kind": "gate",

@@ -1,7 +1,7 @@
 """GET /api/v1/deliveries and POST …/contacts/{con}/test over real HTTP (API.md, Notifications)."""
 
 from contacts.models import Delivery
-from contacts.outbox import deliveries_send_due
+from contacts.sending import deliveries_send_due
 from contacts.services import contact_create
 
 from ..helpers import error_of, make_config

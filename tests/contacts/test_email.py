@@ -4,9 +4,9 @@ import re
 
 import pytest
 
-from approvals.services import approval_decide
+from approvals.decide import approval_decide
 from contacts.models import Delivery
-from contacts.outbox import deliveries_send_due
+from contacts.sending import deliveries_send_due
 from contacts.services import contact_create
 from rules.services import rule_update
 

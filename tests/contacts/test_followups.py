@@ -8,9 +8,9 @@ transaction. These tests follow them to the receiver.
 import pytest
 from django.utils import timezone
 
-from approvals.services import approval_decide
+from approvals.decide import approval_decide
 from contacts.models import Delivery
-from contacts.outbox import deliveries_send_due
+from contacts.sending import deliveries_send_due
 from contacts.services import contact_create
 
 from ..helpers import make_rule, publish

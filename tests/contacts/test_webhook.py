@@ -6,9 +6,9 @@ import pytest
 from django.conf import settings
 from django.utils import timezone
 
-from approvals.services import approval_decide
+from approvals.decide import approval_decide
 from contacts.models import Delivery
-from contacts.outbox import deliveries_send_due
+from contacts.sending import deliveries_send_due
 
 from .conftest import register
 
@@ -58,7 +58,7 @@ def test_it_retries_a_503_with_the_same_id_and_fails_a_404_at_once(notified, rec
 
 
 def test_a_failing_endpoint_is_tried_at_least_five_times_over_at_least_ten_minutes(notified, hook_env):
-    from contacts.outbox import retry_delay
+    from contacts.sending import retry_delay
 
     assert settings.HITL_DELIVERY_MAX_ATTEMPTS >= 5
     # Four waits separate five attempts; even the shortest jitter keeps them over ten minutes.

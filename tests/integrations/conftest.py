@@ -80,7 +80,7 @@ def slack_world(acme, bob):
 
 def register(world, **fields):
     """A gate request through the registration service, as the engine API makes it."""
-    from approvals.services import approval_register
+    from approvals.register import approval_register
     from workspaces.models import ApiToken
 
     data = {

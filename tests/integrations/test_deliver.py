@@ -4,9 +4,10 @@ from datetime import timedelta
 
 import pytest
 
-from approvals.services import approval_decide, approval_sweep_overdue
+from approvals.decide import approval_decide
+from approvals.expire import approval_sweep_overdue
 from integrations.models import SlackMessage
-from integrations.services import slack_deliver
+from integrations.outbound import slack_deliver
 from tests.factories import make_approval
 from tests.helpers import travel
 
@@ -98,7 +99,7 @@ def test_a_test_event_says_the_contact_reaches_the_channel(fake_slack):
 
 
 def test_a_digest_lists_each_request_as_a_link_to_its_page(fake_slack):
-    from integrations.services import slack_digest
+    from integrations.outbound import slack_digest
 
     items = [
         {"subject": f"Approve: Delete customer T-{n}?", "review_url": f"https://portal.example/hitl/approvals/apr_{n}/"}

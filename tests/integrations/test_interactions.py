@@ -7,7 +7,7 @@ import pytest
 import requests
 
 from approvals.models import ApprovalRequest
-from contacts.outbox import deliveries_send_due
+from contacts.sending import deliveries_send_due
 from integrations.models import SlackMessage
 from tests.factories import make_token_cap
 from tests.helpers import error_of
@@ -314,8 +314,8 @@ def test_a_click_costs_three_queries_more_than_the_decision_itself(fake_slack, b
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
-    from approvals.services import approval_decide
-    from integrations.services import slack_block_action
+    from approvals.decide import approval_decide
+    from integrations.inbound import slack_block_action
     from tests.factories import make_approval
 
     with CaptureQueriesContext(connection) as deciding:

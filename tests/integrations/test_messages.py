@@ -4,11 +4,12 @@ from datetime import timedelta
 
 import pytest
 
+from approvals.decide import approval_decide
+from approvals.expire import approval_sweep_overdue
 from approvals.models import ApprovalRequest
-from approvals.services import approval_decide, approval_sweep_overdue
 from integrations import blocks, slack
 from integrations.models import SlackMessage
-from integrations.services import slack_message_post, slack_messages_refresh
+from integrations.outbound import slack_message_post, slack_messages_refresh
 from tests.factories import make_approval, make_token_cap
 from tests.helpers import make_config, travel
 

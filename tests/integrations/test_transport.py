@@ -5,9 +5,11 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from approvals.services import approval_decide, approval_sweep_overdue
+from approvals.decide import approval_decide
+from approvals.expire import approval_sweep_overdue
 from contacts.models import Delivery
-from contacts.outbox import deliveries_send_due, delivery_test_create
+from contacts.outbox import delivery_test_create
+from contacts.sending import deliveries_send_due
 from integrations.models import SlackMessage
 from tests.helpers import travel
 

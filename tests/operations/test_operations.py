@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from approvals.services import approval_decide, approval_sweep_overdue
+from approvals.decide import approval_decide
+from approvals.expire import approval_sweep_overdue
 from approvals.waiting import slots
 from tests.factories import make_approval
 from tests.helpers import make_config, travel

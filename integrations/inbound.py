@@ -1,8 +1,8 @@
-"""Slack writes: post a request's message, bring it up to date, and decide from a button.
+"""Slack, inbound: a button or the reason modal on a request's message decides it.
 
-Deciding goes through approvals.services.approval_decide, the one decide service the tab, the
-API, the CLI and the one-click links use, so "decided once" (and quorum and four eyes, where the
-rule asks for them) hold in Slack exactly as everywhere else.
+Deciding goes through approvals.decide.approval_decide, the one decide service the tab, the
+API, the CLI and the one-click links use, so "decided once" (and quorum, four eyes and the
+reason's limit, where the rule asks for them) hold in Slack exactly as everywhere else.
 """
 
 import json
@@ -11,120 +11,21 @@ from dataclasses import dataclass, field
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.base_user import AbstractBaseUser
-from django.db import IntegrityError, transaction
-from django.utils import timezone
 
+from approvals.decide import DECISIONS, approval_decide
+from approvals.exceptions import ReasonTooLong
 from approvals.models import ApprovalRequest, Status
 from approvals.permissions import may_decide
-from approvals.presenters import decided_line
-from approvals.services import approval_decide
+from approvals.presenters import ASKS_REASON, decided_line
 from hitl_portal.exceptions import DomainError
 from workspaces.access import actor_for_membership
 from workspaces.models import Membership
 
 from . import blocks, slack
-from .models import SlackMessage
 
 logger = logging.getLogger(__name__)
 
-DECISION_WORDS = {"approve", "reject", "proceed", "stop"}
 NOTHING_DECIDED = "Nothing was decided."
-
-
-# --- Messages ---------------------------------------------------------------------------------
-
-
-def slack_message_post(*, approval: ApprovalRequest, channel: str, contact_id: str = "") -> SlackMessage:
-    """Post the request's message to a channel once and remember where it is.
-
-    Safe to run twice: a channel that already has the request's message gets a reply in its thread
-    (an escalation or a repeated delivery), never a second set of buttons.
-    """
-    existing = SlackMessage.objects.filter(approval=approval, channel=channel).first()
-    if existing is not None:
-        return existing
-    answer = slack.call(
-        "chat.postMessage",
-        channel=channel,
-        text=blocks.fallback_text(approval),
-        blocks=blocks.request_blocks(approval),
-        unfurl_links=False,
-        unfurl_media=False,
-    )
-    shown = approval.effective_status()
-    try:
-        with transaction.atomic():
-            return SlackMessage.objects.create(
-                approval=approval,
-                contact_id=contact_id,
-                channel=answer.get("channel") or channel,
-                ts=answer["ts"],
-                shown_status=shown,
-            )
-    except IntegrityError:  # a parallel delivery posted to the same channel first: keep that one
-        return SlackMessage.objects.get(approval=approval, channel=channel)
-
-
-def slack_thread_reply(*, message: SlackMessage, text: str) -> None:
-    """A line under the request's message (reminder, escalation): no second set of buttons to keep in step."""
-    slack.call("chat.postMessage", channel=message.channel, thread_ts=message.ts, text=text)
-
-
-def slack_messages_refresh(*, approval: ApprovalRequest, channel: str | None = None) -> int:
-    """Bring the request's Slack messages (in one channel, or all) up to date; returns how many changed.
-
-    Called for every resolution, wherever it happened. Idempotent: a message already showing the
-    request's status is left alone, and the recorded status moves only from what was read, so two
-    refreshes racing send Slack the same content at worst.
-    """
-    approval.refresh_from_db()
-    status = approval.effective_status()
-    messages = SlackMessage.objects.filter(approval=approval).exclude(shown_status=status)
-    if channel is not None:
-        messages = messages.filter(channel=channel)
-    changed = 0
-    for message in messages:
-        slack.call(
-            "chat.update",
-            channel=message.channel,
-            ts=message.ts,
-            text=blocks.fallback_text(approval),
-            blocks=blocks.request_blocks(approval),
-        )
-        changed += SlackMessage.objects.filter(pk=message.pk, shown_status=message.shown_status).update(
-            shown_status=status, updated_at=timezone.now()
-        )
-    return changed
-
-
-def slack_deliver(*, approval: ApprovalRequest | None, event: str, channel_ref: str, contact_id: str = "") -> None:
-    """What one notification event means for a Slack contact (the outbox's Slack transport calls this).
-
-    requested / escalated: the message with its buttons (an escalation to a channel that already has
-    it is a reply in its thread); reminder: a reply in the thread; decided / expired: the message
-    updated in place, buttons removed; test: a line saying the contact reaches this channel.
-    Raises slack.SlackError: `permanent`, or with Slack's `retry_after` for a 429.
-    """
-    channel = slack.channel_for(channel_ref)
-    if approval is None:  # a `test` event belongs to no request
-        slack.call("chat.postMessage", channel=channel, text=blocks.test_text())
-        return
-    existing = SlackMessage.objects.filter(approval=approval, channel=channel).first()
-    if existing is None:
-        slack_message_post(approval=approval, channel=channel, contact_id=contact_id)
-    elif event in ("decided", "expired", "requested"):
-        slack_messages_refresh(approval=approval, channel=channel)
-    else:  # reminder, escalated
-        slack_thread_reply(message=existing, text=blocks.nudge_text(approval, event))
-
-
-def slack_digest(*, channel_ref: str, subject: str, items: list[dict]) -> None:
-    """Many requests in one minute for one contact: one message listing them, each a link to its page."""
-    channel = slack.channel_for(channel_ref)
-    slack.call("chat.postMessage", channel=channel, text=subject, blocks=blocks.digest_blocks(subject, items))
-
-
-# --- Interactions -----------------------------------------------------------------------------
 
 
 @dataclass
@@ -180,7 +81,7 @@ def slack_block_action(*, payload: dict) -> Answer:
     actions = payload.get("actions") or []
     action = actions[0] if actions and isinstance(actions[0], dict) else {}
     decision = action.get("action_id")
-    if decision not in DECISION_WORDS:
+    if decision not in DECISIONS:
         return Answer()  # not one of our buttons (Slack also reports link clicks): nothing to do
     approval = _approval(str(action.get("value") or ""))
     if approval is None:
@@ -188,9 +89,9 @@ def slack_block_action(*, payload: dict) -> Answer:
     user, why_not = reviewer_for(slack_user_id=_user_id(payload), approval=approval)
     if user is None:
         return Answer(ephemeral=why_not)
-    if approval.effective_status() != Status.PENDING:
+    if not approval.is_pending():
         return Answer(ephemeral=_already(approval))
-    if decision in blocks.ASKS_REASON:
+    if decision in ASKS_REASON:
         try:
             slack.call(
                 "views.open",
@@ -215,16 +116,17 @@ def slack_view_submission(*, payload: dict) -> Answer:
     except ValueError:
         meta = {}
     decision = meta.get("decision") if isinstance(meta, dict) else None
-    approval = _approval(str(meta.get("approval") or "")) if decision in blocks.ASKS_REASON else None
+    approval = _approval(str(meta.get("approval") or "")) if decision in ASKS_REASON else None
     if approval is None:
         return _modal_error(f"This request is not in the HITL portal any more. {NOTHING_DECIDED}")
     reason = _reason(view)
-    if len(reason) > 2000:
-        return _modal_error(f"The reason is {len(reason)} characters; keep it to 2000.")
     user, why_not = reviewer_for(slack_user_id=_user_id(payload), approval=approval)
     if user is None:
         return _modal_error(why_not)
-    answer = _decide(approval=approval, user=user, decision=decision, reason=reason)
+    try:
+        answer = _decide(approval=approval, user=user, decision=decision, reason=reason)
+    except ReasonTooLong as refused:  # said beside the reason, which the person can shorten
+        return _modal_error(refused.message)
     if answer.ephemeral:  # decided meanwhile: say so in the modal instead of closing it silently
         return Answer(body={"response_action": "update", "view": blocks.notice_view(answer.ephemeral)})
     return Answer(body={"response_action": "clear"})
@@ -233,6 +135,8 @@ def slack_view_submission(*, payload: dict) -> Answer:
 def _decide(*, approval: ApprovalRequest, user, decision: str, reason: str) -> Answer:
     try:
         approval, already = approval_decide(approval=approval, user=user, decision=decision, reason=reason)
+    except ReasonTooLong:
+        raise
     except DomainError as refused:
         # Whatever the one decide service refuses (the wrong pair of words; approving one's own
         # request where the rule asks for four eyes), the person is told its reason, as the API would.

@@ -1,0 +1,96 @@
+"""Expiry: an overdue pending request becomes expired — one request as it is read, or the sweep's batch.
+
+Both go through one statement: claim, expire, audit and notify, in one round trip. `FOR UPDATE
+SKIP LOCKED` lets concurrent sweeps split the work instead of queueing on each other, and skips a
+row a reviewer is deciding right now (a reader still sees an overdue request expired, see
+ApprovalRequest.effective_status); the UPDATE re-checks `pending`, so a decided row is never
+overwritten.
+"""
+
+from django.db import connection, transaction
+from django.db.models import QuerySet
+from django.utils import timezone
+
+from audit.services import SYSTEM, audit_enabled, record_cte
+from contacts.models import DeliveryEvent
+from contacts.outbox import Resolved, deliveries_for_resolution, resolution_tells
+
+from .models import EXPIRED_REASON, ApprovalRequest, Status
+from .notify import CHANNEL
+
+_TABLE = ApprovalRequest._meta.db_table
+
+# {only} narrows the claim to given ids (one request as it is read); the sweep takes the oldest.
+_EXPIRE_SQL = f"""
+WITH claimed AS (
+    SELECT id FROM {_TABLE}
+    WHERE status = %(pending)s AND expires_at <= %(now)s{{only}}
+    ORDER BY expires_at
+    LIMIT %(batch)s
+    FOR UPDATE SKIP LOCKED
+), swept AS (
+    UPDATE {_TABLE} AS apr
+    SET status = %(expired)s, decided_at = apr.expires_at, reason = %(reason)s, decision_action = ''
+    FROM claimed
+    WHERE apr.id = claimed.id AND apr.status = %(pending)s
+    RETURNING apr.id, apr.workspace_id, apr.rule_id, apr.config_id, apr.config_version, apr.public_id, apr.expires_at
+){{audit}}
+SELECT id, workspace_id, rule_id, config_id, config_version, pg_notify(%(channel)s, public_id)
+FROM swept
+"""
+_ONLY_IDS = " AND id = ANY(%(ids)s)"
+
+# One unsealed `approval.expired` record per expired row, by the system, at the statement's `now`;
+# its payload {"expires_at": <the UTC deadline as Python's datetime.isoformat() writes it>}:
+# microseconds only when there are some, and "+00:00" (tests/approvals/test_expiry.py compares).
+_EXPIRED_AUDIT = ",\n" + record_cte(
+    "audit_expired",
+    """SELECT workspace_id, %(now)s, %(actor)s, 'approval.expired', public_id, jsonb_build_object(
+        'expires_at', CASE WHEN right(at_utc, 7) = '.000000' THEN left(at_utc, 19) ELSE at_utc END || '+00:00'
+    )
+    FROM swept, to_char(expires_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US') AS at_utc""",
+)
+
+
+def _expire(*, batch_size: int, ids: list[int] | None = None) -> int:
+    """Expire up to `batch_size` overdue pending requests (only `ids`, if given); returns how many."""
+    params = {
+        "pending": Status.PENDING,
+        "expired": Status.EXPIRED,
+        "now": timezone.now(),
+        "batch": batch_size,
+        "reason": EXPIRED_REASON,
+        "channel": CHANNEL,
+        "actor": SYSTEM,
+        "ids": ids,
+    }
+    sql = _EXPIRE_SQL.format(only=_ONLY_IDS if ids is not None else "", audit=_EXPIRED_AUDIT if audit_enabled() else "")
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        rows = cursor.fetchall()
+        # Only the requests whose rule tells someone go to the outbox, as plain rows, not models.
+        tells = resolution_tells({(row[3], row[4], row[2]) for row in rows})
+        if tells:
+            resolved = [Resolved(*row[:5]) for row in rows if (row[3], row[4], row[2]) in tells]
+            deliveries_for_resolution(approvals=resolved, event=DeliveryEvent.EXPIRED)
+    return len(rows)
+
+
+def approval_expire_if_overdue(*, approval: ApprovalRequest) -> ApprovalRequest:
+    """Persist the expiry of an overdue request (a read already sees it expired, this makes it so)."""
+    if approval.is_overdue():
+        _expire(batch_size=1, ids=[approval.pk])
+        approval.refresh_from_db()
+    return approval
+
+
+def expire_requests(queryset: QuerySet[ApprovalRequest]) -> int:
+    """Mark the overdue pending requests of `queryset` expired; returns how many were."""
+    ids = list(queryset.overdue().values_list("pk", flat=True))
+    return _expire(batch_size=len(ids), ids=ids) if ids else 0
+
+
+def approval_sweep_overdue(*, batch_size: int = 1000) -> int:
+    """Mark one batch of overdue pending requests expired, oldest first; returns how many. Safe in
+    several workers (approvals.tasks.sweep_overdue runs it until a batch comes back short)."""
+    return _expire(batch_size=batch_size)

@@ -1,0 +1,252 @@
+"""The registration's INSERT, written once by hand: the request, its audit record and its outbox
+rows in one statement (CTEs), atomic in autocommit, one round trip.
+
+On the registration hot path, compiling the ORM's INSERT per request cost more than PostgreSQL
+took to run it (bench/). The import-time check below refuses to start when the statement and the
+model disagree; tests/approvals/test_engine_register.py reads every column back.
+"""
+
+import json
+from datetime import datetime
+
+from django.core.exceptions import ImproperlyConfigured
+from django.db import connection
+from django.db.models import DateField, DateTimeField, Field
+
+from audit.chain import canonical
+from audit.services import APPEND_CTE, AuditEntry, actor_of, append_params, audit_enabled, record_cte
+from contacts.models import Delivery
+from workspaces.models import ApiToken
+
+from .grants import may_have_live_grant
+from .models import Action, ApprovalKind, ApprovalRequest, Grant, Status
+
+# The INSERT the ORM would send for a new request, written once: on the registration hot path,
+# compiling it per request cost more than PostgreSQL took to run it (bench/).
+_INSERT_FIELDS = [field for field in ApprovalRequest._meta.concrete_fields if not field.primary_key]
+# What every new request starts with — nobody has decided, granted, run or reported it yet — is written
+# into the statement as literals, not bound: eleven fewer values for psycopg to adapt per registration,
+# and the run-grant form stays within psycopg's 50-parameter parse cache (it bound 55 and was re-parsed
+# on every call). insert_request refuses an instance that holds anything else in them.
+_FRESH = {
+    "status": Status.PENDING.value,
+    "decided_at": None,
+    "decided_by_id": None,
+    "decided_by_email": "",
+    "decision_action": "",
+    "reason": "",
+    "grant_id": None,
+    "execution_status": "",
+    "execution_id": "",
+    "execution_detail": "",
+    "executed_at": None,
+}
+_BOUND_FIELDS = [field for field in _INSERT_FIELDS if field.attname not in _FRESH]
+
+
+def _literal(value: str | None) -> str:
+    """One of _FRESH's constants as SQL (never client input: those are always bound)."""
+    return "NULL" if value is None else "'" + value.replace("'", "''") + "'"
+
+
+_INSERT_SQL = "INSERT INTO {table} ({columns}) VALUES ({values}) RETURNING id".format(
+    table=ApprovalRequest._meta.db_table,
+    columns=", ".join(f'"{field.column}"' for field in _INSERT_FIELDS),
+    values=", ".join(_literal(_FRESH[field.attname]) if field.attname in _FRESH else "%s" for field in _INSERT_FIELDS),
+)
+# insert_request wraps it as a CTE beside its `approval.registered` audit record and its outbox rows, one
+# statement: if the INSERT is refused (an idempotent replay) neither is written.
+
+
+def _check_insert_fields() -> None:
+    """At import: the INSERT writes every concrete column, each from the instance as it stands.
+
+    It skips save() and so each field's pre_save(): a field whose value the ORM computes at save
+    time (auto_now, a database default, a generated column, its own pre_save) would be stored
+    wrong. Such a field must go through the ORM, so the process refuses to start instead.
+    """
+    written = {field.column for field in _INSERT_FIELDS}
+    model = {field.column for field in ApprovalRequest._meta.concrete_fields if not field.primary_key}
+    if written != model:
+        raise ImproperlyConfigured(
+            f"insert_request writes {sorted(written ^ model)} unlike the model: fix _INSERT_FIELDS"
+        )
+    plain_pre_save = (Field.pre_save, DateField.pre_save, DateTimeField.pre_save)
+    for field in _INSERT_FIELDS:
+        computed = getattr(field, "auto_now", False) or getattr(field, "auto_now_add", False)
+        if computed or field.generated or field.has_db_default() or type(field).pre_save not in plain_pre_save:
+            raise ImproperlyConfigured(
+                f"ApprovalRequest.{field.name} is computed at save time; the hand-written INSERT cannot store it"
+            )
+
+
+_check_insert_fields()
+
+# Strings, integers, ids and aware datetimes go to psycopg as they are; JSON needs its adapter.
+_NEEDS_PREPARING = [
+    (index, field) for index, field in enumerate(_BOUND_FIELDS) if field.get_internal_type() == "JSONField"
+]
+
+
+def _registered(approval: ApprovalRequest, *, engine_key: ApiToken) -> AuditEntry:
+    data = {"kind": approval.kind, "config_id": approval.config.public_id, "config_version": approval.config_version}
+    if approval.kind == ApprovalKind.GATE:
+        data.update(rule_id=approval.rule_id, target=approval.target, operation=approval.operation)
+        data.update(call_digest=approval.call_digest)
+    else:
+        data.update(scope=approval.scope, tokens_used=approval.tokens_used, token_cap=approval.token_cap)
+    data.update(run_id=approval.run_id)
+    return AuditEntry(
+        workspace_id=approval.workspace_id,
+        actor=actor_of(engine_key=engine_key),
+        action="approval.registered",
+        object=approval.public_id,
+        data=data,
+        at=approval.created_at,
+    )
+
+
+# A rule that allows run grants inserts through this form of the same statement: a CTE reads the
+# live grant of (config, rule, run) and the row goes in already approved when there is one. Still
+# one statement and one round trip, so a request no grant covers pays only an index probe (bench/policy.py).
+# The grant's columns are scalar subqueries of `live` inside a plain VALUES row: an INSERT … SELECT
+# joined to `live` costs PostgreSQL more to plan and run (bench/policy.py).
+_GRANTED = {
+    "status": f"COALESCE((SELECT '{Status.APPROVED.value}'::varchar FROM live), {_literal(_FRESH['status'])})",
+    "grant_id": "(SELECT public_id FROM live)",
+    "decided_at": "(SELECT %s::timestamptz FROM live)",  # bound: now
+    "decided_by_id": "(SELECT granted_by_id FROM live)",
+    "decided_by_email": f"COALESCE((SELECT granted_by_email FROM live), {_literal(_FRESH['decided_by_email'])})",
+    "decision_action": f"COALESCE((SELECT '{Action.RESUME.value}'::varchar FROM live), "
+    f"{_literal(_FRESH['decision_action'])})",
+    "reason": "COALESCE((SELECT 'Approved for the rest of this run by ' || granted_by_email || ' (' || public_id "
+    f"|| ')' FROM live), {_literal(_FRESH['reason'])})",
+}
+_GRANTED_INSERT_CTES = """
+live AS (
+    SELECT public_id, granted_by_id, granted_by_email FROM {grants}
+    WHERE config_id = %s AND rule_id = %s AND run_id = %s AND revoked_at IS NULL AND expires_at > %s
+      AND (%s OR lower(granted_by_email) <> lower(%s))
+    ORDER BY expires_at DESC
+    LIMIT 1
+), apr AS (
+    INSERT INTO {table} ({columns}) VALUES ({values})
+    RETURNING id, status, grant_id, decided_at, decided_by_id, decided_by_email, decision_action, reason
+)""".format(
+    grants=Grant._meta.db_table,
+    table=ApprovalRequest._meta.db_table,
+    columns=", ".join(f'"{field.column}"' for field in _INSERT_FIELDS),
+    values=", ".join(
+        _GRANTED.get(field.column) or (_literal(_FRESH[field.attname]) if field.attname in _FRESH else "%s")
+        for field in _INSERT_FIELDS
+    ),
+)
+
+
+# Its audit records: the registration's (APPEND_CTE's row) and, only when `live` found a grant, the
+# grant's use — one INSERT for both (a second CTE inserting into the same table costs more).
+_AUDIT_WITH_GRANT_USED_CTE = record_cte(
+    "audit_record",
+    "SELECT %s, %s::timestamptz, %s, %s, %s, %s::jsonb "
+    "UNION ALL SELECT %s, %s::timestamptz, %s, 'grant.used', live.public_id, %s::jsonb FROM live",
+)
+
+
+def insert_request(approval: ApprovalRequest, *, engine_key: ApiToken, deliveries: list[Delivery] = (), now) -> None:
+    """INSERT the request with its audit record and outbox rows in one statement (CTEs): atomic in autocommit.
+
+    A request a live run grant covers goes in approved, and then tells its contacts nothing: there
+    is nothing left to ask them.
+    """
+    audited = audit_enabled()
+    approval.ensure_public_id()
+    values = approval.__dict__
+    stale = [name for name, fresh in _FRESH.items() if values[name] != fresh]
+    if stale:
+        raise ValueError(f"insert_request writes {stale} as a new request's; this one has them set")
+    params = [values[field.attname] for field in _BOUND_FIELDS]
+    for index, field in _NEEDS_PREPARING:
+        params[index] = field.get_db_prep_save(params[index], connection)
+    probe = approval.allow_run_grant and may_have_live_grant(approval, now=now)
+    if probe:
+        # A grant never approves for the person the run acts for when the rule wants four eyes.
+        lookup = [approval.config_id, approval.rule_id, approval.run_id, now]
+        lookup += [approval.self_approval or not approval.requested_by, approval.requested_by]
+        ctes = [_GRANTED_INSERT_CTES]
+        params = lookup + _granted_params(params, now=now)
+    else:
+        ctes = [f"apr AS ({_INSERT_SQL})"]
+    if audited:
+        params += append_params(_registered(approval, engine_key=engine_key))
+        if probe:
+            ctes.append(_AUDIT_WITH_GRANT_USED_CTE)
+            params += [
+                approval.workspace_id,
+                now,
+                actor_of(engine_key=engine_key),
+                canonical({"approval": approval.public_id}),
+            ]
+        else:
+            ctes.append(APPEND_CTE)
+    if deliveries:
+        ctes.append(_DELIVERIES_CTE_GRANTED if probe else _DELIVERIES_CTE)
+        params.append(_deliveries_json(deliveries))
+    sql = "WITH " + ", ".join(ctes) + " SELECT * FROM apr"
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        row = cursor.fetchone()
+    approval.pk = row[0]
+    if probe:
+        (
+            approval.status,
+            approval.grant_id,
+            approval.decided_at,
+            approval.decided_by_id,
+            approval.decided_by_email,
+            approval.decision_action,
+            approval.reason,
+        ) = row[1:]
+    approval._state.adding = False
+    approval._state.db = connection.alias
+
+
+# The deliveries' INSERT, fed by the request's INSERT as a CTE: one round trip, no BEGIN/COMMIT.
+# A request a grant approved at once has nothing to ask (apr.status is returned only by that form).
+# The rows travel as one JSON parameter, however many contacts: psycopg caches how it splits a
+# statement of up to 50 parameters and 4,096 characters, and re-parses a longer one on every call —
+# one parameter per column per row made a notified registration CPU-bound (bench/notify.py).
+_DELIVERY_FIELDS = [
+    field for field in Delivery._meta.concrete_fields if not field.primary_key and field.name != "approval"
+]
+_DELIVERIES_CTE = (
+    f'dlv AS (INSERT INTO {Delivery._meta.db_table} ("approval_id", '
+    + ", ".join(f'"{field.column}"' for field in _DELIVERY_FIELDS)
+    + ") SELECT apr.id, v.* FROM apr, jsonb_to_recordset(%s::jsonb) AS v("
+    + ", ".join(f'"{field.column}" {field.db_type(connection)}' for field in _DELIVERY_FIELDS)
+    + ") {where})"
+)
+_DELIVERIES_CTE_GRANTED = _DELIVERIES_CTE.format(where=f"WHERE apr.status = '{Status.PENDING.value}'")
+_DELIVERIES_CTE = _DELIVERIES_CTE.format(where="")
+
+
+def _deliveries_json(deliveries: list[Delivery]) -> str:
+    """The rows for jsonb_to_recordset: each column's value, datetimes in full ISO 8601 (microseconds kept)."""
+    rows = []
+    for delivery in deliveries:
+        row = {}
+        for field in _DELIVERY_FIELDS:
+            value = getattr(delivery, field.attname)
+            row[field.column] = value.isoformat() if isinstance(value, datetime) else value
+        rows.append(row)
+    return json.dumps(rows, separators=(",", ":"))
+
+
+def _granted_params(params: list, *, now) -> list:
+    """The plain INSERT's bound values for _GRANTED_INSERT_CTES, with `now` where decided_at is bound."""
+    out, bound = [], iter(params)
+    for field in _INSERT_FIELDS:
+        if field.column == "decided_at":
+            out.append(now)
+        elif field.attname not in _FRESH:
+            out.append(next(bound))
+    return out

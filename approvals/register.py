@@ -1,0 +1,200 @@
+"""Registering a request: an engine's gate or token cap breach, against a frozen config version.
+
+Idempotent per (engine key, Idempotency-Key); the statement itself is approvals.insert's.
+"""
+
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import IntegrityError, connection, transaction
+from django.utils import timezone
+
+from contacts.outbox import deliveries_for_registration, kick_sender
+from rules.exceptions import ConfigNotFound
+from rules.models import PassInformationLevel
+from workspaces.models import ApiToken, Workspace
+
+from .digest import call_digest
+from .exceptions import IdempotencyKeyReused
+from .insert import insert_request
+from .models import ApprovalKind, ApprovalRequest, Scope
+from .versions import frozen_versions
+
+INERT_NOTICE = "HITL: inert (Free plan or no enabled rules) — the call may proceed"
+
+
+@dataclass(frozen=True)
+class Registration:
+    """What a registration did: `approval` is None when HITL is inert and nothing was stored."""
+
+    approval: ApprovalRequest | None
+    created: bool
+
+
+def approval_register(
+    *,
+    workspace: Workspace,
+    engine_key: ApiToken,
+    kind: str,
+    config_id: str,
+    config_version: int,
+    run_id: str,
+    thread_id: str,
+    caller: str,
+    ttl_seconds: int | None = None,
+    rule_id: str = "",
+    target: str = "",
+    operation: str = "",
+    summary: str = "",
+    arguments: Any = None,
+    scope: str = "",
+    tokens_used: int | None = None,
+    token_cap: int | None = None,
+    requested_by: str = "",
+    idempotency_key: str = "",
+    fingerprint: str = "",
+) -> Registration:
+    """Register a gate (rule_id, target, operation, summary, arguments) or a token cap breach (scope,
+    tokens_used, token_cap) against the frozen version `config_id`@`config_version`.
+
+    Idempotent per (engine key, Idempotency-Key): a replay returns the first request, another body
+    with the same key is refused. Two identical registrations racing are decided by the unique
+    constraint, never by a check-then-insert: the loser's INSERT fails and it returns the winner.
+    """
+    version = frozen_versions.named(workspace_id=workspace.pk, config_id=config_id, number=config_version)
+    label = f"{version.config.public_id}@{version.number}"
+    level = version.pass_information_level
+    now = timezone.now()
+    approval = ApprovalRequest(
+        workspace=workspace,
+        engine_key=engine_key,
+        kind=kind,
+        config=version.config,
+        config_version=version.number,
+        run_id=run_id,
+        thread_id=thread_id,
+        caller=caller,
+        pass_information_level=level,
+        created_at=now,
+        expires_at=now + timedelta(seconds=ttl_seconds or settings.APPROVAL_TTL_SECONDS),
+        idempotency_key=idempotency_key,
+        request_fingerprint=fingerprint if idempotency_key else "",
+        requested_by=requested_by,
+    )
+
+    if kind == ApprovalKind.GATE:
+        # HITL state as the engine was told it at serve time: inert stores nothing.
+        if not workspace.hitl_available or not version.enabled_rules:
+            return _inert_or_replay(engine_key=engine_key, idempotency_key=idempotency_key, fingerprint=fingerprint)
+        rule = version.rule(rule_id)
+        if rule is None:
+            raise ValidationError(
+                {"rule_id": f"Rule {rule_id} is not in {label}: take rule ids from that version's gates."}
+            )
+        if not rule["enabled"]:
+            raise ValidationError({"rule_id": f"Rule {rule_id} is disabled in {label}: it gates nothing."})
+        if arguments is not None and level != PassInformationLevel.FULL:
+            raise ValidationError(
+                {
+                    "arguments": f"{label} has pass information level {level}: arguments are passed only at "
+                    "level full. Leave them out, or publish the config with level full."
+                }
+            )
+        if summary and level == PassInformationLevel.NONE:
+            raise ValidationError(
+                {
+                    "summary": f"{label} has pass information level none: a summary is passed only at level "
+                    "summary or full. Leave it out, or publish the config with a higher level."
+                }
+            )
+        approval.rule_id = rule["id"]
+        approval.boundary = rule["kind"]
+        approval.point = rule["point"]
+        approval.message = rule["message"]
+        approval.approvals_required = rule["approvals_required"]
+        approval.self_approval = rule["self_approval"]
+        approval.allow_run_grant = rule["allow_run_grant"]
+        approval.target = target
+        approval.operation = operation
+        approval.summary = summary
+        approval.arguments = arguments
+        approval.call_digest = call_digest(target=target, operation=operation, arguments=arguments)
+    else:
+        # A token cap is not a rule, so it parks the run on any paid plan; on Free there is no queue to park in.
+        if not workspace.hitl_available:
+            return _inert_or_replay(engine_key=engine_key, idempotency_key=idempotency_key, fingerprint=fingerprint)
+        if scope == Scope.TURN and version.token_caps.get("mode") == "stop":
+            raise ValidationError(
+                {"scope": f"{label}'s per-turn token cap mode is stop: end the run, there is nobody to ask."}
+            )
+        approval.scope = scope
+        approval.tokens_used = tokens_used
+        approval.token_cap = token_cap
+
+    # Insert first and look for the first request only when the key's unique constraint refuses
+    # the row: a replay costs one more query, a new request none, and a race has one winner.
+    # The outbox rows are written with the request (one statement), or neither is.
+    deliveries = deliveries_for_registration(approval=approval, rule=rule, version=version) if kind == "gate" else []
+    try:
+        if connection.in_atomic_block:
+            # A savepoint, so a refused INSERT leaves the caller's transaction usable.
+            with transaction.atomic():
+                insert_request(approval, engine_key=engine_key, deliveries=deliveries, now=now)
+        else:
+            insert_request(approval, engine_key=engine_key, deliveries=deliveries, now=now)  # autocommit: one statement
+    except IntegrityError as error:
+        if idempotency_key and _refused_by(error) == IDEMPOTENCY_CONSTRAINT:
+            first = _idempotent_replay(engine_key=engine_key, idempotency_key=idempotency_key, fingerprint=fingerprint)
+            if first is not None:
+                return Registration(approval=first, created=False)
+        if _refused_by(error) == FOREIGN_KEY:
+            # The config was deleted since its version was cached.
+            frozen_versions.clear()
+            raise ConfigNotFound(f"No config {config_id} in this workspace.") from None
+        raise
+    if deliveries:
+        kick_sender()
+    return Registration(approval=approval, created=True)
+
+
+IDEMPOTENCY_CONSTRAINT = "one_request_per_idempotency_key"
+FOREIGN_KEY = "foreign key"
+
+
+def _refused_by(error: IntegrityError) -> str:
+    """Which constraint refused a new request: its name, FOREIGN_KEY, or "" for anything else."""
+    cause = error.__cause__
+    if type(cause).__name__ == "ForeignKeyViolation":
+        return FOREIGN_KEY
+    diag = getattr(cause, "diag", None)
+    return (diag.constraint_name or "") if diag is not None else ""
+
+
+def _inert_or_replay(*, engine_key: ApiToken, idempotency_key: str, fingerprint: str) -> Registration:
+    """Inert stores nothing; but a retry of a request stored before a downgrade still gets it back."""
+    if idempotency_key:
+        first = _idempotent_replay(engine_key=engine_key, idempotency_key=idempotency_key, fingerprint=fingerprint)
+        if first is not None:
+            return Registration(approval=first, created=False)
+    return Registration(approval=None, created=False)
+
+
+def _idempotent_replay(*, engine_key: ApiToken, idempotency_key: str, fingerprint: str) -> ApprovalRequest | None:
+    first = (
+        ApprovalRequest.objects.select_related("config")
+        .filter(engine_key=engine_key, idempotency_key=idempotency_key)
+        .first()
+    )
+    if first is not None and first.request_fingerprint != fingerprint:
+        raise IdempotencyKeyReused(
+            f"Idempotency-Key {idempotency_key!r} was first used for {first.public_id} with a different body. "
+            "Send the same body to get that request back, or use a new key for a new request."
+        )
+    return first
+
+
+# Published versions never change (a database trigger refuses it), so each process keeps the ones
+# engines register against instead of reading the same row for every request. A miss raises, and

@@ -1,0 +1,67 @@
+"""The notification outbox, composing: what one message says, in the words of approvals.presenters.
+
+Every fact a person reads comes from the one presenter (engine text made visible there); this
+module only chooses which: the subject naming the act, the card's facts, and — while the request
+waits — a one-click link for a recipient who reviews the workspace.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.urls import reverse
+
+from approvals.links import link_url_for
+from approvals.models import ApprovalRequest
+from approvals.presenters import act_subject, facts, review_url
+from approvals.serializers import approval_as_dict
+
+from .models import Delivery, DeliveryEvent
+from .transports import Notice, Recipient, address_of
+
+# The events that ask a person to decide: only they carry a one-click link.
+ASKING = (DeliveryEvent.REQUESTED, DeliveryEvent.REMINDER, DeliveryEvent.ESCALATED)
+
+
+def notice_for(*, delivery: Delivery, recipient: Recipient, digest: list[Delivery] = ()) -> Notice:
+    source = settings.HITL_BASE_URL
+    approval = delivery.approval
+    if approval is None:
+        return Notice(
+            delivery_id=delivery.public_id,
+            event=DeliveryEvent.TEST,
+            subject=f"Test from HITL Portal: {recipient.name}",
+            approval=None,
+            review_url=None,
+            source=source,
+        )
+    if len(digest) > 1:
+        return Notice(
+            delivery_id=delivery.public_id,
+            event="digest",
+            subject=f"{len(digest)} more requests wait for approval",
+            approval=None,
+            review_url=settings.HITL_BASE_URL + reverse("approvals:queue"),
+            digest=[
+                {"subject": act_subject(d.approval, d.event), "review_url": review_url(d.approval)} for d in digest
+            ],
+            source=source,
+        )
+    # The row was claimed (with its request) moments ago: the decision is as it now is.
+    return Notice(
+        delivery_id=delivery.public_id,
+        event=delivery.event,
+        subject=act_subject(approval, delivery.event),
+        approval=approval_as_dict(approval),
+        review_url=review_url(approval),
+        decide_url=_one_click(delivery=delivery, approval=approval, recipient=recipient),
+        facts=[(fact.label, fact.value) for fact in facts(approval)],
+        source=source,
+    )
+
+
+def _one_click(*, delivery: Delivery, approval: ApprovalRequest, recipient: Recipient) -> str | None:
+    """A one-click link, only while pending and only for an email address that reviews the workspace."""
+    if delivery.event not in ASKING or not approval.is_pending():
+        return None
+    address = address_of(recipient)
+    return link_url_for(delivery=delivery, email=address) if address else None
