@@ -93,7 +93,7 @@ def test_it_refuses_anyone_but_a_reviewer_of_that_workspace(support, charlie):
         hitl("approve", "apr_nope", "--as", "charlie@globex.test")
     with pytest.raises(CommandError, match="No workspace with slug"):
         hitl("pending", "--workspace", "nope")
-    with pytest.raises(CommandError, match="keep it to 2000"):
+    with pytest.raises(CommandError, match="keep it to 2,000"):
         make_member(support.workspace, "eve@acme.test", "reviewer")
         hitl("deny", approval.public_id, "--as", "eve@acme.test", "--reason", "x" * 2001)
     assert ApprovalRequest.objects.get(pk=approval.pk).status == Status.PENDING

@@ -151,7 +151,7 @@ def test_it_keeps_the_card_with_a_message_when_the_reason_is_too_long(client, bo
     )
     html = response.content.decode()
     assert f'id="card-{approval.public_id}"' in html
-    assert "at most 2000 characters" in html
+    assert "The reason is 2,001 characters; keep it to 2,000." in html
     assert ApprovalRequest.objects.get(pk=approval.pk).status == Status.PENDING
 
 

@@ -68,7 +68,7 @@ def test_a_requested_message_carries_the_cards_facts_and_approve_rightmost(fake_
         "*Target*\ncustomer T-4821",
         "*Boundary*\nDelete · before the call",
         "Deleting a customer is final.",  # the rule's message
-        f"|{config.public_id}@1>",
+        f"|{config.public_id}@1 · {config.name}>",
         "*Level*\nSummary",
         "Customer asked to close the account",  # the summary the level allows
         "*Expires*\n",
