@@ -176,7 +176,8 @@ def test_an_expired_requests_audit_record_names_its_deadline_as_python_writes_it
         assert data == {"expires_at": deadlines[public_id].isoformat()}
     assert "." not in whole.isoformat() and {"expires_at": whole.isoformat()} in [row[4] for row in swept]
     # Byte for byte what the ORM's append writes for the same payload.
-    expired_first = AuditRecord.objects.filter(pk__in=list(rows.filter(object=requests[0].public_id).values_list("pk", flat=True)))
+    first_ids = list(rows.filter(object=requests[0].public_id).values_list("pk", flat=True))
+    expired_first = AuditRecord.objects.filter(pk__in=first_ids)
     middle = AuditRecord.objects.order_by("-id").values_list("id", flat=True).first()
     audit_append(
         workspace_id=support.workspace_id,
