@@ -5,7 +5,7 @@ import smtplib
 from django.core.mail import EmailMultiAlternatives, get_connection
 from django.template.loader import render_to_string
 
-from . import Notice, Recipient, TransportError, resolve
+from .base import Notice, Recipient, TransportError, resolve
 
 
 class EmailTransport:

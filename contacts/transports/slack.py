@@ -15,7 +15,7 @@ from approvals.models import ApprovalRequest
 from integrations import slack
 from integrations.outbound import slack_deliver, slack_digest
 
-from . import Notice, Recipient, TransportError
+from .base import Notice, Recipient, TransportError
 
 
 class SlackTransport:

@@ -8,7 +8,7 @@ import requests
 from django.conf import settings
 from standardwebhooks.webhooks import Webhook
 
-from . import Notice, Recipient, TransportError, resolve
+from .base import Notice, Recipient, TransportError, resolve
 
 # One HTTP session per worker thread: keep-alive to the same endpoint instead of a handshake per send.
 _local = threading.local()
