@@ -219,3 +219,17 @@ def test_it_lets_a_user_token_decide_only_while_a_member(make_api, acme, support
     approval = make_approval(support)
     assert api.post(decision_url(approval), {"decision": "approve"}).status_code in (401, 403)
     assert ApprovalRequest.objects.get(pk=approval.pk).status == Status.PENDING
+
+
+def test_the_decide_service_itself_holds_the_reason_to_its_limit_for_decisions_and_votes(support, bob, alice):
+    from approvals.exceptions import ReasonTooLong
+
+    single = make_approval(support)
+    quorum = make_approval(support, approvals_required=2)
+    for approval, decision in [(single, "reject"), (single, "approve"), (quorum, "approve")]:
+        with pytest.raises(ReasonTooLong, match="The reason is 2,001 characters; keep it to 2,000."):
+            approval_decide(approval=approval, user=bob, decision=decision, reason="x" * 2001)
+    assert not quorum.votes.exists()
+    assert ApprovalRequest.objects.filter(pk__in=[single.pk, quorum.pk], status=Status.PENDING).count() == 2
+    approval, already = approval_decide(approval=single, user=bob, decision="reject", reason="x" * 2000)
+    assert (approval.status, len(approval.reason), already) == (Status.REJECTED, 2000, False)

@@ -138,3 +138,14 @@ def test_the_request_page_shows_the_card_and_its_deliveries_behind_login(world, 
     outsider = Client()
     outsider.force_login(charlie)
     assert outsider.get(url).status_code == 404
+
+
+def test_a_reason_over_the_limit_is_refused_on_the_confirm_page_and_the_link_still_works(world, client):
+    refused = client.post(world["path"], {"decision": "reject", "reason": "x" * 2001})
+
+    assert refused.status_code == 400
+    assert "The reason is 2,001 characters; keep it to 2,000." in refused.content.decode()
+    assert _status(world["approval"]) == "pending"
+    assert Delivery.objects.get(pk=world["delivery"].pk).link_used_at is None  # refused, so not used up
+    assert client.post(world["path"], {"decision": "reject", "reason": "x" * 2000}).status_code == 200
+    assert _status(world["approval"]) == "rejected"

@@ -357,3 +357,19 @@ def test_a_get_is_not_an_interaction(live_server, fake_slack):
 
     assert response.status_code == 405
     assert error_of(response)["code"] == "method_not_allowed"
+
+
+def test_a_reason_over_the_limit_is_refused_beside_the_reason_and_decides_nothing(
+    live_server, fake_slack, request_for_deletion
+):
+    post_signed(live_server.url, click(request_for_deletion, "reject", slack_user=BOB_SLACK))
+    [opened] = fake_slack.calls_to("views.open")
+
+    submitted = post_signed(live_server.url, submit_reason(opened["view"], "x" * 2001, slack_user=BOB_SLACK))
+
+    # The decide service's own words, where the person can shorten it (Slack keeps the modal open).
+    assert submitted.json() == {
+        "response_action": "errors",
+        "errors": {"reason": "The reason is 2,001 characters; keep it to 2,000."},
+    }
+    assert status_of(request_for_deletion) == "pending"
