@@ -100,7 +100,7 @@ class ApprovalRequest(PublicIdMixin, models.Model):
     # SHA-256 of the registration body: the same key with another body is refused.
     request_fingerprint = models.CharField(max_length=64, blank=True)
 
-    # The decision, recorded once (see services.approval_decide).
+    # The decision, recorded once (see approvals.decide.approval_decide).
     decided_at = models.DateTimeField(null=True, blank=True)
     # PROTECT: who decided is history; a person who decided is deactivated, never deleted.
     decided_by = models.ForeignKey(
@@ -189,7 +189,7 @@ class ApprovalRequest(PublicIdMixin, models.Model):
 class Vote(models.Model):
     """One reviewer's approval of a request that needs several (approvals_required > 1).
 
-    The unique constraint records each reviewer once; services.approval_decide counts the rows
+    The unique constraint records each reviewer once; approvals.decide counts the rows
     under the request's row lock, so no more than N are ever recorded.
     """
 

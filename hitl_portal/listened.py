@@ -15,7 +15,7 @@ class ListenedCache:
     emptied: take `generation` before reading, and hand it to `put`.
 
     Used for engine keys (workspaces/authentication.py) and run-grant rules' live grants
-    (approvals/services.py).
+    (approvals/grants.py).
     """
 
     def __init__(self) -> None:
