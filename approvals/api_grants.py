@@ -2,7 +2,6 @@
 
 import datetime
 
-from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers
 from rest_framework.request import Request
@@ -120,6 +119,6 @@ class GrantDetailView(APIView):
         responses={204: None, **ERRORS, 404: _error("No such grant in this workspace.")},
     )
     def delete(self, request: Request, grt: str) -> Response:
-        grant = get_object_or_404(Grant.objects.for_workspace(request.actor.workspace), public_id=grt)
+        grant = selectors.grant_get(workspace=request.actor.workspace, public_id=grt)
         grant_revoke(grant=grant, user=request.user)
         return Response(status=204)

@@ -11,6 +11,14 @@ class ApprovalNotFound(DomainError):
         self.public_id = public_id
 
 
+class GrantNotFound(DomainError):
+    """No such run grant in this workspace; another workspace's grant reads the same."""
+
+    def __init__(self, public_id: str) -> None:
+        super().__init__(f"No run grant {public_id} in this workspace.")
+        self.public_id = public_id
+
+
 class WrongDecision(DomainError):
     """approve/reject on a token cap request, proceed/stop on a gate request, or no decision word at all."""
 

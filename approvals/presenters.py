@@ -236,9 +236,15 @@ class Fact:
     code: bool = False  # an identifier or a call's text, set in monospace where the surface can
 
 
-def facts(approval: ApprovalRequest) -> list[Fact]:
-    """What a person is shown of a request before deciding it, in this order."""
+def facts(approval: ApprovalRequest, *, urls: "CardUrls | None" = None) -> list[Fact]:
+    """What a person is shown of a request before deciding it, in this order (`urls`: a page's
+    links reversed once, for a page drawing many cards)."""
     config = approval.config
+    version = (
+        urls.fill(urls.version, config.public_id, approval.config_version)
+        if urls
+        else reverse("rules:version", args=[config.public_id, approval.config_version])
+    )
     shown = [Fact("caller", "Caller", visible(approval.caller) or "—")]
     if approval.is_token_cap:
         shown.append(
@@ -256,7 +262,7 @@ def facts(approval: ApprovalRequest) -> list[Fact]:
             "config",
             "Config",
             f"{config.public_id}@{approval.config_version} · {visible(config.name)}",
-            url=settings.HITL_BASE_URL + reverse("rules:version", args=[config.public_id, approval.config_version]),
+            url=settings.HITL_BASE_URL + version,
         ),
         Fact("level", "Level", approval.get_pass_information_level_display()),
         Fact("run", "Run", visible(approval.run_id), code=True),
@@ -370,6 +376,8 @@ def card(approval: ApprovalRequest, *, user, reviewers: list[str], urls: CardUrl
     urls = urls or CardUrls()
     config = approval.config
     token_cap = approval.is_token_cap
+    # The facts every surface shows, worded once (facts()); the rest is the card's own layout.
+    shown = {fact.key: fact.value for fact in facts(approval, urls=urls)}
     self_refused = refuses_self_approval(approval=approval, user=user)
     quorum = approval.approvals_required > 1
     email = getattr(user, "email", "")
@@ -379,13 +387,13 @@ def card(approval: ApprovalRequest, *, user, reviewers: list[str], urls: CardUrl
         "title": card_title(approval),
         # As the template filters `date:'c'`, `when` and `timeuntil` wrote them.
         "expires_iso": date_filter(template_localtime(approval.expires_at), "c"),
-        "expires_when": when(approval.expires_at),
+        "expires_when": shown["expires"],
         "expires_in": timeuntil_filter(approval.expires_at),
-        "message": visible_lines(approval.message) if approval.message else "",
-        "caller": visible(approval.caller) or "—",
+        "message": shown.get("message", ""),
+        "caller": shown["caller"],
         "workspace_scope": approval.scope == "workspace",
-        "target": visible(approval.target) or "—",
-        "operation": visible(approval.operation) if approval.operation else "",
+        "target": shown.get("target", "—"),
+        "operation": shown.get("operation", ""),
         "boundary": approval.get_boundary_display(),
         "point": approval.point,
         "point_words": point_words(approval.point),
@@ -394,9 +402,9 @@ def card(approval: ApprovalRequest, *, user, reviewers: list[str], urls: CardUrl
         "config_name": config.name,
         "version_url": urls.fill(urls.version, config.public_id, approval.config_version),
         "caps_url": urls.fill(urls.settings, config.public_id),
-        "run_id": visible(approval.run_id),
+        "run_id": shown["run"],
         "thread_id": visible(approval.thread_id) if approval.thread_id else "",
-        "requested_by": visible(approval.requested_by) if approval.requested_by else "",
+        "requested_by": shown.get("requested_by", ""),
         "level": approval.pass_information_level,
         "level_hint": level_hint(approval.pass_information_level),
         "tokens_used": approval.tokens_used,
@@ -405,8 +413,8 @@ def card(approval: ApprovalRequest, *, user, reviewers: list[str], urls: CardUrl
         "token_cap_text": thousands(approval.token_cap),
         "cap_percent": cap_percent(approval),
         "meter_percent": meter_percent(approval),
-        "summary": visible_lines(approval.summary) if approval.summary else "",
-        "arguments": pretty_json(approval.arguments) if approval.arguments is not None else None,
+        "summary": shown.get("summary", ""),
+        "arguments": shown.get("arguments"),
         "approvals_required": approval.approvals_required,
         "quorum_line": quorum_line(approval) if quorum else "",
         "still_may_approve": (

@@ -12,7 +12,7 @@ from django.utils import timezone
 from rules.models import Config
 from workspaces.models import Membership, Role, Workspace
 
-from .exceptions import ApprovalNotFound
+from .exceptions import ApprovalNotFound, GrantNotFound
 from .models import ApprovalKind, ApprovalRequest, Grant, Status
 from .permissions import refuses_self_approval
 
@@ -110,6 +110,14 @@ def may_still_approve(*, approval: ApprovalRequest, reviewers: list[str]) -> lis
     return [
         email for email in reviewers if email not in voted and not refuses_self_approval(approval=approval, email=email)
     ]
+
+
+def grant_get(*, workspace: Workspace, public_id: str) -> Grant:
+    """The one way to load a run grant by its public id, scoped to `workspace`; raises GrantNotFound."""
+    grant = Grant.objects.for_workspace(workspace).filter(public_id=public_id).first()
+    if grant is None:
+        raise GrantNotFound(public_id)
+    return grant
 
 
 def grants_for(workspace: Workspace, *, active: bool | None = None, now: datetime | None = None) -> QuerySet:

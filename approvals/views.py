@@ -22,7 +22,7 @@ from .expire import approval_expire_if_overdue
 from .forms import DecisionForm, HistoryFilterForm
 from .grants import grant_revoke as grant_revoke_service
 from .links import LinkRefused, link_open
-from .models import Grant, Status
+from .models import Status
 from .permissions import DECIDERS_ONLY, may_decide
 from .presenters import decided_line, decision_line, quorum_line
 
@@ -211,9 +211,7 @@ def grants(request: HttpRequest) -> HttpResponse:
 def grant_revoke(request: HttpRequest, public_id: str) -> HttpResponse:
     if not may_decide(request.actor):
         raise PermissionDenied("Only a reviewer or an admin of this workspace may revoke a run grant.")
-    grant = Grant.objects.for_workspace(request.actor.workspace).filter(public_id=public_id).first()
-    if grant is None:
-        raise Http404("No such run grant in this workspace.")
+    grant = selectors.grant_get(workspace=request.actor.workspace, public_id=public_id)  # 404 via DomainErrorPages
     grant = grant_revoke_service(grant=grant, user=request.user)
     messages.success(
         request, f"Revoked {grant.public_id}: the next request of run {grant.run_id} waits for a reviewer."

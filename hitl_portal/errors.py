@@ -10,7 +10,14 @@ from rest_framework import exceptions, serializers, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler, set_rollback
 
-from approvals.exceptions import ApprovalNotFound, IdempotencyKeyReused, NotApproved, SelfApproval, WrongDecision
+from approvals.exceptions import (
+    ApprovalNotFound,
+    GrantNotFound,
+    IdempotencyKeyReused,
+    NotApproved,
+    SelfApproval,
+    WrongDecision,
+)
 from contacts.exceptions import ContactInUse, ContactNotFound
 from rules.exceptions import ConfigNotFound, NothingToPublish, PlanRequired, RuleNotFound
 
@@ -51,6 +58,7 @@ CODES = {
 # Every domain error the services raise, and the HTTP status and docs/api.md code it answers with.
 DOMAIN_ERRORS: dict[type[DomainError], tuple[int, str]] = {
     ApprovalNotFound: (status.HTTP_404_NOT_FOUND, "not_found"),
+    GrantNotFound: (status.HTTP_404_NOT_FOUND, "not_found"),
     ConfigNotFound: (status.HTTP_404_NOT_FOUND, "not_found"),
     ContactNotFound: (status.HTTP_404_NOT_FOUND, "not_found"),
     RuleNotFound: (status.HTTP_404_NOT_FOUND, "not_found"),

@@ -11,7 +11,7 @@ from django_q.models import Schedule
 
 from approvals import tasks
 from approvals.decide import approval_decide
-from approvals.expire import approval_sweep_overdue
+from approvals.expire import approval_expire_if_overdue, approval_sweep_overdue, expire_requests
 from approvals.models import EXPIRED_REASON, ApprovalRequest, Status
 from approvals.serializers import approval_as_dict
 from audit.models import AuditRecord
@@ -61,6 +61,28 @@ def test_it_sweeps_overdue_requests_and_leaves_the_rest(support, bob):
     assert approval_as_dict(rows[cap.pk])["decision"]["action"] == "stop_run"
     assert rows[fresh.pk].status == Status.PENDING
     assert (rows[decided.pk].status, rows[decided.pk].reason) == (Status.APPROVED, "fine")
+
+
+def test_a_request_read_past_its_deadline_is_expired_alone_by_the_same_statement(support):
+    """The expiry statement narrowed to given requests: only they expire, each with its record."""
+    overdue, neighbour = (
+        make_approval(support, ttl=timedelta(minutes=5)),
+        make_approval(support, ttl=timedelta(minutes=5)),
+    )
+    fresh = make_approval(support, ttl=timedelta(hours=2))
+    with travel(timedelta(minutes=10)):
+        expired = approval_expire_if_overdue(approval=overdue)
+        assert (expired.status, expired.reason, expired.decided_at) == (
+            Status.EXPIRED,
+            EXPIRED_REASON,
+            overdue.expires_at,
+        )
+        assert ApprovalRequest.objects.get(pk=neighbour.pk).status == Status.PENDING  # overdue too, not asked
+        assert expire_requests(ApprovalRequest.objects.filter(pk__in=[neighbour.pk, fresh.pk])) == 1
+        assert expire_requests(ApprovalRequest.objects.filter(pk=neighbour.pk)) == 0  # once
+    records = AuditRecord.objects.filter(action="approval.expired").values_list("object", "actor")
+    assert sorted(records) == sorted([(overdue.public_id, "system"), (neighbour.public_id, "system")])
+    assert ApprovalRequest.objects.get(pk=fresh.pk).status == Status.PENDING
 
 
 def test_it_sweeps_in_batches_until_nothing_is_overdue(support, monkeypatch):
