@@ -82,21 +82,6 @@ MIDDLEWARE = [
     "axes.middleware.AxesMiddleware",
 ]
 
-# A call with a Bearer token uses no session, message, CSRF or auth middleware: it skips them
-# (hitl_portal/handlers.py). A long-poll's chain must be all async, so it has no body check (a GET).
-# CommonMiddleware stays: it sets Content-Length (else the ASGI server answers chunked).
-API_MIDDLEWARE = [
-    "django.middleware.security.SecurityMiddleware",
-    "hitl_portal.middleware.ApiBodyLimitMiddleware",
-    "hitl_portal.middleware.NulGuardMiddleware",
-    "django.middleware.common.CommonMiddleware",
-]
-LONG_POLL_MIDDLEWARE = [
-    "django.middleware.security.SecurityMiddleware",
-    "hitl_portal.middleware.NulGuardMiddleware",
-    "django.middleware.common.CommonMiddleware",
-]
-
 ROOT_URLCONF = "hitl_portal.urls"
 FORM_RENDERER = "hitl_portal.forms.FormRenderer"
 WSGI_APPLICATION = "hitl_portal.wsgi.application"
