@@ -34,8 +34,7 @@ class Portal:
             await send_response(send, secured(django_request(scope), refused.response))
             return
         if calls.owns(scope):
-            scope, receive = with_body(scope, body, receive)
-            await calls.answer(scope, body, receive, send)
+            await calls.answer(scope, body, receive, send)  # the body is read: `receive` brings the hang-up
             return
         scope, receive = with_body(scope, body, receive)
         await self.django(scope, receive, send)

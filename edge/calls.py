@@ -161,7 +161,7 @@ async def _wait(request: ASGIRequest, public_id: str, first: _Answer, receive: R
         slots.take(token_id, user_id)
     except TooManyWaits as exc:
         return _Answer(_refused(exc))
-    hung_up = asyncio.ensure_future(receive())  # the body is read: the next message is the hang-up
+    hung_up = asyncio.ensure_future(_hang_up(receive))
     waiting = asyncio.ensure_future(
         hub.hub().wait(public_id=public_id, token_id=token_id, user_id=user_id, seconds=seconds)
     )
@@ -179,3 +179,9 @@ async def _wait(request: ASGIRequest, public_id: str, first: _Answer, receive: R
         # since): the answer is the pending request as first read.
         return first
     return await _poll(request, public_id)  # woken, or the request expired: read it again, auth again
+
+
+async def _hang_up(receive: Receive) -> None:
+    """Returns when the client hangs up (the body is read already: nothing else is left to come)."""
+    while (await receive())["type"] != "http.disconnect":
+        pass

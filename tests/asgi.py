@@ -34,7 +34,7 @@ def free_port() -> int:
 
 
 def server_command(port: int, workers: int = 1) -> list[str]:
-    """What `make serve` runs (its SERVE line, as make prints it), on our port: the server the tests see is the deployed one."""
+    """What `make serve` runs (its SERVE line, as make prints it), on our port: the deployed server."""
     line = subprocess.run(
         ["make", "-s", "-n", "-o", ".venv/.installed", "serve", "HOST=127.0.0.1", f"PORT={port}", f"WORKERS={workers}"],
         cwd=ROOT,

@@ -7,10 +7,10 @@ from concurrent.futures import ThreadPoolExecutor
 import psycopg
 import pytest
 import requests
-from edge.hub import APPLICATION_NAME
 from django.contrib.auth import get_user_model
 from django.test import Client
 
+from edge.hub import APPLICATION_NAME
 from workspaces.models import ApiToken
 from workspaces.services import token_revoke, workspace_set_plan
 

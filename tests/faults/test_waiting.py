@@ -6,11 +6,11 @@ import os
 import threading
 import time
 
-from edge.hub import APPLICATION_NAME
 from django.db import transaction
 
 from approvals.models import ApprovalRequest
 from approvals.services import approval_decide
+from edge.hub import APPLICATION_NAME
 from tests.asgi import AsgiServer
 from tests.factories import make_bulk
 
