@@ -31,6 +31,8 @@ class Portal:
         except ClientGone:
             return
         except BodyRefused as refused:
+            # Close after answering: else the server would go on reading (and discarding) the rest of the body.
+            refused.response["Connection"] = "close"
             await send_response(send, secured(django_request(scope), refused.response))
             return
         if calls.owns(scope):

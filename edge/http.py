@@ -2,6 +2,7 @@
 
 import asyncio
 import io
+import os
 from collections.abc import Awaitable, Callable
 
 from django.conf import settings
@@ -18,7 +19,7 @@ Send = Callable[[dict], Awaitable[None]]
 
 # The whole body must arrive within this many seconds of the headers (the server's header timeout is
 # edge/server.py's): a client trickling its body would otherwise hold a connection and a task for ever.
-BODY_TIMEOUT_SECONDS = 30.0
+BODY_TIMEOUT_SECONDS = float(os.environ.get("HITL_BODY_TIMEOUT", "30"))
 
 
 class BodyRefused(Exception):
