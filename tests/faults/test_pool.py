@@ -5,6 +5,8 @@ thread_sensitive=False), where the page's context processor reads the session; n
 pooled connection back, so sixteen such pages emptied a process's pool for good (edge/threads.py).
 """
 
+import subprocess
+import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -12,7 +14,7 @@ import requests
 
 from tests.asgi import AsgiServer
 
-from .conftest import raw_connection
+from .conftest import ROOT, raw_connection, subprocess_env
 
 POOL_SIZE = 4
 APP_NAME = "hitl-faults-pool"
@@ -29,8 +31,14 @@ def error_page(url: str, index: int) -> int:
     return response.status_code
 
 
+# As deployed: DEBUG off, so the error pages are the portal's templates (with their context processors).
+PRODUCTION = {"DEBUG": "false", "SECRET_KEY": "faults-" + "k" * 50}
+
+
 def test_500_error_pages_leave_the_pool_full_and_healthz_answering(world):
-    with AsgiServer(HITL_DB_POOL_SIZE=str(POOL_SIZE), PGAPPNAME=APP_NAME) as server:
+    env = subprocess_env(**PRODUCTION)
+    subprocess.run([sys.executable, "manage.py", "collectstatic", "--noinput", "-v0"], cwd=ROOT, env=env, check=True)
+    with AsgiServer(HITL_DB_POOL_SIZE=str(POOL_SIZE), PGAPPNAME=APP_NAME, **PRODUCTION) as server:
         with ThreadPoolExecutor(16) as pool:
             statuses = list(pool.map(lambda i: error_page(server.url, i), range(500)))
         assert sorted(set(statuses)) == [400, 403, 404]
