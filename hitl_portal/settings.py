@@ -126,7 +126,7 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 def pooled_under_asgi(database: dict) -> dict:
     """Under the ASGI server (asgi.py sets HITL_ASGI) sync code runs on threads of the moment, so a
     persistent connection per thread would pile up: PostgreSQL connections come from psycopg's pool
-    instead, at most HITL_DB_POOL_SIZE per server process (plus the two of approvals/waiters.py)."""
+    instead, at most HITL_DB_POOL_SIZE per server process (plus the two of edge/hub.py)."""
     if os.environ.get("HITL_ASGI") and database["ENGINE"].endswith("postgresql"):
         database["CONN_MAX_AGE"] = 0  # Django refuses a pool beside persistent connections
         database.setdefault("OPTIONS", {})["pool"] = {
