@@ -6,10 +6,11 @@ PIP := $(VENV)/bin/pip
 HOST ?= 127.0.0.1
 PORT ?= 8000
 WORKERS ?= 2
-# The production server (README: Deploying): gunicorn supervising uvicorn workers (ASGI), one per core.
-# A waiting engine costs a socket: give each process the hard limit of open files.
+# The production server (README: Deploying): gunicorn supervising uvicorn workers (ASGI, edge/server.py:
+# with a header timeout), one per core. A waiting engine costs a socket: give each process the hard
+# limit of open files. The tests start the server with this very command (tests/asgi.py).
 SERVE = ulimit -n "$$(ulimit -Hn)"; exec $(VENV)/bin/gunicorn hitl_portal.asgi:application --bind $(HOST):$(PORT) \
-	--worker-class uvicorn_worker.UvicornWorker --workers $(WORKERS) --timeout 60 --keep-alive 30 --access-logfile -
+	--worker-class edge.server.Worker --workers $(WORKERS) --timeout 60 --keep-alive 30 --access-logfile -
 
 .PHONY: run serve test lint format bench faults clean
 

@@ -6,7 +6,6 @@ Thin: a serializer validates, a service decides, `approval_as_dict` renders.
 import hashlib
 import json
 
-from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
     OpenApiExample,
@@ -21,11 +20,10 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from hitl_portal.errors import ErrorSerializer
-from hitl_portal.fast_path import SerializerFastPath
 from rules.models import Config
 from rules.selectors import LOG_LINES, hitl_state, served_version
 from rules.serializers import RuleSerializer
-from workspaces.models import ApiToken
+from workspaces.access import Actor
 from workspaces.permissions import IsEngine, IsEngineOrReviewer
 
 from . import selectors
@@ -44,14 +42,11 @@ from .models import ApprovalKind, ApprovalRequest
 from .outcome import approval_report_outcome
 from .register import INERT_NOTICE, approval_register
 from .serializers import ApprovalRequestSerializer, approval_as_dict
-from .waiting import DEFER, WAITED, WaitPlan, approval_wait, is_waiting
 
 REGISTRATION_SERIALIZERS = {
     ApprovalKind.GATE: GateRegistrationSerializer,
     ApprovalKind.TOKEN_CAP: TokenCapRegistrationSerializer,
 }
-# Registration is the engines' hot path: a plainly valid body skips building a serializer (fast_path.py).
-REGISTRATION_FAST_PATHS = {kind: SerializerFastPath(cls) for kind, cls in REGISTRATION_SERIALIZERS.items()}
 IDEMPOTENCY_KEY_MAX = 255
 
 
@@ -100,19 +95,8 @@ def _get_approval(request, public_id: str) -> ApprovalRequest:
     return selectors.approval_get(workspace=request.actor.workspace, public_id=public_id)
 
 
-def plainly_valid_registration(body) -> dict | None:
-    """The validated data of a body the fast path is sure of (hitl_portal/fast_path.py), else None."""
-    kind = body.get("kind") if isinstance(body, dict) else None
-    if type(kind) is str and kind in REGISTRATION_FAST_PATHS:
-        return REGISTRATION_FAST_PATHS[kind].validated(body)
-    return None
-
-
 def _validated_registration(body) -> dict:
     """The body's validated data; the serializers name whatever is wrong with it."""
-    data = plainly_valid_registration(body)
-    if data is not None:
-        return data
     kind_serializer = KindSerializer(data=body)
     kind_serializer.is_valid(raise_exception=True)
     serializer = REGISTRATION_SERIALIZERS[kind_serializer.validated_data["kind"]](data=body)
@@ -195,34 +179,49 @@ registration_schema = _registration_schema()
 
 def register_approval(request: Request) -> Response:
     """`POST /api/v1/approvals` (called by ApprovalCollectionView.post)."""
-    if not request.actor.is_engine:
-        raise PermissionDenied("Only an engine key may register approval requests.")
-    idempotency_key = idempotency_key_of(request.headers.get("Idempotency-Key"))
-    body = request.data
     status, answer = registration_answer(
-        engine_key=request.actor.engine_key,
-        idempotency_key=idempotency_key,
-        body=body,
-        data=_validated_registration(body),
+        actor=request.actor, idempotency_header=request.headers.get("Idempotency-Key"), body=request.data
     )
     return Response(answer, status=status)
 
 
-def registration_answer(*, engine_key: ApiToken, idempotency_key: str, body: dict, data: dict) -> tuple[int, dict]:
-    """Register `data` (the validated `body`) and say what to answer: (status, body).
+def registration_answer(*, actor: Actor | None, idempotency_header: str | None, body) -> tuple[int, dict]:
+    """Register a parsed body for `actor` and say what to answer: (status, body); refusals raise.
 
-    The one registration the DRF view above and the ASGI fast lane (api_register.py) both make.
+    The one registration the DRF view above and the edge (edge/calls.py) both make.
     """
+    if actor is None or not actor.is_engine:
+        raise PermissionDenied("Only an engine key may register approval requests.")
+    idempotency_key = idempotency_key_of(idempotency_header)
     registration = approval_register(
-        workspace=engine_key.workspace,
-        engine_key=engine_key,
+        workspace=actor.workspace,
+        engine_key=actor.engine_key,
         idempotency_key=idempotency_key,
         fingerprint=_fingerprint(body) if idempotency_key else "",
-        **data,  # the serializer's fields are the service's keyword arguments
+        **_validated_registration(body),  # the serializer's fields are the service's keyword arguments
     )
     if registration.approval is None:
         return 200, {"status": "inert", "notice": INERT_NOTICE}
     return (201 if registration.created else 200), approval_as_dict(registration.approval)
+
+
+def wait_of(query_params) -> float:
+    """The `wait` a poll asks for, 0 without one; refused (400) unless a number from 0 to 30."""
+    if not query_params:  # a plain poll (most of them) has nothing to validate
+        return 0.0
+    query = WaitQuerySerializer(data=query_params)
+    query.is_valid(raise_exception=True)
+    return float(query.validated_data.get("wait") or 0)
+
+
+def approval_poll(*, actor: Actor | None, public_id: str) -> ApprovalRequest:
+    """What a poll answers: the request in the actor's workspace, an overdue one expired now; refusals raise."""
+    if actor is None or not (actor.is_engine or actor.can_review):
+        raise PermissionDenied(IsEngineOrReviewer.message)
+    approval = selectors.approval_get(workspace=actor.workspace, public_id=public_id)
+    if approval.is_overdue():
+        approval = approval_expire_if_overdue(approval=approval)
+    return approval
 
 
 class ServedConfigView(APIView):
@@ -296,37 +295,10 @@ class ApprovalDetailView(APIView):
         tags=["engines"],
     )
     def get(self, request: Request, apr: str) -> Response:
-        wait = 0
-        if request.query_params:  # a plain poll (most of them) has nothing to validate
-            query = WaitQuerySerializer(data=request.query_params)
-            query.is_valid(raise_exception=True)
-            wait = query.validated_data.get("wait") or 0
-        approval = _get_approval(request, apr)
-        mode = getattr(request._request, "hitl_wait_mode", None)
-        if wait and mode != WAITED and is_waiting(approval):
-            token = request.auth if isinstance(request.auth, ApiToken) else None
-            until_expiry = (approval.expires_at - timezone.now()).total_seconds()
-            plan = WaitPlan(
-                public_id=approval.public_id,
-                token_id=token.pk if token else None,
-                user_id=token.user_id if token else getattr(request.user, "pk", None),
-                seconds=min(float(wait), until_expiry),
-                ends_at_expiry=until_expiry <= wait,
-            )
-            if mode == DEFER:  # the ASGI view waits in its event loop, without this thread (api_wait.py)
-                request._request.hitl_wait = plan
-                # Sent only if the wait times out with nothing heard: the request as read a moment before it.
-                return Response(approval_as_dict(approval))
-            approval = approval_wait(
-                load=lambda: _get_approval(request, apr),
-                approval=approval,
-                seconds=plan.seconds,
-                token_id=plan.token_id,
-                user_id=plan.user_id,
-            )
-        if approval.is_overdue():
-            approval = approval_expire_if_overdue(approval=approval)
-        return Response(approval_as_dict(approval))
+        # The wait itself is the edge's (edge/calls.py: the one wait path, under the ASGI server). Here,
+        # where a browser session or the test client asks, a valid `wait` is a plain poll.
+        wait_of(request.query_params)
+        return Response(approval_as_dict(approval_poll(actor=request.actor, public_id=apr)))
 
 
 class ApprovalOutcomeView(APIView):

@@ -1,52 +1,23 @@
-"""Long-poll for a decision: `GET /api/v1/approvals/{apr}?wait=S`.
+"""How many long-polls a process holds, and the per-key cap (docs/api.md, Operations).
 
-Under the ASGI server (`make serve`) a wait is a future in the event loop: approvals/waiters.py
-(one LISTEN connection per process) and approvals/api_wait.py. What is here is shared by both
-servers — the per-process count of waits and the per-key cap — plus the wait a *thread* does
-under a WSGI server (the test live server, a gthread deploy):
-
-PostgreSQL: LISTEN on the request's own connection (autocommit, no transaction held while
-waiting), re-read once to close the race with a decision made before the LISTEN, then block on
-psycopg's notifies() until our id is announced, the request expires, or the wait is over.
-SQLite has no NOTIFY: a short sleep-poll loop.
+The wait itself is the edge's (edge/calls.py and edge/hub.py: one wait path, under the ASGI server).
 """
 
 import logging
 import threading
-import time
 from collections import Counter
-from collections.abc import Callable
-from dataclasses import dataclass
 
 from django.conf import settings
-from django.db import connection
 from django.utils import timezone
 from rest_framework import status
 from rest_framework.exceptions import APIException
 
 from .models import ApprovalRequest, Status
-from .notify import CHANNEL
 
 logger = logging.getLogger(__name__)
 
-# SQLite's poll interval: short enough to feel immediate in a demo, long enough to stay cheap.
-POLL_INTERVAL = 0.2
 # What a 429 too_many_waits tells the engine: by then some of its waits have usually been answered.
 RETRY_AFTER_SECONDS = 5
-
-
-# How ApprovalDetailView treats ?wait (request.hitl_wait_mode): under the ASGI server it first runs with
-# DEFER (it leaves a WaitPlan on the request instead of waiting), then, after the wait, with WAITED.
-DEFER, WAITED = "defer", "waited"
-
-
-@dataclass(frozen=True)
-class WaitPlan:
-    public_id: str
-    token_id: int | None  # the cap and revocation go by token; a browser session has none
-    user_id: int | None
-    seconds: float  # the wait asked for, or less: until the request expires
-    ends_at_expiry: bool = False  # then the answer must be read again (it reads as expired)
 
 
 class TooManyWaits(APIException):
@@ -115,116 +86,6 @@ def waiting_count() -> int:
     return slots.total
 
 
-def approval_wait(
-    *,
-    load: Callable[[], ApprovalRequest],
-    approval: ApprovalRequest,
-    seconds: float,
-    token_id: int | None = None,
-    user_id: int | None = None,
-) -> ApprovalRequest:
-    """Return the request as soon as it is no longer pending, or after `seconds` with it still pending.
-
-    `load()` re-reads the request (scoped to the caller's workspace, config loaded). This thread
-    waits: the WSGI servers' way, and a browser session's under the ASGI server (there it waits on
-    the process's LISTEN hub, holding no database connection). Raises TooManyWaits when the token
-    (or, without one, the session's user) holds its cap already.
-    """
-    if seconds <= 0 or not is_waiting(approval):
-        return approval
-    slots.take(token_id, user_id)
-    try:
-        deadline = time.monotonic() + seconds
-        if connection.vendor == "postgresql" and not connection.in_atomic_block:
-            waited = _wait_on_server_hub(
-                load=load, approval=approval, deadline=deadline, token_id=token_id, user_id=user_id
-            )
-            if waited is not None:
-                return waited
-            return _wait_notified(load=load, approval=approval, deadline=deadline)
-        return _wait_polling(load=load, approval=approval, deadline=deadline)
-    finally:
-        slots.give_back(token_id, user_id)
-
-
 def is_waiting(approval: ApprovalRequest) -> bool:
     """Still pending now (an overdue request reads as expired): worth waiting for."""
     return approval.effective_status(timezone.now()) == Status.PENDING
-
-
-def _remaining(approval: ApprovalRequest, deadline: float) -> float:
-    """Seconds until the wait is over or the request expires, whichever is sooner."""
-    until_expiry = (approval.expires_at - timezone.now()).total_seconds()
-    return max(0.0, min(deadline - time.monotonic(), until_expiry))
-
-
-def _wait_polling(*, load, approval: ApprovalRequest, deadline: float) -> ApprovalRequest:
-    while is_waiting(approval):
-        remaining = _remaining(approval, deadline)
-        if remaining <= 0:
-            break
-        time.sleep(min(POLL_INTERVAL, remaining))
-        approval = load()
-    return approval
-
-
-def _wait_on_server_hub(
-    *, load, approval: ApprovalRequest, deadline: float, token_id: int | None, user_id: int | None
-) -> ApprovalRequest | None:
-    """Under the ASGI server, a sync view's wait (a browser session's) on the event loop's hub; None elsewhere.
-
-    Its pooled connection goes back first: the pool is a handful of connections per process, and a
-    LISTEN held on one for 30 s per waiting reviewer would soon leave the pages none.
-    """
-    from .waiters import wait_from_thread
-
-    if not _server_hub_reachable():
-        return None
-    connection.close()  # pooled (settings.pooled_under_asgi): back to the pool; load() takes one again
-    wait_from_thread(
-        public_id=approval.public_id,
-        token_id=token_id,
-        user_id=user_id,
-        seconds=_remaining(approval, deadline),
-    )
-    return load()
-
-
-def _server_hub_reachable() -> bool:
-    from .waiters import server_loop
-
-    return server_loop() is not None and bool(settings.DATABASES["default"].get("OPTIONS", {}).get("pool"))
-
-
-def _wait_notified(*, load, approval: ApprovalRequest, deadline: float) -> ApprovalRequest:
-    connection.ensure_connection()
-    with connection.cursor() as cursor:
-        cursor.execute(f"LISTEN {CHANNEL}")
-    try:
-        # A decision committed between our first read and the LISTEN sent its NOTIFY to nobody.
-        approval = load()
-        pg = connection.connection  # the psycopg 3 connection under Django's wrapper
-        while is_waiting(approval):
-            remaining = _remaining(approval, deadline)
-            if remaining <= 0:
-                break
-            for notice in pg.notifies(timeout=remaining):
-                if notice.payload == approval.public_id:
-                    break
-            # Woken by our id, or timed out (the deadline or the expiry): either way read the truth.
-            approval = load()
-    finally:
-        _unlisten()
-    return approval
-
-
-def _unlisten() -> None:
-    """Connections are persistent: leave no LISTEN (nor stale notifications) behind for the next request."""
-    try:
-        with connection.cursor() as cursor:
-            cursor.execute(f"UNLISTEN {CHANNEL}")
-        for _ in connection.connection.notifies(timeout=0):
-            pass
-    except Exception:  # a broken connection cannot keep a LISTEN either; let Django replace it
-        logger.warning("UNLISTEN failed; closing the connection", exc_info=True)
-        connection.close()

@@ -1,9 +1,9 @@
 """The floor: minimal DRF views doing only the database work a registration or a poll cannot avoid.
 
-They run in the portal's process, under /api/ so that they take the same door as the real endpoints
-(hitl_portal/handlers.py: the Bearer API chain, minimal middleware), but with **no authentication
-and no permission** — no token lookup: the ratio measures everything the portal adds to one INSERT
-/ one indexed SELECT, authentication included.
+They run in the portal's process, under /api/, through Django's handler and its full middleware (the
+edge, edge/calls.py, takes only the real endpoints), with **no authentication and no permission** —
+no token lookup: the ratio measures everything the portal adds to one INSERT / one indexed SELECT,
+authentication included.
 """
 
 import json

@@ -1,18 +1,13 @@
 """Section: registration throughput at 1, 8 and 32 concurrent engines, beside the floor's bare INSERT.
 
-The engines' registrations take the fast lane (approvals/api_register.py: no Django request,
-middleware or DRF), which the floor's DRF view does not have. One more figure shows the same
-registration through Django's view, as a body the lane hands over is registered (a charset
-parameter on its Content-Type is enough), beside the same floor: what the lane saves.
+The engines' registrations are the edge's (edge/calls.py: Django's request object, DRF's parser,
+the registration serializers and service, no middleware chain); the floor's DRF view goes through
+Django's full handler.
 """
 
-import statistics
-
 from bench.harness import Bench, log
-from bench.report import load_rows, row
+from bench.report import load_rows
 from bench.server import paired
-
-THROUGH_DJANGO = "application/json; charset=utf-8"  # not the fast lane's shape
 
 
 def run(bench: Bench) -> list[dict]:
@@ -33,29 +28,4 @@ def run(bench: Bench) -> list[dict]:
         )
         label = f"registration, {concurrency} engine(s)"
         rows += load_rows(run_, throughput=f"{label}: throughput", latency=label)
-    log(f"registration through Django's view, 8 engines: floor and portal, {bench.rounds} rounds")
-    results["django_view_8"] = run_ = paired(
-        bench.world,
-        floor_path="/api/bench/floor/approvals",
-        portal_path="/api/v1/approvals",
-        rounds=bench.rounds,
-        method="POST",
-        concurrency=8,
-        duration=bench.duration,
-        body=body,
-        content_type=THROUGH_DJANGO,
-    )
-    ratio = statistics.median(run_["ratios"])
-    rows.append(
-        row(
-            "registration through Django's view (not the fast lane), 8 engines: throughput",
-            run_["portal"]["throughput_rps"],
-            run_["floor"]["throughput_rps"],
-            " req/s",
-            ratio,
-            "— (what the lane saves)",
-            None,
-            spread=(min(run_["ratios"]), max(run_["ratios"])),
-        )
-    )
     return rows

@@ -16,7 +16,7 @@ from bench.harness import RESULTS, ROOT, World
 # BENCH_PORT: another checkout benchmarking on the same machine may hold the default.
 PORT = int(os.environ.get("BENCH_PORT", "8731"))
 # The production server (Makefile: make serve): gunicorn supervising uvicorn workers, one per core.
-GUNICORN = ["--worker-class", "uvicorn_worker.UvicornWorker", "--workers", "2", "--keep-alive", "30", "--timeout", "60"]
+GUNICORN = ["--worker-class", "edge.server.Worker", "--workers", "2", "--keep-alive", "30", "--timeout", "60"]
 
 
 class Server:

@@ -274,7 +274,7 @@ class Bench:
         return time.monotonic() - t0
 
     def connections_held(self) -> dict:
-        """The server's connections: for requests (pool or per thread) and for its waiters (waiters.py)."""
+        """The server's connections: for requests (pool or per thread) and for its waiters (edge/hub.py)."""
         import psycopg
 
         with psycopg.connect(self.url.replace("postgres://", "postgresql://"), autocommit=True) as conn:

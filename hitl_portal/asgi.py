@@ -1,4 +1,4 @@
-"""The ASGI application the production server runs (`make serve`, README: Deploying)."""
+"""The ASGI application the production server runs (`make serve`, README: Deploying): edge/app.py."""
 
 import os
 
@@ -9,9 +9,9 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "hitl_portal.settings")
 os.environ["HITL_ASGI"] = "1"
 django.setup(set_prefix=False)
 
-from .handlers import PortalASGI  # noqa: E402  (after setup: the handlers load the middleware)
+from edge.app import Portal  # noqa: E402  (after setup: it loads the middleware and the views)
 
-application = PortalASGI()
+application = Portal()
 
 # Fail at startup, with a message, when links could not be built (contacts exist, no HITL_BASE_URL).
 from contacts.checks import require_base_url  # noqa: E402

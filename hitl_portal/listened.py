@@ -7,7 +7,7 @@ from collections.abc import Hashable
 class ListenedCache:
     """Values by key, kept only while `live`.
 
-    The process's LISTEN connection (approvals/waiters.py) hears, as NOTIFYs sent by database
+    The process's LISTEN connection (edge/hub.py) hears, as NOTIFYs sent by database
     triggers, every change that could make a kept value wrong, and each one empties the cache
     (`invalidate`). While the connection is down, or in a process without one (WSGI servers, the
     CLI, tests), nothing is kept and every caller reads the database. The generation closes the race

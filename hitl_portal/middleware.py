@@ -94,7 +94,7 @@ class NulGuardMiddleware:
     serializers' to check, where the error can name the field.
     """
 
-    # Async too: the long-poll's chain (settings.LONG_POLL_MIDDLEWARE) must not pin a thread for its wait.
+    # Async too: Django builds an async chain under the ASGI server, and a sync-only one would cost a thread hop.
     sync_capable = True
     async_capable = True
 

@@ -82,21 +82,6 @@ MIDDLEWARE = [
     "axes.middleware.AxesMiddleware",
 ]
 
-# A call with a Bearer token uses no session, message, CSRF or auth middleware: it skips them
-# (hitl_portal/handlers.py). A long-poll's chain must be all async, so it has no body check (a GET).
-# CommonMiddleware stays: it sets Content-Length (else the ASGI server answers chunked).
-API_MIDDLEWARE = [
-    "django.middleware.security.SecurityMiddleware",
-    "hitl_portal.middleware.ApiBodyLimitMiddleware",
-    "hitl_portal.middleware.NulGuardMiddleware",
-    "django.middleware.common.CommonMiddleware",
-]
-LONG_POLL_MIDDLEWARE = [
-    "django.middleware.security.SecurityMiddleware",
-    "hitl_portal.middleware.NulGuardMiddleware",
-    "django.middleware.common.CommonMiddleware",
-]
-
 ROOT_URLCONF = "hitl_portal.urls"
 FORM_RENDERER = "hitl_portal.forms.FormRenderer"
 WSGI_APPLICATION = "hitl_portal.wsgi.application"
@@ -141,7 +126,7 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 def pooled_under_asgi(database: dict) -> dict:
     """Under the ASGI server (asgi.py sets HITL_ASGI) sync code runs on threads of the moment, so a
     persistent connection per thread would pile up: PostgreSQL connections come from psycopg's pool
-    instead, at most HITL_DB_POOL_SIZE per server process (plus the two of approvals/waiters.py)."""
+    instead, at most HITL_DB_POOL_SIZE per server process (plus the two of edge/hub.py)."""
     if os.environ.get("HITL_ASGI") and database["ENGINE"].endswith("postgresql"):
         database["CONN_MAX_AGE"] = 0  # Django refuses a pool beside persistent connections
         database.setdefault("OPTIONS", {})["pool"] = {

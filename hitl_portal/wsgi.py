@@ -1,13 +1,12 @@
+"""A WSGI application, for tools that want one; the portal is served as ASGI (asgi.py, edge/)."""
+
 import os
 
-import django
+from django.core.wsgi import get_wsgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "hitl_portal.settings")
-django.setup(set_prefix=False)
 
-from .handlers import PortalWSGI  # noqa: E402  (after setup: the handlers load the middleware)
-
-application = PortalWSGI()
+application = get_wsgi_application()
 
 # Fail at startup, with a message, when links could not be built (contacts exist, no HITL_BASE_URL).
 from contacts.checks import require_base_url  # noqa: E402

@@ -34,26 +34,24 @@ def free_port() -> int:
 
 
 def server_command(port: int, workers: int = 1) -> list[str]:
-    """What `make serve` runs (Makefile: gunicorn supervising uvicorn workers), on our port."""
-    return [
-        str(Path(sys.executable).parent / "gunicorn"),
-        "hitl_portal.asgi:application",
-        "--bind",
-        f"127.0.0.1:{port}",
-        "--worker-class",
-        "uvicorn_worker.UvicornWorker",
-        "--workers",
-        str(workers),
-        "--timeout",
-        "60",
-    ]
+    """What `make serve` runs (its SERVE line, as make prints it), on our port: the deployed server."""
+    line = subprocess.run(
+        ["make", "-s", "-n", "-o", ".venv/.installed", "serve", "HOST=127.0.0.1", f"PORT={port}", f"WORKERS={workers}"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    # The virtualenv make names is this interpreter's own (.venv); say so whatever the checkout's path.
+    line = line.replace(".venv/bin/", f"{Path(sys.executable).parent}/")
+    return ["sh", "-c", line]
 
 
 class AsgiServer:
     """`with AsgiServer(**env) as server:` … `server.url`; stopped (its whole process group) on exit."""
 
-    def __init__(self, *, database: str | None = None, **env: str) -> None:
-        self.port = free_port()
+    def __init__(self, *, database: str | None = None, workers: int = 1, **env: str) -> None:
+        self.port, self.workers = free_port(), workers
         self.url = f"http://127.0.0.1:{self.port}"
         self.env = {k: v for k, v in os.environ.items() if k != "DJANGO_SETTINGS_MODULE"}
         self.env.update(
@@ -66,7 +64,7 @@ class AsgiServer:
         log = ROOT / "test-artifacts" / "asgi-server.log"
         self.log = open(log, "a") if log.parent.is_dir() else subprocess.DEVNULL
         self.process = subprocess.Popen(
-            server_command(self.port),
+            server_command(self.port, self.workers),
             cwd=ROOT,
             env=self.env,
             stdout=self.log,

@@ -152,6 +152,20 @@ def charlie(globex):
     return make_member(globex, "charlie@globex.test", "admin")
 
 
+@pytest.fixture(scope="session")
+def live_server(django_db_setup, django_db_blocker):
+    """The server as `make serve` runs it (tests/asgi.py: the ASGI entry, the edge, the LISTEN hub), on
+    this worker's test database: what a live test sees is what is deployed, not Django's WSGI test server.
+
+    One per test worker: a subprocess, so a test's `settings` and clock changes do not reach it.
+    """
+    from .asgi import AsgiServer
+
+    with django_db_blocker.unblock(), AsgiServer() as server:
+        server._live_server_modified_settings = override_settings()  # pytest-django enables it per test: nothing
+        yield server
+
+
 def _needs_real_http(request) -> bool:
     """Real HTTP only where it matters: a test marked live_http (long-poll, races) or already on live_server."""
     return bool(request.node.get_closest_marker("live_http")) or "live_server" in request.fixturenames

@@ -95,17 +95,11 @@ def circles(graph: dict[str, set[str]]) -> list[list[str]]:
     return sorted(found)
 
 
-# The one circle left is the long-poll's thread bridge, which the engines' edge/ rebuild deletes
-# (issue 23, item 2). Named exactly, so a new circle — or a new member of this one — still fails;
-# delete the entry when that work lands.
-BEING_REBUILT = [["approvals.waiters", "approvals.waiting"]]
-
-
 def test_no_module_of_the_app_imports_itself_round_a_circle():
     graph = import_graph(ROOT, APPS)
     assert len(graph) > 100  # the walk found the app (not an empty folder)
     assert "approvals.decide" in graph["approvals.views"]  # and reads relative imports
-    assert [circle for circle in circles(graph) if circle not in BEING_REBUILT] == []
+    assert circles(graph) == []
 
 
 def test_the_walk_finds_a_circle_hidden_in_a_function_and_ignores_type_checking(tmp_path):

@@ -58,18 +58,21 @@ def actor_for_request(request: Request) -> Actor | None:
     """The actor behind a DRF request: a bearer token (user or engine) or a browser session."""
     token = getattr(request, "auth", None)
     if isinstance(token, ApiToken):
-        if token.is_engine:
-            return Actor(workspace=token.workspace, engine_key=token)
-        membership = (
-            Membership.objects.filter(user_id=token.user_id, workspace_id=token.workspace_id).only("role").first()
-        )
-        if membership is None or not token.user.is_active:  # removed or deactivated: the token is worth nothing
-            return None
-        return Actor(workspace=token.workspace, user=token.user, role=membership.role)
+        return actor_for_token(token)
     membership = current_membership(request)
     if membership is None:
         return None
     return Actor(workspace=membership.workspace, user=membership.user, role=membership.role)
+
+
+def actor_for_token(token: ApiToken) -> Actor | None:
+    """The actor behind a live token (an engine key, or a person's token while they are a member)."""
+    if token.is_engine:
+        return Actor(workspace=token.workspace, engine_key=token)
+    membership = Membership.objects.filter(user_id=token.user_id, workspace_id=token.workspace_id).only("role").first()
+    if membership is None or not token.user.is_active:  # removed or deactivated: the token is worth nothing
+        return None
+    return Actor(workspace=token.workspace, user=token.user, role=membership.role)
 
 
 def actor_for_membership(membership: Membership) -> Actor:

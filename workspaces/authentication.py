@@ -21,36 +21,49 @@ if TYPE_CHECKING:  # imported for real, drf_spectacular.openapi would import DRF
 engine_keys = ListenedCache()
 
 
+def token_for_authorization(header: bytes | str | None) -> ApiToken | None:
+    """The live token behind an `Authorization: Bearer <token>` header; None for no Bearer header at all.
+
+    The one Bearer parser: DRF's authentication below and the edge (edge/calls.py) both ask it.
+    Raises AuthenticationFailed for a malformed, unknown or revoked token, or a deactivated user's.
+    """
+    if isinstance(header, bytes):
+        header = header.decode("latin-1")
+    if not header:
+        return None
+    keyword, _, raw = header.partition(" ")
+    if keyword.lower() != BearerTokenAuthentication.keyword.lower():
+        return None
+    raw = raw.strip()
+    if not raw or " " in raw:
+        raise exceptions.AuthenticationFailed("Send the token as `Authorization: Bearer <token>`.")
+    digest = hash_token(raw)
+    token = engine_keys.get(digest)
+    if token is not None:
+        return token
+    generation = engine_keys.generation
+    try:
+        # get(), not first(): on every API request, an ORDER BY costs more to compile than to run.
+        token = ApiToken.objects.active().select_related("workspace", "user").get(digest=digest)
+    except ApiToken.DoesNotExist:
+        raise exceptions.AuthenticationFailed("This token is unknown or has been revoked.") from None
+    if token.is_engine:
+        engine_keys.put(digest, token, generation)
+    if token.user is not None and not token.user.is_active:
+        # A deactivated person's token is worth nothing at once, like a revoked one.
+        raise exceptions.AuthenticationFailed("This token's user has been deactivated.")
+    return token
+
+
 class BearerTokenAuthentication(authentication.BaseAuthentication):
     """`Authorization: Bearer <token>` for user tokens and engine keys, looked up by hash."""
 
     keyword = "Bearer"
 
     def authenticate(self, request: Request) -> tuple[AbstractBaseUser | AnonymousUser, ApiToken] | None:
-        header = authentication.get_authorization_header(request).decode("latin-1")
-        if not header:
+        token = token_for_authorization(authentication.get_authorization_header(request))
+        if token is None:
             return None
-        keyword, _, raw = header.partition(" ")
-        if keyword.lower() != self.keyword.lower():
-            return None
-        raw = raw.strip()
-        if not raw or " " in raw:
-            raise exceptions.AuthenticationFailed("Send the token as `Authorization: Bearer <token>`.")
-        digest = hash_token(raw)
-        token = engine_keys.get(digest)
-        if token is not None:
-            return (None, token)
-        generation = engine_keys.generation
-        try:
-            # get(), not first(): on every API request, an ORDER BY costs more to compile than to run.
-            token = ApiToken.objects.active().select_related("workspace", "user").get(digest=digest)
-        except ApiToken.DoesNotExist:
-            raise exceptions.AuthenticationFailed("This token is unknown or has been revoked.") from None
-        if token.is_engine:
-            engine_keys.put(digest, token, generation)
-        if token.user is not None and not token.user.is_active:
-            # A deactivated person's token is worth nothing at once, like a revoked one.
-            raise exceptions.AuthenticationFailed("This token's user has been deactivated.")
         # Engines have no Django user; DRF still wants something truthy-safe in request.user.
         return (token.user, token)
 

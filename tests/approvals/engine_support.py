@@ -102,7 +102,7 @@ def bulk_requests(config, count: int, *, engine_key=None) -> None:
     make_bulk(config, count, engine_key=engine_key, statuses=("approved", "pending"))
 
 
-# The long-poll tests under the ASGI server (test_waiting_asgi, test_waiting_fast_lane) cap each key at
+# The long-poll tests under the ASGI server (test_waiting_asgi) cap each key at
 # this many waits, so that a test reaches the cap with a few.
 WAIT_CAP = 2
 

@@ -5,13 +5,9 @@ import time
 from datetime import timedelta
 
 import pytest
-from django.db import connection
 
 from approvals.expire import approval_expire_if_overdue
 from approvals.models import EXPIRED_REASON, ApprovalRequest
-from approvals.register import approval_register
-from approvals.waiting import approval_wait
-from workspaces.services import token_create
 
 from ..helpers import Api, error_of, make_token, travel
 from .engine_support import bulk_requests, count_queries, decide, gate_body, make_support_config, token_cap_body
@@ -59,6 +55,7 @@ def test_it_refuses_a_wait_outside_0_to_30_seconds(engine_api, pending, wait):
     assert "wait must be a number of seconds from 0 to 30" in error_of(response)["fields"]["wait"]
 
 
+@pytest.mark.live_http
 def test_it_answers_at_once_when_the_request_is_already_decided(engine_api, bob, pending):
     decide(pending["id"], bob, "reject", reason="Not this customer.")
 
@@ -75,6 +72,7 @@ def test_it_answers_at_once_when_the_request_is_already_decided(engine_api, bob,
     assert approval["decision"]["expired"] is False
 
 
+@pytest.mark.live_http
 def test_it_answers_still_pending_when_the_wait_is_over(engine_api, pending):
     response = engine_api.get(f"/api/v1/approvals/{pending['id']}", params={"wait": 1})
 
@@ -107,23 +105,13 @@ def test_it_wakes_a_long_poll_within_a_second_of_a_decision_made_from_another_co
     assert answered["at"] - decided_at < 1.0
 
 
-@pytest.mark.postgres
-@pytest.mark.django_db(transaction=True)
-def test_it_leaves_no_listen_behind_on_a_persistent_connection(acme, alice):
-    support = make_support_config(acme, alice)
-    engine_key, _ = token_create(workspace=acme, engine_name="direct")
-    approval = approval_register(workspace=acme, engine_key=engine_key, **gate_body(support, arguments=None)).approval
+def test_a_wait_through_django_is_a_plain_poll(engine_api, pending):
+    """Django's view (a browser session, the test client) answers `?wait` at once: the wait is the edge's."""
+    started = time.monotonic()
+    response = engine_api.get(f"/api/v1/approvals/{pending['id']}", params={"wait": 20})
 
-    def load() -> ApprovalRequest:
-        return ApprovalRequest.objects.select_related("config").get(pk=approval.pk)
-
-    assert not connection.in_atomic_block  # the LISTEN path, as in a request
-    still = approval_wait(load=load, approval=approval, seconds=0.3)
-
-    assert still.status == "pending"
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT count(*) FROM pg_listening_channels()")
-        assert cursor.fetchone()[0] == 0
+    assert response.status_code == 200 and response.json()["status"] == "pending"
+    assert time.monotonic() - started < 5
 
 
 def test_it_sees_expiry_on_read_with_no_worker(engine_api, bob_api, pending):
@@ -147,6 +135,7 @@ def test_it_sees_expiry_on_read_with_no_worker(engine_api, bob_api, pending):
     assert ApprovalRequest.objects.get(public_id=pending["id"]).status == "expired"
 
 
+@pytest.mark.live_http
 def test_it_ends_a_long_poll_when_the_request_expires(engine_api, support):
     approval = engine_api.post("/api/v1/approvals", json=gate_body(support, ttl_seconds=1)).json()
 
@@ -195,25 +184,4 @@ def test_it_polls_with_the_same_few_queries_whatever_the_table_holds(engine_api,
 
     assert (few_read, few_wait) == (many_read, many_wait)
     assert many_read <= 2  # the token, the request
-    # … and LISTEN, the re-read that closes the race, the read when the wait is over, UNLISTEN
-    assert many_wait <= 6
-
-
-def test_it_polls_when_it_cannot_listen_and_answers_once_decided(acme, alice, bob):
-    """Inside a transaction (or on SQLite) there is no LISTEN: a short poll loop sees the decision."""
-    support = make_support_config(acme, alice)
-    engine_key, _ = token_create(workspace=acme, engine_name="direct")
-    approval = approval_register(workspace=acme, engine_key=engine_key, **gate_body(support, arguments=None)).approval
-    reads: list[str] = []
-
-    def load() -> ApprovalRequest:
-        reads.append("read")
-        if len(reads) == 2:  # a reviewer decides between two polls
-            decide(approval.public_id, bob, "approve")
-        return ApprovalRequest.objects.select_related("config").get(pk=approval.pk)
-
-    assert connection.in_atomic_block  # this test's transaction: the polling path
-    answer = approval_wait(load=load, approval=approval, seconds=10)
-
-    assert answer.status == "approved"
-    assert len(reads) == 2
+    assert many_wait <= 2  # through Django a wait is a plain poll (the edge's are in tests/test_edge.py)

@@ -10,10 +10,11 @@ revoked one stops at once. In-process: a rule known to have none costs no probe 
 import pytest
 from django.db import connection
 
-from approvals.api_engine import plainly_valid_registration, registration_answer
+from approvals.api_engine import registration_answer
 from approvals.decide import approval_decide
 from approvals.grants import live_grants_until
 from approvals.models import ApprovalRequest, Grant
+from workspaces.access import actor_for_token
 from workspaces.models import ApiToken, hash_token
 
 from ..helpers import Api, make_token
@@ -75,9 +76,7 @@ def engine_key(acme) -> ApiToken:
 def register_here(engine_key: ApiToken, config, **overrides) -> dict:
     """The registration the API makes (api_engine.registration_answer), in this thread, so its SQL can be seen."""
     body = gate_body(config, rule=1, **overrides)
-    status, answer = registration_answer(
-        engine_key=engine_key, idempotency_key="", body=body, data=plainly_valid_registration(body)
-    )
+    status, answer = registration_answer(actor=actor_for_token(engine_key), idempotency_header=None, body=body)
     assert status == 201, answer
     return answer
 

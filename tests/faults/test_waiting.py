@@ -10,7 +10,7 @@ from django.db import transaction
 
 from approvals.decide import approval_decide
 from approvals.models import ApprovalRequest
-from approvals.waiters import APPLICATION_NAME
+from edge.hub import APPLICATION_NAME
 from tests.asgi import AsgiServer
 from tests.factories import make_bulk
 

@@ -1,4 +1,4 @@
-"""Waiting under the ASGI server: one LISTEN connection per process fans NOTIFYs out to every waiter.
+"""The one wait: a LISTEN connection per process fans NOTIFYs out to every waiting long-poll.
 
 A waiter is an asyncio future keyed by its request's public id (and indexed by its token and
 user, for revocation). Per process, whatever the number of waiters, two PostgreSQL connections:
@@ -7,45 +7,32 @@ user, for revocation). Per process, whatever the number of waiters, two PostgreS
   and `hitl_tokens` (a key was revoked or deleted, a user deactivated or removed from a workspace:
   triggers in workspaces/migrations/0002) and resolves the matching futures;
 - the *checker* re-reads, in one batched query, every waiter that needs it: each new waiter once
-  it is registered (a decision or a revocation committed between the view's read and now sent its
-  NOTIFY to nobody), and all of them after the listener reconnects (NOTIFYs sent while it was
-  down are lost). A waiter of the fast lane (api_wait.py: a cached engine key's long-poll, which
-  skips Django's request machinery) has not been read at all yet: the checker reads its whole row
-  in the same batches, and that read, made after the waiter was registered, closes the race too.
-  Batches are at most CHECK_BATCH waiters, the event loop free between them, so ten thousand
-  arriving engines do not stall the pages and polls this process serves meanwhile.
+  it is registered (a decision or a revocation committed between the caller's read and now sent
+  its NOTIFY to nobody), and all of them after the listener reconnects (NOTIFYs sent while it was
+  down are lost). Batches are at most CHECK_BATCH waiters, the event loop free between them, so
+  ten thousand arriving engines do not stall the pages and polls this process serves meanwhile.
 
-A resolved waiter does not carry the answer: the view reads the request again through the same
-sync code as a plain poll, which also authenticates again (so a revoked key gets its 401 there).
-SQLite has no NOTIFY: `PollingHub` re-reads each waiter every POLL_INTERVAL instead.
+A resolved waiter does not carry the answer: the edge reads the request again through the same
+code as a plain poll, which also authenticates again (so a revoked key gets its 401 there).
+The same connection keeps the process's ListenedCaches (engine keys, live grants) right.
 """
 
 import asyncio
-import concurrent.futures
 import logging
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
 
 import psycopg
-from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.db import connections
-from django.db.models import Q
-from django.utils import timezone
 from psycopg.conninfo import make_conninfo
-from psycopg.types.string import TextLoader
 
-from rules.models import Config
+from approvals.grants import live_grants_until
+from approvals.models import ApprovalRequest, Status
+from approvals.notify import CHANNEL, GRANTS_CHANNEL, TOKENS_CHANNEL
 from workspaces.authentication import engine_keys
 from workspaces.models import ApiToken
-
-from .grants import live_grants_until
-from .models import ApprovalRequest, Status
-from .notify import CHANNEL, GRANTS_CHANNEL, TOKENS_CHANNEL
-from .waiting import POLL_INTERVAL, slots
 
 logger = logging.getLogger(__name__)
 
@@ -69,45 +56,13 @@ class Waiter:
     token_id: int | None
     user_id: int | None
     future: asyncio.Future = field(repr=False)  # resolved: the request may have changed, read it again
-    # Fast lane only: resolved by the checker with the request's row, or None when Django must answer
-    # (no such request in the key's workspace, no longer pending, the key revoked).
-    first_read: asyncio.Future | None = field(default=None, repr=False)
-    workspace_id: int | None = None
 
     def wake(self) -> None:
         if not self.future.done():
             self.future.set_result(None)
 
     def needs_check(self) -> bool:
-        return not self.future.done() or (self.first_read is not None and not self.first_read.done())
-
-
-# The fast lane's first read: the columns selectors.approval_get reads, for a batch of ids at once.
-_FIELDS = ApprovalRequest._meta.concrete_fields
-_CONVERTED = [(index, f) for index, f in enumerate(_FIELDS) if hasattr(f, "from_db_value")]
-_COLUMN = {f.attname: index for index, f in enumerate(_FIELDS)}
-_ROWS_SQL = (
-    "SELECT "
-    + ", ".join(f'apr."{f.column}"' for f in _FIELDS)
-    + f', cfg."public_id" FROM "{ApprovalRequest._meta.db_table}" apr'
-    + f' JOIN "{Config._meta.db_table}" cfg ON cfg."id" = apr."config_id"'
-    + ' WHERE apr."public_id" = ANY(%s)'
-)
-
-
-def approval_from_row(row: tuple) -> ApprovalRequest:
-    """The request as selectors.approval_get builds it (config's public id loaded), from a first-read row."""
-    values = list(row[:-1])
-    for index, model_field in _CONVERTED:
-        values[index] = model_field.from_db_value(values[index], None, connections["default"])
-    approval = ApprovalRequest.from_db("default", [f.attname for f in _FIELDS], values)
-    approval.config = Config.from_db("default", ["id", "public_id"], [approval.config_id, row[-1]])
-    return approval
-
-
-def row_value(row: tuple, attname: str) -> Any:
-    """One column of a first-read row, by the model field's attname (`status`, `expires_at`, …)."""
-    return row[_COLUMN[attname]]
+        return not self.future.done()
 
 
 def _pending_sql() -> str:
@@ -151,20 +106,6 @@ class WaitHub:
     @property
     def count(self) -> int:
         return sum(len(waiters) for waiters in self.by_request.values())
-
-    def join(self, *, public_id: str, token_id: int, workspace_id: int) -> Waiter:
-        """The fast lane's waiter, registered at once; `first_read` resolves once the checker has read it.
-
-        The caller must `leave()` it, whatever happens.
-        """
-        loop = asyncio.get_running_loop()
-        waiter = Waiter(public_id, token_id, None, loop.create_future(), loop.create_future(), workspace_id)
-        self._add(waiter)
-        self._check([waiter])
-        return waiter
-
-    def leave(self, waiter: Waiter) -> None:
-        self._remove(waiter)
 
     async def wait(self, *, public_id: str, token_id: int | None, user_id: int | None, seconds: float) -> bool:
         """True when the request may have changed (decided, expired, token revoked); False after `seconds`.
@@ -294,34 +235,15 @@ class WaitHub:
             self._checker = await psycopg.AsyncConnection.connect(
                 conninfo(), autocommit=True, application_name=APPLICATION_NAME
             )
-            # JSON as text, as Django's own connections load it (JSONField.from_db_value parses it).
-            self._checker.adapters.register_loader("jsonb", TextLoader)
-        readers = [w for w in batch if w.first_read is not None and not w.first_read.done()]
-        rechecked = [w for w in batch if w.first_read is None or w.first_read.done()]
-        rows: dict[str, tuple] = {}
-        if readers:
-            cursor = await self._checker.execute(_ROWS_SQL, [sorted({w.public_id for w in readers})])
-            rows = {row_value(row, "public_id"): row for row in await cursor.fetchall()}
-        pending: set[str] = set()
-        if rechecked:
-            cursor = await self._checker.execute(_pending_sql(), [sorted({w.public_id for w in rechecked})])
-            pending = {row[0] for row in await cursor.fetchall()}
+        ids = sorted({w.public_id for w in batch})
+        cursor = await self._checker.execute(_pending_sql(), [ids])
+        pending = {row[0] for row in await cursor.fetchall()}
         token_ids = sorted({w.token_id for w in batch if w.token_id is not None})
         live = set()
         if token_ids:
             cursor = await self._checker.execute(_live_tokens_sql(), [token_ids])
             live = {row[0] for row in await cursor.fetchall()}
-        for waiter in readers:
-            row = rows.get(waiter.public_id)
-            usable = (
-                row is not None
-                and row_value(row, "workspace_id") == waiter.workspace_id
-                and row_value(row, "status") == Status.PENDING
-                and waiter.token_id in live
-            )
-            if not waiter.first_read.done():  # the fast lane may have given up on it meanwhile
-                waiter.first_read.set_result(row if usable else None)
-        for waiter in rechecked:
+        for waiter in batch:
             if waiter.public_id not in pending or (waiter.token_id is not None and waiter.token_id not in live):
                 waiter.wake()
 
@@ -340,85 +262,22 @@ class WaitHub:
         await self._close_checker()
 
 
-class PollingHub:
-    """SQLite: no NOTIFY, so each waiter re-reads its request and its token every POLL_INTERVAL.
-
-    No fast lane here (`api_wait` takes it only with a `WaitHub`): every wait comes through Django's view.
-    """
-
-    async def wait(self, *, public_id: str, token_id: int | None, user_id: int | None, seconds: float) -> bool:
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + seconds
-        while (remaining := deadline - loop.time()) > 0:
-            await asyncio.sleep(min(POLL_INTERVAL, remaining))
-            if await sync_to_async(_changed, thread_sensitive=False)(public_id, token_id):
-                return True
-        return False
+_hubs: dict[asyncio.AbstractEventLoop, WaitHub] = {}
 
 
-def _changed(public_id: str, token_id: int | None) -> bool:
-    pending = ApprovalRequest.objects.filter(public_id=public_id, status=Status.PENDING, expires_at__gt=timezone.now())
-    if not pending.exists():
-        return True
-    if token_id is None:
-        return False
-    return not ApiToken.objects.active().filter(Q(user=None) | Q(user__is_active=True), pk=token_id).exists()
-
-
-_hubs: dict[asyncio.AbstractEventLoop, WaitHub | PollingHub] = {}
-_server_loop: asyncio.AbstractEventLoop | None = None  # the ASGI server's loop (lifespan startup), for sync views
-
-
-def hub() -> WaitHub | PollingHub:
-    """This event loop's hub (one per server process), started on the first wait."""
+def hub() -> WaitHub:
+    """This event loop's hub (one per server process), started at the server's startup or the first wait."""
     loop = asyncio.get_running_loop()
     if loop not in _hubs:
-        postgres = settings.DATABASES["default"]["ENGINE"].endswith("postgresql")
-        _hubs[loop] = WaitHub() if postgres else PollingHub()
+        _hubs[loop] = WaitHub()
     return _hubs[loop]
-
-
-def serve_sync_waits() -> None:
-    """At server startup (ASGI lifespan): sync views' waits (browser sessions) may use this loop's hub."""
-    global _server_loop
-    _server_loop = asyncio.get_running_loop()
-
-
-def server_loop() -> asyncio.AbstractEventLoop | None:
-    """The server's running loop, when the caller is a thread other than the loop's own; else None."""
-    loop = _server_loop
-    if loop is None or loop.is_closed() or not loop.is_running():
-        return None
-    try:
-        if asyncio.get_running_loop() is loop:
-            return None  # the loop's own thread cannot block on itself
-    except RuntimeError:  # no loop in this thread: the usual case for a sync view's thread
-        pass
-    return loop
-
-
-def wait_from_thread(*, public_id: str, token_id: int | None, user_id: int | None, seconds: float) -> bool:
-    """`hub().wait(…)` on the server's loop, this thread blocked meanwhile (see waiting.approval_wait)."""
-
-    async def wait() -> bool:
-        return await hub().wait(public_id=public_id, token_id=token_id, user_id=user_id, seconds=seconds)
-
-    loop = server_loop()
-    if loop is None:
-        raise RuntimeError("no ASGI server loop to wait on")
-    future = asyncio.run_coroutine_threadsafe(wait(), loop)
-    try:
-        return future.result(timeout=seconds + 5)
-    except (TimeoutError, concurrent.futures.CancelledError):  # the server is stopping: read and answer now
-        future.cancel()
-        return True
 
 
 async def close_hubs() -> None:
     """At server shutdown (ASGI lifespan): close this loop's connections."""
     hub_ = _hubs.pop(asyncio.get_running_loop(), None)
-    if isinstance(hub_, WaitHub):
+    if hub_ is not None:
         await hub_.close()
 
 
-__all__ = ["APPLICATION_NAME", "PollingHub", "WaitHub", "hub", "slots"]
+__all__ = ["APPLICATION_NAME", "WaitHub", "close_hubs", "hub"]

@@ -1,0 +1,187 @@
+"""The calls the edge owns (see __init__.py): a poll, a long-poll and a registration, each answered here.
+
+Each call's checks and reads are the core's own functions, run on a worker thread (threads.py
+hands its connection back); only the wait happens in the event loop (hub.py), costing a future
+and a socket, never a thread.
+"""
+
+import asyncio
+import re
+from dataclasses import dataclass
+
+from asgiref.sync import sync_to_async
+from django.core.handlers.asgi import ASGIRequest
+from django.core.handlers.exception import response_for_exception
+from django.http import HttpResponse
+from django.utils import timezone
+from django.utils.cache import patch_vary_headers
+from rest_framework import exceptions
+from rest_framework.negotiation import DefaultContentNegotiation
+from rest_framework.renderers import JSONRenderer
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from approvals.api_engine import approval_poll, registration_answer, wait_of
+from approvals.models import ApprovalRequest
+from approvals.serializers import approval_as_dict
+from approvals.waiting import TooManyWaits, is_waiting, slots
+from hitl_portal.errors import REFUSALS, api_exception_handler
+from hitl_portal.middleware import NulGuardMiddleware
+from hitl_portal.parsers import JSONParser
+from workspaces.access import Actor, actor_for_token
+from workspaces.authentication import BearerTokenAuthentication, token_for_authorization
+from workspaces.models import ApiToken
+
+from . import hub
+from .http import Receive, Send, django_request, host_refusal, secured, send_response
+
+APPROVAL_PATH = re.compile(r"/api/v1/approvals/([^/]+)")
+REGISTRATION_PATH = "/api/v1/approvals"
+
+_renderer = JSONRenderer()
+_negotiation = DefaultContentNegotiation()
+_nul_guard = NulGuardMiddleware(lambda request: None)
+
+
+def owns(scope: dict) -> bool:
+    """The one routing rule: an engine's (any Bearer token's) poll or registration is the edge's."""
+    if not _has_bearer(scope):
+        return False
+    path, method = scope["path"], scope["method"]
+    if method == "POST":
+        return path == REGISTRATION_PATH
+    return method in ("GET", "HEAD") and APPROVAL_PATH.fullmatch(path) is not None
+
+
+def _has_bearer(scope: dict) -> bool:
+    for name, value in scope["headers"]:
+        if name == b"authorization":
+            return value[:7].lower() == b"bearer "
+    return False
+
+
+@dataclass
+class _Answer:
+    """What a call answers: a DRF Response (refusals too) or a response Django built; a poll's read too."""
+
+    response: Response | HttpResponse
+    approval: ApprovalRequest | None = None
+    wait: float = 0.0
+    token_id: int | None = None  # whose slot a wait takes: the token's (an engine key or a person's)
+    user_id: int | None = None  # and whose deactivation ends it
+
+
+def _authenticated(request: ASGIRequest) -> tuple[ApiToken | None, Actor | None]:
+    token = token_for_authorization(request.META.get("HTTP_AUTHORIZATION"))
+    return token, (actor_for_token(token) if token is not None else None)
+
+
+def _refused(exc: Exception) -> Response:
+    """The refusal as the API's exception handler answers it (as DRF's views would)."""
+    if isinstance(exc, exceptions.AuthenticationFailed | exceptions.NotAuthenticated):
+        exc.auth_header = BearerTokenAuthentication.keyword  # DRF's view says so in WWW-Authenticate
+    return api_exception_handler(exc, {})
+
+
+def _on_thread(call):
+    """Run `call(request, …)` on a worker thread; a refusal becomes its answer, a failure Django's 500."""
+
+    def run(request: ASGIRequest, *args) -> _Answer:
+        try:
+            refusal = _nul_guard._refusal(request)
+            if refusal is not None:
+                return _Answer(refusal)
+            return call(request, *args)
+        except REFUSALS as exc:
+            return _Answer(_refused(exc))
+        except Exception as exc:  # logged by django.request, answered with the API's 500, as Django would
+            return _Answer(response_for_exception(request, exc))
+
+    return sync_to_async(run, thread_sensitive=False)
+
+
+@_on_thread
+def _poll(request: ASGIRequest, public_id: str) -> _Answer:
+    token, actor = _authenticated(request)
+    wait = wait_of(request.GET)
+    approval = approval_poll(actor=actor, public_id=public_id)
+    return _Answer(Response(approval_as_dict(approval)), approval, wait, token.pk, token.user_id)
+
+
+@_on_thread
+def _register(request: ASGIRequest, body: bytes) -> _Answer:
+    # After the body is read: a key revoked while the body was uploading is refused (401).
+    _, actor = _authenticated(request)
+    drf_request = Request(request, parsers=[JSONParser()])
+    status, answer = registration_answer(
+        actor=actor, idempotency_header=request.headers.get("Idempotency-Key"), body=drf_request.data
+    )
+    return _Answer(Response(answer, status=status))
+
+
+def _rendered(request: ASGIRequest, response: Response | HttpResponse) -> HttpResponse:
+    if isinstance(response, Response):
+        try:
+            _, media_type = _negotiation.select_renderer(Request(request), [_renderer])
+        except exceptions.NotAcceptable as exc:
+            response, media_type = _refused(exc), _renderer.media_type
+        response.accepted_renderer, response.accepted_media_type = _renderer, media_type
+        response.renderer_context = {}
+        response.render()
+        patch_vary_headers(response, ["Accept"])  # as DRF's views answer
+    return secured(request, response)
+
+
+async def answer(scope: dict, body: bytes, receive: Receive, send: Send) -> None:
+    """Answer one call the edge owns (`owns(scope)`), the body read already (app.py)."""
+    request = django_request(scope, body)
+    early = host_refusal(request)
+    if early is not None:
+        await send_response(send, early)
+        return
+    head = scope["method"] == "HEAD"
+    if scope["method"] == "POST":
+        result = await _register(request, body)
+    else:
+        public_id = APPROVAL_PATH.fullmatch(scope["path"])[1]
+        result = await _poll(request, public_id)
+        if result.approval is not None and result.wait and is_waiting(result.approval):
+            result = await _wait(request, public_id, result, receive)
+            if result is None:
+                return  # the client has gone: nothing to answer
+    await send_response(send, _rendered(request, result.response), head=head)
+
+
+async def _wait(request: ASGIRequest, public_id: str, first: _Answer, receive: Receive) -> _Answer | None:
+    """The one wait: hold a slot, wait on the hub until woken, the time is up or the client hangs up."""
+    approval, token_id, user_id = first.approval, first.token_id, first.user_id
+    until_expiry = (approval.expires_at - timezone.now()).total_seconds()
+    seconds = min(first.wait, until_expiry)
+    try:
+        slots.take(token_id, user_id)
+    except TooManyWaits as exc:
+        return _Answer(_refused(exc))
+    hung_up = asyncio.ensure_future(_hang_up(receive))
+    waiting = asyncio.ensure_future(
+        hub.hub().wait(public_id=public_id, token_id=token_id, user_id=user_id, seconds=seconds)
+    )
+    try:
+        done, _ = await asyncio.wait((waiting, hung_up), return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in (waiting, hung_up):
+            if not task.done():
+                task.cancel()
+        slots.give_back(token_id, user_id)
+    if hung_up in done:
+        return None
+    if not waiting.result() and until_expiry > first.wait:
+        # Nothing was decided, expired or revoked (the hub re-read it once registered, and has listened
+        # since): the answer is the pending request as first read.
+        return first
+    return await _poll(request, public_id)  # woken, or the request expired: read it again, auth again
+
+
+async def _hang_up(receive: Receive) -> None:
+    """Returns when the client hangs up (the body is read already: nothing else is left to come)."""
+    while (await receive())["type"] != "http.disconnect":
+        pass

@@ -1,0 +1,53 @@
+"""The production server's worker: uvicorn under gunicorn (Makefile: SERVE), with a header timeout.
+
+uvicorn closes a connection idle between requests (gunicorn's --keep-alive), and the edge gives a
+body BODY_TIMEOUT_SECONDS (http.py), but nothing bounds the headers: 500 connections trickling a
+header byte at a time (slowloris) were held open for good. Here a request's headers must be
+complete within HEADER_TIMEOUT_SECONDS of its first byte (or of the connection, for a client that
+sends nothing), else the connection is closed.
+"""
+
+import os
+
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+from uvicorn_worker import UvicornWorker
+
+HEADER_TIMEOUT_SECONDS = float(os.environ.get("HITL_HEADER_TIMEOUT", "10"))
+
+
+class HeaderTimeoutProtocol(HttpToolsProtocol):
+    _header_timer = None
+
+    def connection_made(self, transport) -> None:
+        super().connection_made(transport)
+        self._arm()
+
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        if self._header_timer is None:
+            self._arm()
+
+    def on_headers_complete(self) -> None:
+        self._disarm()
+        super().on_headers_complete()
+
+    def connection_lost(self, exc) -> None:
+        self._disarm()
+        super().connection_lost(exc)
+
+    def _arm(self) -> None:
+        self._header_timer = self.loop.call_later(HEADER_TIMEOUT_SECONDS, self._too_slow)
+
+    def _disarm(self) -> None:
+        if self._header_timer is not None:
+            self._header_timer.cancel()
+            self._header_timer = None
+
+    def _too_slow(self) -> None:
+        self._header_timer = None
+        if not self.transport.is_closing():
+            self.transport.close()
+
+
+class Worker(UvicornWorker):
+    CONFIG_KWARGS = {**UvicornWorker.CONFIG_KWARGS, "http": HeaderTimeoutProtocol}

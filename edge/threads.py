@@ -1,0 +1,24 @@
+"""The event loop's worker threads, which hand their database connections back after every job.
+
+Django's ASGI handler runs some sync code with `thread_sensitive=False` — the 404/403/400/500
+pages among it (`response_for_exception`) — on the loop's default executor, where no
+`request_finished` ever closes what the job opened: the page's context processor read the
+session there, and each such page kept a pooled connection for good until the pool was empty.
+The edge's own jobs run here too. So every job, whoever submitted it, ends by handing back what
+it took: under the pool (CONN_MAX_AGE=0), `close_old_connections` returns it to the pool.
+"""
+
+from concurrent.futures import Future, ThreadPoolExecutor
+
+from django.db import close_old_connections
+
+
+class ConnectionReturningExecutor(ThreadPoolExecutor):
+    def submit(self, fn, /, *args, **kwargs) -> Future:
+        def job():
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                close_old_connections()
+
+        return super().submit(job)
