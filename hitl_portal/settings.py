@@ -65,6 +65,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "hitl_portal.middleware.ApiEnvelopeMiddleware",  # first: a bad Host is refused before anyone asks for it
     "django.middleware.security.SecurityMiddleware",
     "csp.middleware.CSPMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -86,12 +87,14 @@ MIDDLEWARE = [
 # (hitl_portal/handlers.py). A long-poll's chain must be all async, so it has no body check (a GET).
 # CommonMiddleware stays: it sets Content-Length (else the ASGI server answers chunked).
 API_MIDDLEWARE = [
+    "hitl_portal.middleware.ApiEnvelopeMiddleware",  # first: a bad Host is refused before anyone asks for it
     "django.middleware.security.SecurityMiddleware",
     "hitl_portal.middleware.ApiBodyLimitMiddleware",
     "hitl_portal.middleware.NulGuardMiddleware",
     "django.middleware.common.CommonMiddleware",
 ]
 LONG_POLL_MIDDLEWARE = [
+    "hitl_portal.middleware.ApiEnvelopeMiddleware",  # first: a bad Host is refused before anyone asks for it
     "django.middleware.security.SecurityMiddleware",
     "hitl_portal.middleware.NulGuardMiddleware",
     "django.middleware.common.CommonMiddleware",
