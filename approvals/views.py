@@ -10,10 +10,10 @@ from django.shortcuts import redirect, render
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from audit.selectors import audit_head
 from contacts.models import Delivery
 from contacts.presenters import delivery_rows
 from rules.selectors import configs_for
-from audit.selectors import audit_head
 from workspaces.decorators import member_required
 
 from . import presenters, selectors, services

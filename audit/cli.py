@@ -80,4 +80,3 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="a chain head noted earlier (audit page, an export's Audit-Chain-Head header): it must still be there",
     )
     check.set_defaults(handler=verify)
-

@@ -4,8 +4,8 @@ from collections.abc import Callable
 
 from asgiref.sync import iscoroutinefunction, markcoroutinefunction
 from django.conf import settings
-from django.core.handlers.asgi import ASGIRequest
 from django.core.exceptions import DisallowedHost
+from django.core.handlers.asgi import ASGIRequest
 from django.core.handlers.wsgi import LimitedStream
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.http.multipartparser import MultiPartParserError

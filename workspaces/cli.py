@@ -51,7 +51,8 @@ def member_add(cmd: BaseCommand, options: dict[str, Any]) -> None:
             password=options.get("password"),
         )
     except ValidationError as error:
-        raise CommandError(" ".join(f"{field}: {' '.join(messages)}" for field, messages in error.message_dict.items()))
+        refusals = error.message_dict.items()
+        raise CommandError(" ".join(f"{field}: {' '.join(messages)}" for field, messages in refusals)) from None
     cmd.stdout.write(f"{membership.user.email} is {membership.role} of {membership.workspace.slug}.")
 
 
