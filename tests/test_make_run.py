@@ -93,6 +93,8 @@ def test_ctrl_c_ends_make_run_cleanly():
                 time.sleep(0.3)
         else:
             pytest.fail("make run never answered")
+        # Ctrl-C once the cluster is up, as a person would: one stopped mid-start says nothing.
+        _wait_for(lambda: "Q Cluster" in "".join(lines) and "running." in "".join(lines))
 
         os.killpg(run.pid, signal.SIGINT)
         try:
@@ -117,6 +119,14 @@ def test_ctrl_c_ends_make_run_cleanly():
     assert f"{os.path.relpath(ROOT / '.venv/bin/python', ROOT)} manage.py hitl demo-engine" in output
     with pytest.raises(requests.ConnectionError):
         requests.get(f"http://127.0.0.1:{port}/login/", timeout=2)
+
+
+def _wait_for(condition, seconds: float = 60) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            pytest.fail(f"gave up after {seconds} s")
+        time.sleep(0.2)
 
 
 def _run_env(**env: str) -> dict[str, str]:
@@ -173,6 +183,7 @@ def test_ctrl_c_at_a_terminal_ends_make_run_with_0_and_no_error():
                 time.sleep(0.3)
         else:
             pytest.fail("make run never answered:\n" + b"".join(chunks).decode(errors="replace")[-3000:])
+        _wait_for(lambda: b"Q Cluster" in b"".join(chunks) and b"running." in b"".join(chunks))
         os.write(master, b"\x03")  # Ctrl-C
         code = run.wait(timeout=30)
     finally:
