@@ -224,7 +224,8 @@ def main() -> None:
             fail("README.md's curl example did not register a pending request")
 
         step("the webhook, delivered by the cluster")
-        wait_for(lambda: any(e.get("type") == "approval.requested" for e in receiver.events), "a signed delivery", 60)
+        requested = "dev.hitl.approval.requested"
+        wait_for(lambda: any(e.get("type") == requested for e in receiver.events), "a signed delivery", 60)
         print(f"received {[e.get('type') for e in receiver.events]} at {receiver.url}")
         print("\nPRODUCTION CHECK PASSED", flush=True)
     except subprocess.CalledProcessError as error:
