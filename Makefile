@@ -14,41 +14,31 @@ SERVE = ulimit -n "$$(ulimit -Hn)"; exec $(VENV)/bin/gunicorn hitl_portal.asgi:a
 
 .PHONY: run serve test lint format bench faults clean
 
-$(VENV)/.installed: requirements.txt requirements-test.txt
+# Two stamps on one virtualenv: `make run` and `make serve` need what the portal imports
+# (requirements.txt) and nothing more; `make test` adds the test toolchain on top.
+$(VENV)/.runtime: requirements.txt clients/python/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
+	$(PIP) install --quiet --disable-pip-version-check -r requirements.txt
+	touch $@
+
+$(VENV)/.installed: $(VENV)/.runtime requirements-test.txt
 	$(PIP) install --quiet --disable-pip-version-check -r requirements-test.txt
 	touch $@
 
-## make run: install, migrate, load the demo workspace, start web server + django-q2 worker + a demo webhook receiver
-# The demo's contacts name these variables: a loopback receiver (logs each signed delivery) and
-# the reviewer's address, mailed through the console backend (printed below).
+## make run: install the runtime, migrate, load the demo workspace, start web server + django-q2 worker +
+## a demo webhook receiver. No DATABASE_URL: an embedded PostgreSQL (pgserver), its data kept in .data/postgres.
+# The demo's contacts name these variables: the receiver make run starts (HITL_DEMO_WEBHOOK, on a free
+# port or DEMO_WEBHOOK_PORT) and the reviewer's address, mailed through the console backend (printed below).
+# hitl_portal/run.py starts and stops it all; Ctrl-C ends it with 0.
 run: export HITL_BASE_URL ?= http://$(HOST):$(PORT)
-run: export HITL_DEMO_WEBHOOK ?= http://127.0.0.1:8009/hook
 run: export HITL_DEMO_WEBHOOK_SECRET ?= whsec_ZGVtby1zaWduaW5nLXNlY3JldC1ub3QtZm9yLXByb2R1Y3Rpb24=
 run: export HITL_DEMO_REVIEWER_EMAIL ?= reviewer@acme.test
 run: export EMAIL_BACKEND ?= django.core.mail.backends.console.EmailBackend
-run: $(VENV)/.installed
-	$(PY) manage.py migrate --noinput --verbosity 0
-	$(PY) manage.py collectstatic --noinput --verbosity 0
-	$(PY) manage.py hitl demo --url http://$(HOST):$(PORT)/
-	@# Ctrl-C stops them all and returns. The trap clears itself first (a bare `kill 0` re-entered it
-	@# until the shell crashed); notes every process under the children (server, cluster, demo webhook
-	@# receiver) — the cluster's workers are its grandchildren; signals the children; gives the whole
-	@# tree 10 s to stop (the cluster has hung mid-shutdown); then kills what is left of it and whatever
-	@# the children started meanwhile. The children's pids are kept from $$! as each starts: sh (dash)
-	@# answers `$$(jobs -p)` with nothing, and a hung cluster then held make run open for good.
-	@tree() { for c in $$(pgrep -P $$1); do tree $$c; done; echo $$1; }; \
-	  trap 'trap - INT TERM EXIT; all=$$(for p in $$pids; do tree $$p; done); kill $$pids 2>/dev/null; \
-	  for _ in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do \
-	    alive=; for p in $$all; do kill -0 $$p 2>/dev/null && alive=1; done; [ -z "$$alive" ] && break; sleep 0.5; \
-	  done; kill -9 $$all $$(for p in $$pids; do tree $$p; done) 2>/dev/null; wait' INT TERM EXIT; \
-	  $(PY) -m hitl_portal.demo_receiver --port 8009 & pids=$$!; \
-	  $(PY) manage.py qcluster & pids="$$pids $$!"; \
-	  ( $(SERVE) ) & pids="$$pids $$!"; \
-	  wait
+run: $(VENV)/.runtime
+	@$(PY) -m hitl_portal.run --url http://$(HOST):$(PORT)/ --serve '$(SERVE)'
 
 ## make serve: the web server alone, as deployed (HOST, PORT, WORKERS from the environment); DATABASE_URL as set
-serve: $(VENV)/.installed
+serve: $(VENV)/.runtime
 	$(SERVE)
 
 ## make test: the whole suite on PostgreSQL — DATABASE_URL's (CI), or else a throwaway one from the
@@ -71,7 +61,7 @@ format: $(VENV)/.installed
 	$(VENV)/bin/ruff check --fix .
 
 clean:
-	rm -rf $(VENV) staticfiles .pytest_cache db.sqlite3
+	rm -rf $(VENV) staticfiles .pytest_cache db.sqlite3  # .data (make run's PostgreSQL) is kept: it is your data
 
 ## make faults: fault tests on PostgreSQL (kills the django-q2 cluster and database connections on purpose)
 faults: $(VENV)/.installed

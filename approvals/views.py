@@ -10,6 +10,7 @@ from django.shortcuts import redirect, render
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from audit.selectors import audit_head
 from contacts.models import Delivery
 from contacts.presenters import delivery_rows
 from rules.selectors import configs_for
@@ -133,6 +134,9 @@ def history(request: HttpRequest) -> HttpResponse:
         ctx.update(rows=rows, next_cursor=next_cursor, next_query=query.urlencode())
     if request.actor.is_admin:
         ctx["audit_query"] = _audit_range(filters=form.filters() if request.GET else selectors.HistoryFilters())
+        # The anchor to note down: `hitl audit verify --anchor` later proves the log still holds it.
+        seq, hash_ = audit_head(workspace_id=workspace.pk)
+        ctx["audit_anchor"] = f"{seq}:{hash_[:16]}"
     return render(request, "approvals/history.html", ctx)
 
 

@@ -17,9 +17,10 @@ from hitl_portal.query import QuerySerializer
 from workspaces.permissions import IsAdmin
 
 from .chain import canonical
-from .selectors import FIELDS, audit_records
+from .selectors import FIELDS, audit_head, audit_records
 from .services import audit_seal
 
+ANCHOR_HEADER = "Audit-Chain-Head"
 MEDIA_TYPES = {"jsonl": "application/x-ndjson", "csv": "text/csv"}
 
 
@@ -44,11 +45,23 @@ class _Line:
         return value
 
 
+# A spreadsheet runs a cell that starts with one of these as a formula (CSV injection): such a cell
+# is written with a leading apostrophe, as is one that already starts with an apostrophe, so
+# dropping one leading apostrophe gives the value back exactly (docs/api.md, Audit).
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r", "'")
+
+
+def csv_cell(value: object) -> object:
+    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
+        return "'" + value
+    return value
+
+
 def csv_lines(records: Iterable[dict]) -> Iterator[str]:
     writer = csv.writer(_Line())
     yield writer.writerow(FIELDS)
     for record in records:
-        yield writer.writerow([canonical(record["data"]) if f == "data" else record[f] for f in FIELDS])
+        yield writer.writerow([csv_cell(canonical(record["data"]) if f == "data" else record[f]) for f in FIELDS])
 
 
 def _chunks(lines: Iterator[str], size: int = 64 * 1024) -> Iterator[bytes]:
@@ -69,7 +82,12 @@ AUDIT_RESPONSES = {
         description="One JSON record per line (format=jsonl): seq, at, actor, action, object, data, prev_hash, hash.",
     ),
     (200, "text/csv"): OpenApiResponse(
-        OpenApiTypes.STR, description="format=csv: a header row, then one row per record (data as JSON)."
+        OpenApiTypes.STR,
+        description=(
+            "format=csv: a header row, then one row per record (data as JSON). A cell starting with "
+            "= + - @ ' or a tab or carriage return is written with one leading apostrophe (so no spreadsheet "
+            "runs it as a formula); drop it to get the value back."
+        ),
     ),
     400: OpenApiResponse(ErrorSerializer, description="A since/until that is not an ISO 8601 time, or a bad format."),
     401: OpenApiResponse(ErrorSerializer, description="No token, or an unknown or revoked one."),
@@ -90,12 +108,21 @@ class AuditExportView(APIView):
         description=(
             "The workspace's audit records, oldest first, streamed. `hash` is the hex SHA-256 of the UTF-8 of "
             "`prev_hash` + the canonical JSON (sorted keys, no spaces, non-ASCII as is) of the record without `hash`; "
-            "`at` is `YYYY-MM-DDTHH:MM:SS.ffffffZ`; the first record's `prev_hash` is 64 zeros."
+            "`at` is `YYYY-MM-DDTHH:MM:SS.ffffffZ`; the first record's `prev_hash` is 64 zeros. The "
+            "`Audit-Chain-Head` header gives the chain's end when the download began, `SEQ:HASH`: keep it, and "
+            "`hitl audit verify --anchor SEQ:HASH` later proves the log still holds that record unchanged."
         ),
         parameters=[
             OpenApiParameter("since", OpenApiTypes.DATETIME, description="Records at or after this time."),
             OpenApiParameter("until", OpenApiTypes.DATETIME, description="Records before this time."),
             OpenApiParameter("format", OpenApiTypes.STR, enum=list(MEDIA_TYPES), default="jsonl"),
+            OpenApiParameter(
+                ANCHOR_HEADER,
+                OpenApiTypes.STR,
+                location=OpenApiParameter.HEADER,
+                response=[200],
+                description="The sealed chain's end when the download began, `SEQ:HASH` (0 and 64 zeros if empty).",
+            ),
         ],
         responses=AUDIT_RESPONSES,
     )
@@ -111,6 +138,8 @@ class AuditExportView(APIView):
         )
         lines = jsonl_lines(records) if shape == "jsonl" else csv_lines(records)
         response = StreamingHttpResponse(_chunks(lines), content_type=MEDIA_TYPES[shape] + "; charset=utf-8")
+        seq, hash_ = audit_head(workspace_id=request.actor.workspace.pk)
+        response[ANCHOR_HEADER] = f"{seq}:{hash_}"
         filename = f"audit-{request.actor.workspace.slug}.{shape}"
         response["Content-Disposition"] = f'attachment; filename="{filename}"'
         return response

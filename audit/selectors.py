@@ -6,7 +6,8 @@ from datetime import datetime
 
 from django.db import connection
 
-from .models import AuditRecord
+from .chain import format_at
+from .models import GENESIS_HASH, AuditHead, AuditRecord
 
 FIELDS = ("seq", "at", "actor", "action", "object", "data", "prev_hash", "hash")
 CHUNK = 2000
@@ -22,6 +23,13 @@ _UNSEALED = f"""
 SELECT id, {_AT}, actor, action, object, data::text
 FROM {AuditRecord._meta.db_table} WHERE workspace_id = %s AND hash IS NULL ORDER BY id LIMIT %s
 """
+
+
+def audit_head(*, workspace_id: int) -> tuple[int, str]:
+    """The end of the workspace's sealed chain, (seq, hash): the anchor to note down (audit page,
+    export headers) and hand to `hitl audit verify --anchor` later."""
+    head = AuditHead.objects.filter(pk=workspace_id).values_list("seq", "hash").first()
+    return head or (0, GENESIS_HASH)
 
 
 def audit_records(*, workspace_id: int, since: datetime | None = None, until: datetime | None = None) -> Iterator[dict]:

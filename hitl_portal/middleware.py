@@ -1,17 +1,84 @@
 import io
+import logging
 from collections.abc import Callable
 
 from asgiref.sync import iscoroutinefunction, markcoroutinefunction
 from django.conf import settings
+from django.core.exceptions import DisallowedHost
 from django.core.handlers.asgi import ASGIRequest
 from django.core.handlers.wsgi import LimitedStream
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.http.multipartparser import MultiPartParserError
 
 from .errors import json_error
+
+security_log = logging.getLogger("django.security.DisallowedHost")
 
 # Endpoints machines call, answering in the API's JSON error shape: the REST API, and the
 # integrations (Slack's interactivity), whose bodies are held to the same limit.
 MACHINE_PATHS = ("/api/", "/integrations/")
+
+
+# What an /api/ answer that left Django as a page (its DEBUG 404 page, a view of Django's own) is
+# called in the envelope: every answer under /api/ is JSON, whatever DEBUG says.
+ENVELOPE_CODES = {
+    400: ("bad_request", "The request could not be read."),
+    403: ("forbidden", "You may not do that."),
+    404: ("not_found", "Not found: no such endpoint or object."),
+    405: ("method_not_allowed", "That method is not allowed here."),
+}
+
+
+class ApiEnvelopeMiddleware:
+    """First in every chain: the API's answers are the JSON envelope even where Django answers alone.
+
+    A Host outside ALLOWED_HOSTS is refused here, as JSON (one log line, no traceback: a scanner's
+    Host is not our fault), before anything else asks for it. An error answer that is not JSON —
+    Django's own 404 page under DEBUG, for a path no route matches — is put in the envelope.
+    """
+
+    sync_capable = True
+    async_capable = True  # in the long-poll's all-async chain too
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+        self.async_mode = iscoroutinefunction(get_response)
+        if self.async_mode:
+            markcoroutinefunction(self)
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        if self.async_mode:
+            return self._acall(request)
+        if not request.path.startswith(MACHINE_PATHS):
+            return self.get_response(request)
+        return self._host_refusal(request) or self._enveloped(self.get_response(request))
+
+    async def _acall(self, request):
+        if not request.path.startswith(MACHINE_PATHS):
+            return await self.get_response(request)
+        return self._host_refusal(request) or self._enveloped(await self.get_response(request))
+
+    @staticmethod
+    def _host_refusal(request) -> HttpResponse | None:
+        try:
+            request.get_host()
+        except DisallowedHost as error:
+            security_log.warning("%s", error)
+            return json_error("bad_request", "The Host header names no site this portal serves.", 400)
+        return None
+
+    @staticmethod
+    def _enveloped(response: HttpResponse) -> HttpResponse:
+        if response.status_code < 400 or response.get("Content-Type", "").startswith("application/json"):
+            return response
+        code, message = ENVELOPE_CODES.get(response.status_code, ("error", "The request failed."))
+        if response.status_code >= 500:
+            code, message = "server_error", "Something went wrong on our side; it has been logged."
+        enveloped = json_error(code, message, response.status_code)
+        for header in ("Allow", "Retry-After", "WWW-Authenticate"):
+            if header in response:
+                enveloped[header] = response[header]
+        return enveloped
 
 
 def _too_large(size: str) -> object:
@@ -116,14 +183,19 @@ class NulGuardMiddleware:
         if "\x00" in request.path_info:
             raise Http404("No such page or object.")
         if _has_nul(request.GET):
-            return self._refuse(request, "the query string")
-        if request.method == "POST" and request.content_type in FORM_TYPES and _has_nul(request.POST):
-            return self._refuse(request, "a form field")
+            return self._refuse(request, NUL_MESSAGE.format(where="the query string"))
+        if request.method == "POST" and request.content_type in FORM_TYPES:
+            try:
+                form = request.POST
+            except MultiPartParserError as error:
+                # A client's malformed body (a multipart with no boundary): bad input, not a traceback.
+                return self._refuse(request, message=f"The form body cannot be read: {error}.")
+            if _has_nul(form):
+                return self._refuse(request, NUL_MESSAGE.format(where="a form field"))
         return None
 
     @staticmethod
-    def _refuse(request, where: str) -> HttpResponse:
-        message = NUL_MESSAGE.format(where=where)
+    def _refuse(request, message: str) -> HttpResponse:
         if request.path.startswith(MACHINE_PATHS):
             return json_error("bad_request", message, 400)
         return HttpResponseBadRequest(message, content_type="text/plain; charset=utf-8")

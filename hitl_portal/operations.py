@@ -45,10 +45,14 @@ FROM (
 GROUP BY status
 """
 _PENDING_SQL = f"SELECT count(*) FROM {_TABLE} WHERE status = 'pending' AND expires_at > %s"
+# Every workspace's chain head, summed: a counter that only grows. Prometheus keeps its history
+# outside the database, so a log emptied and its heads reset shows as a reset (docs/deploy.md).
+_SEALED_SQL = "SELECT coalesce(sum(seq), 0) FROM audit_audithead"
 
 
 class PortalCollector(Collector):
-    """Two queries per scrape: pending now, and the decided requests by outcome with their timings."""
+    """Three queries per scrape: pending now, the decided requests by outcome with their timings, and
+    the audit records sealed."""
 
     def collect(self) -> Iterator[Metric]:
         with connection.cursor() as cursor:
@@ -57,6 +61,8 @@ class PortalCollector(Collector):
             seconds = _SECONDS.get(connection.vendor, _SECONDS["postgresql"])
             cursor.execute(_DECIDED_SQL.format(buckets=_BUCKET_COLUMNS, seconds=seconds, table=_TABLE))
             decided = cursor.fetchall()
+            cursor.execute(_SEALED_SQL)
+            sealed = cursor.fetchone()[0]
 
         yield GaugeMetricFamily("hitl_approvals_pending", "Approval requests waiting for a person now.", value=pending)
 
@@ -82,6 +88,9 @@ class PortalCollector(Collector):
         )
         yield GaugeMetricFamily(
             "hitl_waiting_engines", "Long-polls this server process holds open now.", value=waiting_count()
+        )
+        yield CounterMetricFamily(
+            "hitl_audit_sealed_records", "Audit records sealed into the hash chains, all workspaces.", value=sealed
         )
         # Notification deliveries (issue 10) are not in this build yet: the family is declared, empty.
         yield CounterMetricFamily(

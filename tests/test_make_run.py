@@ -2,6 +2,7 @@
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -65,7 +66,8 @@ def _processes(group: int, *, alive_only: bool = False) -> str:
 @pytest.mark.django_db(transaction=True)
 def test_ctrl_c_ends_make_run_cleanly():
     port = free_port()
-    env = {**os.environ, "DATABASE_URL": database_url(), "LOG_LEVEL": "WARNING"}
+    # INFO: the cluster's "has stopped" is what says how often it was told to stop.
+    env = {**os.environ, "DATABASE_URL": database_url(), "LOG_LEVEL": "INFO"}
     env.pop("DJANGO_SETTINGS_MODULE", None)
     run = subprocess.Popen(
         ["make", "--no-print-directory", "run", f"PORT={port}"],
@@ -91,6 +93,8 @@ def test_ctrl_c_ends_make_run_cleanly():
                 time.sleep(0.3)
         else:
             pytest.fail("make run never answered")
+        # Ctrl-C once the cluster is up, as a person would: one stopped mid-start says nothing.
+        _wait_for(lambda: "Q Cluster" in "".join(lines) and "running." in "".join(lines))
 
         os.killpg(run.pid, signal.SIGINT)
         try:
@@ -108,6 +112,137 @@ def test_ctrl_c_ends_make_run_cleanly():
     output = "".join(lines)
 
     assert "Segmentation fault" not in output
+    assert "Error 130" not in output and "Interrupt" not in output, output[-3000:]
+    assert output.count("has stopped.") == 1, output[-3000:]  # the cluster was told to stop once
+    assert run.returncode in (0, -signal.SIGINT)  # make itself got the group's SIGINT; its recipe ended with 0
+    assert "[make run] demo webhook receiver listening on http://127.0.0.1:" in output
     assert f"{os.path.relpath(ROOT / '.venv/bin/python', ROOT)} manage.py hitl demo-engine" in output
     with pytest.raises(requests.ConnectionError):
         requests.get(f"http://127.0.0.1:{port}/login/", timeout=2)
+
+
+def _wait_for(condition, seconds: float = 60) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            pytest.fail(f"gave up after {seconds} s")
+        time.sleep(0.2)
+
+
+def _run_env(**env: str) -> dict[str, str]:
+    environment = {**os.environ, "DATABASE_URL": database_url(), "LOG_LEVEL": "INFO", **env}
+    environment.pop("DJANGO_SETTINGS_MODULE", None)
+    return environment
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_ctrl_c_at_a_terminal_ends_make_run_with_0_and_no_error():
+    """As a person sees it: make run at a terminal, then Ctrl-C typed into that terminal."""
+    import fcntl
+    import pty
+    import termios
+
+    port = free_port()
+    master, slave = pty.openpty()
+
+    def own_terminal() -> None:  # what a shell does for the command it runs: a session on the terminal
+        os.setsid()
+        fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+    run = subprocess.Popen(
+        ["make", "--no-print-directory", "run", f"PORT={port}"],
+        cwd=ROOT,
+        env=_run_env(),
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        preexec_fn=own_terminal,
+    )
+    os.close(slave)
+    chunks: list[bytes] = []
+
+    def read() -> None:
+        while True:
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:
+                return
+            if not chunk:
+                return
+            chunks.append(chunk)
+
+    threading.Thread(target=read, daemon=True).start()
+    try:
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            try:
+                if requests.get(f"http://127.0.0.1:{port}/login/", timeout=10).status_code == 200:
+                    break
+            except requests.RequestException:
+                time.sleep(0.3)
+        else:
+            pytest.fail("make run never answered:\n" + b"".join(chunks).decode(errors="replace")[-3000:])
+        _wait_for(lambda: b"Q Cluster" in b"".join(chunks) and b"running." in b"".join(chunks))
+        os.write(master, b"\x03")  # Ctrl-C
+        code = run.wait(timeout=30)
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.wait()
+        time.sleep(0.2)
+        os.close(master)
+    output = b"".join(chunks).decode(errors="replace")
+
+    assert code == 0, output[-3000:]
+    assert "Error" not in output.split("Ctrl-C stops it all.")[-1].replace("Error while closing socket", "")
+    assert output.count("has stopped.") == 1, output[-3000:]
+
+
+def test_make_run_says_so_and_stops_when_the_receiver_cannot_listen():
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        env = {k: v for k, v in os.environ.items() if k != "DJANGO_SETTINGS_MODULE"}
+        result = subprocess.run(
+            ["make", "--no-print-directory", "run", f"PORT={free_port()}", f"DEMO_WEBHOOK_PORT={port}"],
+            cwd=ROOT,
+            env={**env, "DATABASE_URL": "postgres://postgres@127.0.0.1:1/unused"},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    assert result.returncode != 0
+    assert f"the demo webhook receiver cannot listen on 127.0.0.1:{port}" in result.stdout
+    assert "set DEMO_WEBHOOK_PORT to a free port" in result.stdout
+    assert "listening on" not in result.stdout and "Starting gunicorn" not in result.stdout + result.stderr
+
+
+def test_the_receiver_says_it_listens_only_once_it_does():
+    from hitl_portal.demo_receiver import listen, url_of
+
+    server = listen(0, "whsec_" + "A" * 32)
+    try:
+        port = server.server_address[1]
+        assert url_of(server) == f"http://127.0.0.1:{port}/hook"
+        with pytest.raises(OSError):
+            listen(port, "whsec_" + "A" * 32)
+        assert requests.post(url_of(server), data=b"{}", timeout=5).status_code == 401  # unsigned
+    finally:
+        server.shutdown()
+
+
+def test_the_embedded_postgres_keeps_its_data_across_runs(tmp_path):
+    import psycopg
+
+    from hitl_portal.embedded_postgres import EmbeddedPostgres
+
+    folder = tmp_path / "postgres"
+    with EmbeddedPostgres(folder) as url:
+        with psycopg.connect(url.replace("postgres://", "postgresql://"), autocommit=True) as conn:
+            conn.execute("CREATE TABLE kept (n int)")
+            conn.execute("INSERT INTO kept VALUES (42)")
+    with EmbeddedPostgres(folder) as url:  # started again, on another port, from the same folder
+        with psycopg.connect(url.replace("postgres://", "postgresql://")) as conn:
+            assert conn.execute("SELECT n FROM kept").fetchone() == (42,)

@@ -9,7 +9,7 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
 from . import services
-from .models import ApiToken, Plan, Role, Workspace
+from .models import HINT_RANDOM_CHARS, ApiToken, Plan, Role, Workspace, hash_token
 
 
 def get_workspace(slug: str) -> Workspace:
@@ -43,18 +43,16 @@ def workspace_plan(cmd: BaseCommand, options: dict[str, Any]) -> None:
 
 
 def member_add(cmd: BaseCommand, options: dict[str, Any]) -> None:
-    email = options["email"]
-    if "@" not in email:
-        raise CommandError(f"{email!r} is not an email address.")
     try:
         membership = services.member_add(
             workspace=get_workspace(options["workspace"]),
-            email=email,
+            email=options["email"],
             role=options["role"],
             password=options.get("password"),
         )
     except ValidationError as error:
-        raise CommandError("That password is refused: " + " ".join(error.messages)) from None
+        refusals = error.message_dict.items()
+        raise CommandError(" ".join(f"{field}: {' '.join(messages)}" for field, messages in refusals)) from None
     cmd.stdout.write(f"{membership.user.email} is {membership.role} of {membership.workspace.slug}.")
 
 
@@ -73,10 +71,23 @@ def token_create(cmd: BaseCommand, options: dict[str, Any]) -> None:
 
 
 def token_revoke(cmd: BaseCommand, options: dict[str, Any]) -> None:
-    hint = options["hint"]
-    tokens = list(ApiToken.objects.active().filter(hint__startswith=hint[:16]))
-    if len(tokens) != 1:
-        raise CommandError(f"{len(tokens)} active tokens start with {hint!r}; give the first 11 characters of one.")
+    given = options["key"].strip()
+    shown = len(ApiToken.PREFIX) + HINT_RANDOM_CHARS
+    if len(given) > shown:
+        # Longer than the stored hint: only the whole key can say which token it is (by its hash);
+        # a longer prefix cannot be checked past the hint, so it is refused rather than guessed.
+        tokens = list(ApiToken.objects.active().filter(digest=hash_token(given)))
+        if not tokens:
+            raise CommandError(
+                f"No active token is the key starting {given[:shown]!r}; give the whole key as it was printed, "
+                f"or its first {shown} characters."
+            )
+    else:
+        tokens = list(ApiToken.objects.active().filter(hint__startswith=given))
+        if len(tokens) != 1:
+            raise CommandError(
+                f"{len(tokens)} active tokens start with {given!r}; give the whole key or its first {shown} characters."
+            )
     services.token_revoke(token=tokens[0])
     cmd.stdout.write(f"Revoked {tokens[0]}.")
 
@@ -110,8 +121,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     tcreate.add_argument("--user", metavar="EMAIL")
     tcreate.add_argument("--engine", metavar="NAME")
     tcreate.set_defaults(handler=token_create)
-    trevoke = ts.add_parser("revoke", help="revoke a token by its first characters (hitl_xxxxxx)")
-    trevoke.add_argument("hint")
+    trevoke = ts.add_parser("revoke", help="revoke a token: the whole key, or its first 11 characters (hitl_xxxxxx)")
+    trevoke.add_argument("key", metavar="KEY_OR_PREFIX")
     trevoke.set_defaults(handler=token_revoke)
 
 

@@ -66,6 +66,11 @@ def hash_token(raw: str) -> str:
     return hashlib.sha256(raw.encode()).hexdigest()
 
 
+# A token's hint is its prefix and this many random characters: enough to tell tokens apart, too
+# few to be worth anything to whoever reads it.
+HINT_RANDOM_CHARS = 6
+
+
 class ApiTokenQuerySet(models.QuerySet):
     def active(self) -> "ApiTokenQuerySet":
         return self.filter(revoked_at__isnull=True)

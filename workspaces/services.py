@@ -3,12 +3,14 @@
 from django.contrib.auth import get_user_model
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.contrib.auth.password_validation import validate_password
+from django.core.exceptions import ValidationError
+from django.core.validators import validate_email
 from django.db import transaction
 from django.utils import timezone
 
 from audit.services import SYSTEM, audit_append
 
-from .models import ApiToken, Membership, Plan, Role, TokenKind, Workspace, hash_token
+from .models import HINT_RANDOM_CHARS, ApiToken, Membership, Plan, Role, TokenKind, Workspace, hash_token
 
 User = get_user_model()
 
@@ -39,13 +41,21 @@ def member_add(
 ) -> Membership:
     """Add (or re-role) a member, creating the user if this email is new.
 
-    A password is held to Django's validators (AUTH_PASSWORD_VALIDATORS), as the admin's forms
-    hold it: raises django.core.exceptions.ValidationError listing what is wrong with it.
+    The email must be an address (Django's EmailValidator, as the admin's forms hold it: it lands
+    in pages, messages and the audit export) and a password is held to Django's validators
+    (AUTH_PASSWORD_VALIDATORS): raises django.core.exceptions.ValidationError keyed by field.
     """
-    email = User.objects.normalize_email(email).lower()
+    email = User.objects.normalize_email(email.strip()).lower()
+    try:
+        validate_email(email)
+    except ValidationError:
+        raise ValidationError({"email": f"{email!r} is not an email address (name@example.com)."}) from None
     user = User.objects.filter(email__iexact=email).first()
     if password:
-        validate_password(password, user=user or User(username=email, email=email))
+        try:
+            validate_password(password, user=user or User(username=email, email=email))
+        except ValidationError as error:
+            raise ValidationError({"password": "That password is refused: " + " ".join(error.messages)}) from None
     if user is None:
         user = User.objects.create_user(username=email, email=email, password=password)
     elif password:
@@ -76,7 +86,7 @@ def token_create(
         user=user,
         name=engine_name,
         digest=hash_token(raw),
-        hint=raw[: len(ApiToken.PREFIX) + 6],
+        hint=raw[: len(ApiToken.PREFIX) + HINT_RANDOM_CHARS],
     )
     audit_append(
         workspace_id=workspace.pk, actor=actor, action="token.created", object=token.hint, data=_token_data(token)

@@ -120,3 +120,17 @@ def test_the_history_page_offers_admins_the_audit_log_for_its_dates(client, acme
 def test_out_of_range_times_answer_400_not_500(client, acme, alice, query):
     response = get(client, make_token(acme, user=alice), query)
     assert response.status_code == 400, response.content
+
+
+def test_csv_cells_a_spreadsheet_would_run_are_neutralised_and_recoverable(client, acme, alice):
+    hostile = ['=hyperlink("http://evil.example")', "+1", "-2", "@sum(A1)", "\tx", "\rx", "'quoted", "plain"]
+    for value in hostile:
+        audit_append(workspace_id=acme.pk, actor=value, action="test.csv", object=value)
+    response = get(client, make_token(acme, user=alice), "?format=csv")
+    rows = [row for row in csv.DictReader(io.StringIO(b"".join(response.streaming_content).decode(), newline=""))]
+    rows = [row for row in rows if row["action"] == "test.csv"]
+
+    cells = [row["object"] for row in rows] + [row["actor"] for row in rows]
+    assert not [cell for cell in cells if cell.startswith(("=", "+", "-", "@", "\t", "\r"))]
+    assert [row["object"] for row in rows] == ["'" + v if v != "plain" else v for v in hostile]
+    assert [row["object"][1:] if row["object"].startswith("'") else row["object"] for row in rows] == hostile

@@ -112,3 +112,15 @@ def test_healthz_answers_503_when_the_database_is_down():
     )
     assert result.stdout.startswith("503 "), result.stdout + result.stderr
     assert '"status": "unavailable"' in result.stdout
+
+
+def test_metrics_count_sealed_audit_records_an_anchor_outside_the_database(client, acme, globex, metrics_token):
+    from audit.selectors import audit_head
+    from audit.services import audit_append, audit_seal
+
+    for workspace in (acme, globex):
+        audit_append(workspace_id=workspace.pk, actor="system", action="test.appended", object="x")
+        audit_seal(workspace_id=workspace.pk)
+    expected = sum(audit_head(workspace_id=w.pk)[0] for w in (acme, globex))
+    assert expected >= 2
+    assert scrape(client, metrics_token)[("hitl_audit_sealed_records_total", ())] == expected

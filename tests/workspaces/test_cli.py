@@ -129,3 +129,46 @@ def test_member_add_accepts_a_good_password(acme):
     )
 
     assert get_user_model().objects.get(email="dave@acme.test").check_password("plum-kite-orbit")
+
+
+def test_token_revoke_takes_the_whole_key_or_its_prefix(acme):
+    whole, other = hitl_token(acme, "first-engine"), hitl_token(acme, "second-engine")
+
+    assert "Revoked" in hitl("token", "revoke", whole)
+    assert ApiToken.objects.get(digest=hash_token(whole)).revoked_at is not None
+    assert "Revoked" in hitl("token", "revoke", other[:11])
+    assert ApiToken.objects.get(digest=hash_token(other)).revoked_at is not None
+
+
+def test_token_revoke_refuses_a_wrong_key_without_echoing_it(acme):
+    whole = hitl_token(acme, "an-engine")
+    wrong = whole[:-4] + ("AAAA" if not whole.endswith("AAAA") else "BBBB")
+    with pytest.raises(CommandError) as refused:
+        hitl("token", "revoke", wrong)
+    assert "give the whole key" in str(refused.value)
+    assert wrong not in str(refused.value)  # a secret, or nearly one, is never printed back
+    assert ApiToken.objects.get(digest=hash_token(whole)).revoked_at is None
+
+
+@pytest.mark.parametrize(
+    "email",
+    ['=hyperlink("http://evil.example")@a.test', "no-at-sign", "a@", "@a.test", "a b@a.test", "a@a.test\nb@b.test"],
+)
+def test_member_add_refuses_what_is_not_an_email_address(acme, email):
+    with pytest.raises(CommandError, match="email: .* is not an email address"):
+        hitl("member", "add", email, "--workspace", "acme", "--role", "reviewer")
+    assert not get_user_model().objects.filter(email__iexact=email.strip()).exists()
+
+
+def test_the_service_refuses_a_bad_email_for_every_caller(acme):
+    from django.core.exceptions import ValidationError
+
+    from workspaces.services import member_add
+
+    with pytest.raises(ValidationError) as refused:
+        member_add(workspace=acme, email="=cmd|' /C calc'!A0@a.test", role="reviewer")
+    assert "email" in refused.value.message_dict
+
+
+def hitl_token(workspace, engine: str) -> str:
+    return hitl("token", "create", "--workspace", workspace.slug, "--engine", engine).strip()

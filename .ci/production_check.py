@@ -1,0 +1,294 @@
+"""CI's production-install step: install the portal as the README's deploy section says, and run it.
+
+    python3 .ci/production_check.py            (DATABASE_URL: a PostgreSQL server it may create a database on)
+
+In a fresh virtualenv (outside the checkout's .venv) it runs `pip install -r requirements.txt`
+exactly as README.md, "Deploying", says, and then, from that virtualenv alone:
+
+1. `manage.py check --deploy --fail-level WARNING` with docs/production.env's settings;
+2. `--help` of every `hitl` subcommand, each in its own process;
+3. an import of every module of every app (what `make test` would never notice missing);
+4. the portal as deployed — gunicorn with uvicorn workers (`make serve`'s command) and
+   `manage.py qcluster` — with DEBUG off, the demo workspace loaded, README.md's curl example run
+   as written against it, and the webhook that example's request notifies delivered by the cluster
+   to a receiver on loopback, its Standard Webhooks signature checked.
+
+Exit 0 when all of it holds; otherwise 1, naming the step. `make test` keeps its own environment.
+"""
+
+import base64
+import hashlib
+import hmac
+import json
+import os
+import re
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+APPS = ["hitl_portal", "workspaces", "rules", "contacts", "approvals", "integrations", "audit", "insights"]
+SECRET = "whsec_" + base64.b64encode(b"production-check-signing-secret!").decode()
+
+
+def step(title: str) -> None:
+    print(f"\n== {title}", flush=True)
+
+
+def fail(message: str) -> None:
+    print(f"PRODUCTION CHECK FAILED: {message}", flush=True)
+    sys.exit(1)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def deploy_commands() -> list[str]:
+    """The install commands of README.md's deploy section (its block marked `deploy-install`)."""
+    readme = (ROOT / "README.md").read_text()
+    match = re.search(r"<!-- deploy-install -->\s*```sh\n(.*?)```", readme, re.S)
+    if not match:
+        fail("README.md has no ```sh block after <!-- deploy-install -->")
+    return [line for line in match[1].splitlines() if line.strip() and not line.lstrip().startswith("#")]
+
+
+def curl_example() -> str:
+    readme = (ROOT / "README.md").read_text()
+    match = re.search(r"<!-- curl-example -->\s*```sh\n(.*?)```", readme, re.S)
+    if not match:
+        fail("README.md has no ```sh block after <!-- curl-example -->")
+    return match[1]
+
+
+def production_env(database_url: str, port: int) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "PYTHON"))}
+    for line in (ROOT / "docs" / "production.env").read_text().splitlines():
+        if line.strip() and not line.startswith("#"):
+            key, value = line.split("=", 1)
+            env[key] = value
+    env.update(
+        SECRET_KEY=secrets.token_urlsafe(50),
+        DATABASE_URL=database_url,
+        HITL_BASE_URL=f"http://127.0.0.1:{port}",
+        HITL_REQUIRE_POSTGRES="1",
+    )
+    return env
+
+
+def plain_http(env: dict[str, str], port: int) -> dict[str, str]:
+    """Production settings served over plain loopback HTTP: no TLS proxy in front of this check."""
+    return {
+        **env,
+        "ALLOWED_HOSTS": "127.0.0.1",
+        "CSRF_TRUSTED_ORIGINS": f"http://127.0.0.1:{port}",
+        "SECURE_SSL_REDIRECT": "false",
+        "SECURE_COOKIES": "false",
+        "SECURE_PROXY_SSL": "false",
+    }
+
+
+def create_database(url: str) -> str:
+    base, _, _ = url.rpartition("/")
+    name = "hitl_production_check"
+    admin = base.replace("postgres://", "postgresql://") + "/postgres"
+    subprocess.run(["psql", admin, "-qc", f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"], check=True)
+    subprocess.run(["psql", admin, "-qc", f"CREATE DATABASE {name}"], check=True)
+    return f"{base}/{name}"
+
+
+class Receiver:
+    """A customer's webhook endpoint on loopback: keeps each delivery whose signature holds."""
+
+    def __init__(self) -> None:
+        self.events: list[dict] = []
+        received = self.events
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                key = base64.b64decode(SECRET.removeprefix("whsec_"))
+                signed = f"{self.headers['webhook-id']}.{self.headers['webhook-timestamp']}.".encode() + body
+                expected = base64.b64encode(hmac.new(key, signed, hashlib.sha256).digest()).decode()
+                offered = self.headers.get("webhook-signature", "").split()
+                if f"v1,{expected}" in offered:
+                    received.append(json.loads(body))
+                self.send_response(200 if f"v1,{expected}" in offered else 401)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+
+def main() -> None:
+    database = os.environ.get("DATABASE_URL")
+    if not database:
+        fail("set DATABASE_URL to a PostgreSQL server this check may create a database on")
+    work = Path(tempfile.mkdtemp(prefix="hitl-production-"))
+    venv = work / "venv"
+    processes: list[subprocess.Popen] = []
+    try:
+        step("a fresh virtualenv, installed as README.md's deploy section says")
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+        path = f"{venv / 'bin'}:{os.environ['PATH']}"
+        for command in deploy_commands():
+            print(f"$ {command}", flush=True)
+            in_venv = {**os.environ, "PATH": path, "VIRTUAL_ENV": str(venv)}
+            subprocess.run(["bash", "-ec", command], cwd=ROOT, check=True, env=in_venv)
+        python = str(venv / "bin" / "python")
+        port = free_port()
+        env = {**production_env(create_database(database), port), "PATH": path}
+
+        def manage(*args: str, **extra: str) -> subprocess.CompletedProcess:
+            return subprocess.run(
+                [python, "manage.py", *args], cwd=ROOT, env={**env, **extra}, capture_output=True, text=True
+            )
+
+        step("manage.py check --deploy with docs/production.env")
+        result = manage("check", "--deploy", "--fail-level", "WARNING")
+        print(result.stdout + result.stderr, end="")
+        if result.returncode:
+            fail("manage.py check --deploy")
+
+        step("every `hitl` subcommand's --help")
+        listing = subprocess.run(
+            [python, "-c", LIST_SUBCOMMANDS], cwd=ROOT, env=env, capture_output=True, text=True, check=False
+        )
+        if listing.returncode:
+            fail(f"could not list the hitl subcommands:\n{listing.stderr}")
+        subcommands = [line.split() for line in listing.stdout.splitlines() if line.strip()]
+        for words in subcommands:
+            result = manage("hitl", *words, "--help")
+            print(f"hitl {' '.join(words)} --help → {result.returncode}", flush=True)
+            if result.returncode or "usage:" not in result.stdout:
+                fail(f"hitl {' '.join(words)} --help:\n{result.stdout}{result.stderr}")
+        if len(subcommands) < 8:
+            fail(f"only {len(subcommands)} hitl subcommands found")
+
+        step("an import of every module of every app")
+        result = subprocess.run([python, "-c", IMPORT_ALL, *APPS], cwd=ROOT, env=env, capture_output=True, text=True)
+        print(result.stdout + result.stderr, end="")
+        if result.returncode:
+            fail("a module does not import with requirements.txt alone")
+
+        step("the portal as deployed: migrate, the demo, gunicorn + uvicorn workers, the cluster")
+        receiver = Receiver()
+        served = {**plain_http(env, port), "HITL_DEMO_WEBHOOK": receiver.url, "HITL_DEMO_WEBHOOK_SECRET": SECRET}
+        served.update(
+            HITL_DEMO_REVIEWER_EMAIL="reviewer@acme.test", EMAIL_BACKEND="django.core.mail.backends.locmem.EmailBackend"
+        )
+        for args in (["migrate", "--noinput", "-v0"], ["collectstatic", "--noinput", "-v0"]):
+            result = manage(*args, **served)
+            if result.returncode:
+                fail(f"manage.py {' '.join(args)}:\n{result.stdout}{result.stderr}")
+        demo = manage("hitl", "demo", "--url", f"http://127.0.0.1:{port}/", **served)
+        key = re.search(r"Engine key \(shown once\): (hitl_\S+)", demo.stdout)
+        config = re.search(r"--config (cfg_\w+)", demo.stdout)
+        if demo.returncode or not key or not config:
+            fail(f"hitl demo:\n{demo.stdout}{demo.stderr}")
+        server_command = [
+            str(venv / "bin" / "gunicorn"), "hitl_portal.asgi:application", "--bind", f"127.0.0.1:{port}",
+            "--worker-class", "uvicorn_worker.UvicornWorker", "--workers", "2", "--timeout", "60",
+        ]  # fmt: skip
+        for command in (server_command, [python, "manage.py", "qcluster"]):
+            processes.append(subprocess.Popen(command, cwd=ROOT, env=served, start_new_session=True))
+        wait_for(lambda: status(f"http://127.0.0.1:{port}/login/") == 200, "the server's login page", 60)
+
+        step("README.md's curl example, run as written")
+        result = subprocess.run(
+            ["bash", "-euo", "pipefail", "-c", curl_example()],
+            cwd=work,
+            env={**served, "HITL": f"http://127.0.0.1:{port}", "KEY": key[1], "CFG": config[1]},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        print(result.stdout[-2000:] + result.stderr[-2000:], end="")
+        if result.returncode or '"status":"pending"' not in result.stdout.replace(" ", ""):
+            fail("README.md's curl example did not register a pending request")
+
+        step("the webhook, delivered by the cluster")
+        requested = "dev.hitl.approval.requested"
+        wait_for(lambda: any(e.get("type") == requested for e in receiver.events), "a signed delivery", 60)
+        print(f"received {[e.get('type') for e in receiver.events]} at {receiver.url}")
+        print("\nPRODUCTION CHECK PASSED", flush=True)
+    except subprocess.CalledProcessError as error:
+        fail(f"{error.cmd} exited with {error.returncode}")
+    finally:
+        for process in processes:
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def status(url: str) -> int | None:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as response:
+            return response.status
+    except OSError:
+        return None
+
+
+def wait_for(condition, what: str, seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(0.25)
+    fail(f"gave up after {seconds:.0f} s waiting for {what}")
+
+
+# Run inside the production virtualenv: the `hitl` command's subcommands, one per line ("token create").
+LIST_SUBCOMMANDS = """
+import argparse, django, os
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "hitl_portal.settings")
+django.setup()
+from django.core.management import load_command_class
+command = load_command_class("workspaces", "hitl")
+parser = command.create_parser("manage.py", "hitl")
+
+def walk(parser, prefix):
+    actions = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    if not actions:
+        print(" ".join(prefix))
+    for action in actions:
+        for name, sub in action.choices.items():
+            walk(sub, [*prefix, name])
+
+walk(parser, [])
+"""
+
+IMPORT_ALL = """
+import importlib, os, pkgutil, sys
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "hitl_portal.settings")
+import django
+django.setup()
+count = 0
+for app in sys.argv[1:]:
+    package = importlib.import_module(app)
+    for module in pkgutil.walk_packages(package.__path__, prefix=app + "."):
+        importlib.import_module(module.name)
+        count += 1
+print(f"imported {count} modules of {len(sys.argv) - 1} apps")
+"""
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,165 @@
+"""`make run`: the portal on this machine in one command, and Ctrl-C ends it cleanly (exit 0).
+
+    python -m hitl_portal.run --url http://127.0.0.1:8000/ --serve "<the server's command>"
+
+With no DATABASE_URL it starts PostgreSQL from the pgserver wheel, its data kept in .data/postgres
+across runs (hitl_portal/embedded_postgres.py). Then: migrate, collectstatic, the demo workspace,
+and three things at once — the demo webhook receiver (here, on a thread: it binds a free port, or
+DEMO_WEBHOOK_PORT, before it says so, and make run stops if it cannot), the django-q2 cluster, and
+the web server (`make serve`'s command, given by the Makefile).
+
+Ctrl-C: the cluster and the server each run in a process group of their own, so the terminal's
+SIGINT reaches this process alone, and each child is told to stop exactly once (a cluster told
+twice said "has stopped" twice). At a terminal this process also takes the terminal's foreground,
+so make itself never sees the Ctrl-C and ends as its recipe did: 0, no "Error 130".
+"""
+
+import argparse
+import os
+import signal
+import subprocess
+import sys
+import time
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT / ".data" / "postgres"
+STOP_GRACE_SECONDS = 10  # the cluster has hung mid-shutdown: after this, what is left is killed
+
+
+class Stop(Exception):
+    """Ctrl-C or SIGTERM: stop everything and exit 0."""
+
+
+def _stop(*_) -> None:
+    raise Stop
+
+
+def say(message: str) -> None:
+    print(f"[make run] {message}", flush=True)
+
+
+@contextmanager
+def terminal_foreground():
+    """Be the terminal's foreground process group while running, then hand it back to make."""
+    try:
+        fd = os.open("/dev/tty", os.O_RDWR)
+    except OSError:
+        yield  # no terminal (CI, a test): the signal reaches whoever it is sent to
+        return
+    try:
+        make_group = os.tcgetpgrp(fd)
+        if make_group != os.getpgrp():  # started in the background (`make run &`): leave the terminal be
+            yield
+            return
+        previous = signal.signal(signal.SIGTTOU, signal.SIG_IGN)  # a background group may not set it otherwise
+        os.setpgid(0, 0)
+        os.tcsetpgrp(fd, os.getpgrp())
+        try:
+            yield
+        finally:
+            os.tcsetpgrp(fd, make_group)
+            signal.signal(signal.SIGTTOU, previous)
+    finally:
+        os.close(fd)
+
+
+@contextmanager
+def database():
+    """DATABASE_URL as given, or the embedded PostgreSQL's, for this process and every child."""
+    if os.environ.get("DATABASE_URL"):
+        yield
+        return
+    from hitl_portal.embedded_postgres import EmbeddedPostgres
+
+    say(f"no DATABASE_URL: starting PostgreSQL from the pgserver wheel, data kept in {DATA.relative_to(ROOT)}")
+    with EmbeddedPostgres(DATA) as url:
+        os.environ["DATABASE_URL"] = url
+        say(f"PostgreSQL at {url}")
+        yield
+
+
+def manage(*args: str) -> None:
+    subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, check=True, stdin=subprocess.DEVNULL)
+
+
+def start(command: list[str]) -> subprocess.Popen:
+    # A process group of its own: the terminal's Ctrl-C is not sent to it, only our one SIGTERM.
+    return subprocess.Popen(command, cwd=ROOT, stdin=subprocess.DEVNULL, process_group=0)
+
+
+def stop_all(children: list[subprocess.Popen]) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C may not cut the cleanup short
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    for child in children:
+        if child.poll() is None:
+            # The leader alone: the cluster stops its own workers in order (told all at once, its
+            # workers died under its sentinel and it hung), as gunicorn's master stops its workers.
+            child.send_signal(signal.SIGTERM)
+    deadline = time.monotonic() + STOP_GRACE_SECONDS
+    for child in children:
+        try:
+            child.wait(timeout=max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            pass
+    for child in children:  # whatever is left of each group, the cluster's workers included
+        try:
+            os.killpg(child.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        child.wait()
+
+
+def run(args: argparse.Namespace, stack: ExitStack, children: list[subprocess.Popen]) -> int:
+    from hitl_portal.demo_receiver import listen, url_of
+
+    port = int(os.environ.get("DEMO_WEBHOOK_PORT", "0"))
+    try:
+        receiver = listen(port, os.environ["HITL_DEMO_WEBHOOK_SECRET"])
+    except OSError as error:
+        say(
+            f"the demo webhook receiver cannot listen on 127.0.0.1:{port} ({error.strerror}); "
+            "set DEMO_WEBHOOK_PORT to a free port, or leave it unset for any free one. Stopping."
+        )
+        return 1
+    stack.callback(receiver.shutdown)
+    os.environ["HITL_DEMO_WEBHOOK"] = url_of(receiver)  # the demo's webhook contact names this variable
+    say(f"demo webhook receiver listening on {url_of(receiver)}")
+
+    manage("migrate", "--noinput", "--verbosity", "0")
+    manage("collectstatic", "--noinput", "--verbosity", "0")
+    manage("hitl", "demo", "--url", args.url)
+    children.append(start([sys.executable, "manage.py", "qcluster"]))
+    children.append(start(["sh", "-c", args.serve]))
+    say("Ctrl-C stops it all.")
+    while all(child.poll() is None for child in children):
+        time.sleep(0.5)
+    failed = next(child for child in children if child.poll() is not None)
+    say(f"{failed.args[-1]!r} exited with {failed.returncode}; stopping the rest.")
+    return 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="make run: the portal, its worker and a demo webhook receiver")
+    parser.add_argument("--url", required=True, help="the portal's address, printed for the demo")
+    parser.add_argument("--serve", required=True, help="the web server's shell command (make serve's)")
+    args = parser.parse_args(argv)
+    signal.signal(signal.SIGINT, _stop)
+    signal.signal(signal.SIGTERM, _stop)
+    children: list[subprocess.Popen] = []
+    try:
+        with ExitStack() as stack:
+            stack.enter_context(terminal_foreground())
+            stack.enter_context(database())
+            stack.callback(stop_all, children)  # unwound first: the children stop before PostgreSQL does
+            return run(args, stack, children)
+    except Stop:
+        return 0
+    except subprocess.CalledProcessError as error:
+        say(f"{' '.join(map(str, error.cmd[1:]))} failed (exit {error.returncode}).")
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
