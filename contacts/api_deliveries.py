@@ -87,7 +87,6 @@ class DeliveryListView(APIView):
             400: OpenApiResponse(ErrorSerializer, description="A filter value is wrong; `fields` names it."),
             401: OpenApiResponse(ErrorSerializer, description="No or an unknown bearer token."),
             403: OpenApiResponse(ErrorSerializer, description="Not a reviewer or admin of the workspace."),
-            404: OpenApiResponse(ErrorSerializer, description="Invalid cursor."),
         },
     )
     def get(self, request: Request) -> Response:

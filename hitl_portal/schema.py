@@ -22,11 +22,35 @@ BODY_TOO_LARGE = {
     "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
 }
 LENGTH_REQUIRED = {
-    "description": "The body was sent chunked to a server that cannot read it so (a WSGI server without "
-    "`wsgi.input_terminated`): send it with a Content-Length. The production (ASGI) server reads chunked bodies.",
+    "description": "The body was sent chunked (`Transfer-Encoding: chunked`) to a server set up without chunked "
+    "reads: send it with a Content-Length. The portal's own server reads chunked bodies.",
     "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
 }
 
+
+# What each component means to a caller. drf-spectacular would take a serializer's docstring (or its
+# base class's), which is written for whoever maintains the code; the schema is read by API users and
+# their generated clients, so its text is written here, and a component not listed has none.
+COMPONENT_DESCRIPTIONS = {
+    "ApprovalRequest": "An approval request as every endpoint answers it: what was asked, its status, the "
+    "decision and, once reported, the outcome.",
+    "ApprovalRegistrationRequest": "A registration: a gated call (`kind: gate`) or a token cap breach "
+    "(`kind: token_cap`).",
+    "GateRegistrationRequest": "A gated call. Boundary, point and message come from the frozen rule, never from here.",
+    "TokenCapRegistrationRequest": 'A token cap breach: parks the run as a "Token cap reached" card.',
+    "Inert": "The answer when HITL is inert: nothing was stored, the call may proceed.",
+    "DecisionOutput": "The approval request as returned everywhere, plus whether it had been decided before.",
+    "OutcomeReported": "The request after an outcome report; `already_reported` mirrors a decision's "
+    "`already_decided`.",
+    "Error": "Every 4xx and 5xx answer: `code` is stable, `message` says what to change, `fields` maps an "
+    "input's name to its problem.",
+    "ContactCreateRequest": "A new contact: its name and channel (and the channel's reference where it takes one).",
+    "PatchedContactInputRequest": "Any of a contact's fields; a channel reference is a `${HITL_…}` placeholder, "
+    "never an address or a secret.",
+    "RuleInputRequest": "A draft rule: its kind, what it matches, and what the reviewer reads.",
+    "PatchedRuleInputRequest": "Any of a draft rule's fields; the match is checked against the rule's kind.",
+    "Rule": "A rule of the draft, or of a published version as it was frozen when published.",
+}
 
 # POSTs whose empty body means something (a default rule; a publish without a note). Every other
 # POST needs its body, and says so: a generated client then cannot call it without one.
@@ -35,7 +59,13 @@ OPTIONAL_BODIES = {"configs_rules_create", "configs_publish_create"}
 
 def tidy_operations(result: dict, generator: "SchemaGenerator", request: Request | None, public: bool) -> dict:
     """Consistent operationIds and tags; bodies required where they are; 411 and 413 on every operation that takes one;
-    string query parameters at least one character long (hitl_portal.query refuses a blank one)."""
+    string query parameters at least one character long (hitl_portal.query refuses a blank one);
+    component descriptions from COMPONENT_DESCRIPTIONS only."""
+    for name, component in result.get("components", {}).get("schemas", {}).items():
+        if name in COMPONENT_DESCRIPTIONS:
+            component["description"] = COMPONENT_DESCRIPTIONS[name]
+        else:
+            component.pop("description", None)
     for path_item in result.get("paths", {}).values():
         for method, operation in path_item.items():
             if not isinstance(operation, dict) or "operationId" not in operation:
