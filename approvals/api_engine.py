@@ -39,7 +39,7 @@ from .engine_serializers import (
     TokenCapRegistrationSerializer,
     WaitQuerySerializer,
 )
-from .models import ApprovalKind, ApprovalRequest
+from .models import ApprovalKind, ApprovalRequest, Status
 from .serializers import ApprovalRequestSerializer, approval_as_dict
 from .waiting import DEFER, WAITED, WaitPlan, approval_wait, is_waiting
 
@@ -154,10 +154,15 @@ def _registration_schema():
         serializers={"gate": GateRegistrationSerializer, "token_cap": TokenCapRegistrationSerializer},
         resource_type_field_name="kind",
     )
+    # Told apart by `status`: a replay carries the request's own status, the inert answer `inert`, so a
+    # generated client reads one union with a discriminator, not two shapes it must guess between.
     replay_or_inert = PolymorphicProxySerializer(
         component_name="ApprovalReplayOrInert",
-        serializers=[ApprovalRequestSerializer, InertSerializer],
-        resource_type_field_name=None,
+        serializers={
+            **{status: ApprovalRequestSerializer for status in Status.values},
+            "inert": InertSerializer,
+        },
+        resource_type_field_name="status",
     )
     return extend_schema(
         operation_id="approvals_register",

@@ -38,6 +38,8 @@ COMPONENT_DESCRIPTIONS = {
     "(`kind: token_cap`).",
     "GateRegistrationRequest": "A gated call. Boundary, point and message come from the frozen rule, never from here.",
     "TokenCapRegistrationRequest": 'A token cap breach: parks the run as a "Token cap reached" card.',
+    "ApprovalReplayOrInert": "Register's 200, told apart by `status`: `inert` is the inert answer (nothing stored); "
+    "any other status is an idempotent replay, the request first created as it is now.",
     "Inert": "The answer when HITL is inert: nothing was stored, the call may proceed.",
     "DecisionOutput": "The approval request as returned everywhere, plus whether it had been decided before.",
     "OutcomeReported": "The request after an outcome report; `already_reported` mirrors a decision's "
