@@ -143,7 +143,11 @@ registration_schema_description = (
     "never from the engine. `arguments` needs pass information level `full`; `summary` needs `summary` or `full`. "
     "`ttl_seconds` may shorten the 24-hour lifetime; a longer one is refused (400), not clamped. When HITL is "
     "inert nothing is stored and the answer is 200 `{status: inert, notice}`; a token cap is inert on the Free "
-    "plan only (it is not a rule)."
+    "plan only (it is not a rule).\n\n"
+    "Refused with a 400 for reasons the body's schema cannot state (they depend on the served version or on two "
+    "fields together): a token cap breach whose `tokens_used` is below its `token_cap`; a `rule_id` that is not an "
+    "enabled gate of that version; `arguments` or `summary` above the version's pass information level; "
+    "`scope: turn` under a stop cap."
 )
 
 

@@ -54,6 +54,28 @@ COMPONENT_DESCRIPTIONS = {
     "Rule": "A rule of the draft, or of a published version as it was frozen when published.",
 }
 
+# PostgreSQL cannot store a NUL character, so every text the API takes refuses one (docs/api.md): the
+# schema says so on every string a caller sends (request bodies, query, path and header parameters).
+NO_NUL = "^[^\\u0000]*$"
+
+
+def _refuse_nul(schema: dict) -> None:
+    """NO_NUL on `schema` and the strings nested in it, where no pattern or enum already rules NUL out."""
+    if not isinstance(schema, dict):
+        return
+    if schema.get("type") == "string" and "pattern" not in schema and "enum" not in schema:
+        if schema.get("format") not in ("binary", "date-time", "date", "uri", "email", "uuid"):
+            schema["pattern"] = NO_NUL
+    for key in ("properties", "patternProperties"):
+        for sub in schema.get(key, {}).values():
+            _refuse_nul(sub)
+    for key in ("items", "additionalProperties"):
+        _refuse_nul(schema.get(key))
+    for key in ("oneOf", "anyOf", "allOf"):
+        for sub in schema.get(key, []):
+            _refuse_nul(sub)
+
+
 # POSTs whose empty body means something (a default rule; a publish without a note). Every other
 # POST needs its body, and says so: a generated client then cannot call it without one.
 OPTIONAL_BODIES = {"configs_rules_create", "configs_publish_create"}
@@ -64,6 +86,8 @@ def tidy_operations(result: dict, generator: "SchemaGenerator", request: Request
     string query parameters at least one character long (hitl_portal.query refuses a blank one);
     component descriptions from COMPONENT_DESCRIPTIONS only."""
     for name, component in result.get("components", {}).get("schemas", {}).items():
+        if name.endswith("Request"):  # COMPONENT_SPLIT_REQUEST: what callers send, never what they read
+            _refuse_nul(component)
         if name in COMPONENT_DESCRIPTIONS:
             component["description"] = COMPONENT_DESCRIPTIONS[name]
         else:
@@ -82,6 +106,8 @@ def tidy_operations(result: dict, generator: "SchemaGenerator", request: Request
                 # A query parameter sent blank is a 400 (hitl_portal.query): the schema says so.
                 if parameter.get("schema", {}).get("type") == "string":
                     parameter["schema"].setdefault("minLength", 1)
+            for parameter in operation.get("parameters", []):
+                _refuse_nul(parameter.get("schema"))
             if "requestBody" in operation:
                 operation["responses"].setdefault("413", BODY_TOO_LARGE)
                 operation["responses"].setdefault("411", LENGTH_REQUIRED)
