@@ -24,6 +24,8 @@ LONG_MESSAGE = (
     "no legal hold applies before approving. Escalate to the data protection officer when in doubt."
 )
 LONG_MATCH = "crm/customers/enterprise/emea/records"
+# A link in a message is one long word: it may break only because no line holds it whole.
+WIKI = "https://wiki.acme.test/governance/data-protection/customer-deletion-procedure-for-enterprise-accounts"
 LONG_REASON = "Confirmed with the account manager on the escalation call; the legal hold was lifted yesterday."
 
 
@@ -43,7 +45,7 @@ def long_names(acme, alice, bob):
         config, kind="mcp_server", match="mcp_billing", message=LONG_MESSAGE, allow_run_grant=True, order=20
     )
     publish(config, alice, note="First version, " + LONG_MESSAGE[:120])
-    make_rule(config, kind="worker", match="*", order=30, message="Workers write to production.")
+    make_rule(config, kind="worker", match="*", order=30, message=f"Workers write to production: read {WIKI} first.")
     version = publish(config, alice, note="Also gate workers; " + LONG_MESSAGE[:120]).number
     common = {"version": version, "level": "full", "caller": "enterprise-support-agent-emea"}
     make_approval(
@@ -106,7 +108,8 @@ def pages(config, decided) -> list[str]:
 
 # Everything a reader would call broken: a page wider than the window, a control past the window's edge
 # or cut off by its container, and a word wrapped across lines although it fits on one (words end at
-# white space, hyphens and dashes — where a line may break).
+# white space, hyphens and dashes — where a line may break). A word longer than a whole line may break,
+# but only on a real line: one at least 12 em wide, not a column squeezed to a few letters.
 LAYOUT_PROBLEMS = """() => {
   const problems = [];
   const width = document.documentElement.clientWidth;
@@ -140,15 +143,18 @@ LAYOUT_PROBLEMS = """() => {
   while (walker.nextNode()) {
     const node = walker.currentNode;
     const parent = node.parentElement;
-    if (!parent || parent.closest("svg, select, textarea, script, .visually-hidden, thead")) continue;
-    if (!parent.getClientRects().length) continue;
+    if (!parent || parent.closest("svg, select, textarea, script, .visually-hidden")) continue;
+    const hidden = parent.closest("thead") || parent;  // a phone's table headers are there for screen readers
+    if (!parent.getClientRects().length || hidden.getBoundingClientRect().width <= 1) continue;
     for (const match of node.data.matchAll(/[^\\s\\-\\u2010-\\u2015]+/g)) {
       range.setStart(node, match.index);
       range.setEnd(node, match.index + match[0].length);
       const rects = Array.from(range.getClientRects()).filter((r) => r.width > 0);
       if (new Set(rects.map((r) => Math.round(r.top))).size < 2) continue;
+      // Longer than its line is no excuse when the line is a squeezed column: a line holds 12 em at least.
       const wide = rects.reduce((sum, r) => sum + r.width, 0);
-      if (wide <= lineWidth(parent)) {
+      const line = lineWidth(parent);
+      if (wide <= line || line < 12 * parseFloat(getComputedStyle(parent).fontSize)) {
         const where = `<${parent.tagName.toLowerCase()} class="${parent.className}">`;
         problems.push(`"${match[0].slice(0, 40)}" broken in ${where}`);
       }
