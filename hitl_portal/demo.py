@@ -94,6 +94,7 @@ def _seed() -> Workspace:
             boundary=rule["kind"],
             point=rule["point"],
             message=rule["message"],
+            allow_run_grant=rule.get("allow_run_grant", False),
             run_id=f"run_demo_{index}",
             thread_id="thr_demo",
             caller=caller,
