@@ -38,7 +38,7 @@ from .engine_serializers import (
     WaitQuerySerializer,
 )
 from .expire import approval_expire_if_overdue
-from .models import ApprovalKind, ApprovalRequest
+from .models import ApprovalKind, ApprovalRequest, Status
 from .outcome import approval_report_outcome
 from .register import INERT_NOTICE, approval_register
 from .serializers import ApprovalRequestSerializer, approval_as_dict
@@ -130,7 +130,11 @@ registration_schema_description = (
     "never from the engine. `arguments` needs pass information level `full`; `summary` needs `summary` or `full`. "
     "`ttl_seconds` may shorten the 24-hour lifetime; a longer one is refused (400), not clamped. When HITL is "
     "inert nothing is stored and the answer is 200 `{status: inert, notice}`; a token cap is inert on the Free "
-    "plan only (it is not a rule)."
+    "plan only (it is not a rule).\n\n"
+    "Refused with a 400 for reasons the body's schema cannot state (they depend on the served version or on two "
+    "fields together): a token cap breach whose `tokens_used` is below its `token_cap`; a `rule_id` that is not an "
+    "enabled gate of that version; `arguments` or `summary` above the version's pass information level; "
+    "`scope: turn` under a stop cap."
 )
 
 
@@ -141,10 +145,15 @@ def _registration_schema():
         serializers={"gate": GateRegistrationSerializer, "token_cap": TokenCapRegistrationSerializer},
         resource_type_field_name="kind",
     )
+    # Told apart by `status`: a replay carries the request's own status, the inert answer `inert`, so a
+    # generated client reads one union with a discriminator, not two shapes it must guess between.
     replay_or_inert = PolymorphicProxySerializer(
         component_name="ApprovalReplayOrInert",
-        serializers=[ApprovalRequestSerializer, InertSerializer],
-        resource_type_field_name=None,
+        serializers={
+            **{status: ApprovalRequestSerializer for status in Status.values},
+            "inert": InertSerializer,
+        },
+        resource_type_field_name="status",
     )
     return extend_schema(
         operation_id="approvals_register",

@@ -9,9 +9,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from hitl_portal.errors import ErrorSerializer
-from hitl_portal.pagination import CursorPagination
+from hitl_portal.pagination import PAGE_PARAMETERS, CursorPagination, page_serializer
 from hitl_portal.query import QueryBooleanField, QuerySerializer
-from rules.api import PAGE_PARAMS
 
 from . import selectors
 from .grants import grant_revoke
@@ -62,9 +61,7 @@ class GrantFilters(QuerySerializer):
     active = QueryBooleanField(required=False)
 
 
-class GrantPage(serializers.Serializer):
-    results = GrantSerializer(many=True)
-    next = serializers.URLField(allow_null=True, help_text="the next page, or null on the last")
+GrantPage = page_serializer(GrantSerializer(many=True), "GrantPage")
 
 
 class GrantPagination(CursorPagination):
@@ -89,13 +86,12 @@ class GrantListView(APIView):
         "others.",
         parameters=[
             OpenApiParameter("active", bool, description="true: live grants only; false: ended ones only"),
-            *PAGE_PARAMS,
+            *PAGE_PARAMETERS,
         ],
         responses={
             200: GrantPage,
             400: _error("`active` is not true or false, or a page parameter is wrong; `fields` names it."),
             **ERRORS,
-            404: _error("Invalid cursor."),
         },
     )
     def get(self, request: Request) -> Response:

@@ -3,7 +3,6 @@
 from django.utils import timezone
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers
-from rest_framework.exceptions import NotFound
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.utils.urls import replace_query_param
@@ -11,7 +10,7 @@ from rest_framework.views import APIView
 
 from hitl_portal.errors import ErrorSerializer
 from hitl_portal.fields import JsonInput
-from hitl_portal.pagination import CursorPagination
+from hitl_portal.pagination import PAGE_PARAMETERS, CursorPagination, cursor_refused, page_serializer
 from hitl_portal.query import QuerySerializer
 from rules.models import RuleKind
 
@@ -40,9 +39,7 @@ class ListFilters(QuerySerializer):
     kind = serializers.ChoiceField(choices=KIND_FILTERS, required=False)
 
 
-class ApprovalPageSerializer(serializers.Serializer):
-    results = ApprovalRequestSerializer(many=True)
-    next = serializers.URLField(allow_null=True, help_text="the next page, or null on the last")
+ApprovalPageSerializer = page_serializer(ApprovalRequestSerializer(many=True), "ApprovalPage")
 
 
 class ApprovalPagination(CursorPagination):
@@ -60,10 +57,7 @@ LIST_PARAMETERS = [
         "expired includes overdue requests no sweep has marked yet.",
     ),
     OpenApiParameter("config", str, pattern=r"^cfg_[A-Za-z0-9]+$", description="a config id (cfg_…)"),
-    OpenApiParameter("cursor", str, description="the position `next` carries; take it from there"),
-    OpenApiParameter(
-        "limit", {"type": "integer", "minimum": 1, "maximum": 200}, description="results per page, 1–200 (default 50)"
-    ),
+    *PAGE_PARAMETERS,
     OpenApiParameter(
         "kind",
         str,
@@ -81,7 +75,6 @@ LIST_SCHEMA = extend_schema(
         400: _error("A filter value is not one of the allowed ones; `fields` names it."),
         401: _error("No or an unknown bearer token."),
         403: _error("Not a member or engine of a workspace."),
-        404: _error("Invalid cursor: take `next` from the previous page as it is."),
     },
 )
 
@@ -93,7 +86,7 @@ def list_approvals(request: Request) -> Response:
     wanted = filters.validated_data
     cursor = request.query_params.get("cursor", "")
     if cursor and selectors.decode_cursor(cursor) is None:
-        raise NotFound("Invalid cursor")
+        raise cursor_refused(cursor)
     now = timezone.now()
     rows, next_cursor = selectors.history_page(
         workspace=request.actor.workspace,
@@ -109,7 +102,8 @@ def list_approvals(request: Request) -> Response:
     )
     next_url = replace_query_param(request.build_absolute_uri(), "cursor", next_cursor) if next_cursor else None
     rows = selectors.with_votes(rows)
-    return Response({"results": [approval_as_dict(approval, now) for approval in rows], "next": next_url})
+    results = [approval_as_dict(approval, now) for approval in rows]
+    return Response({"results": results, "next": next_url, "next_cursor": next_cursor})
 
 
 class DecisionInput(JsonInput):

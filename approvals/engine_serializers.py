@@ -145,8 +145,13 @@ class TokenCapRegistrationSerializer(_RegistrationBase):
 
     kind = choice("kind", [(ApprovalKind.TOKEN_CAP.value, ApprovalKind.TOKEN_CAP.label)])
     scope = choice("scope", Scope.choices)
-    tokens_used = StrictIntegerField(min_value=0, max_value=MAX_TOKENS)
-    token_cap = StrictIntegerField(min_value=1, max_value=MAX_TOKENS)
+    # At least 1 because token_cap is: the part of "tokens_used >= token_cap" a schema can state.
+    tokens_used = StrictIntegerField(
+        min_value=1,
+        max_value=MAX_TOKENS,
+        help_text="Tokens used so far; a breach reaches its cap, so at least token_cap (below it is a 400).",
+    )
+    token_cap = StrictIntegerField(min_value=1, max_value=MAX_TOKENS, help_text="The cap that was reached.")
 
     def validate(self, data: dict) -> dict:
         if data["tokens_used"] < data["token_cap"]:

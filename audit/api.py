@@ -89,7 +89,10 @@ AUDIT_RESPONSES = {
             "runs it as a formula); drop it to get the value back."
         ),
     ),
-    400: OpenApiResponse(ErrorSerializer, description="A since/until that is not an ISO 8601 time, or a bad format."),
+    400: OpenApiResponse(
+        ErrorSerializer,
+        description="A since/until that is not an ISO 8601 time, an until not later than since, or a bad format.",
+    ),
     401: OpenApiResponse(ErrorSerializer, description="No token, or an unknown or revoked one."),
     403: OpenApiResponse(ErrorSerializer, description="Only a workspace admin may export the audit log."),
 }
@@ -110,11 +113,15 @@ class AuditExportView(APIView):
             "`prev_hash` + the canonical JSON (sorted keys, no spaces, non-ASCII as is) of the record without `hash`; "
             "`at` is `YYYY-MM-DDTHH:MM:SS.ffffffZ`; the first record's `prev_hash` is 64 zeros. The "
             "`Audit-Chain-Head` header gives the chain's end when the download began, `SEQ:HASH`: keep it, and "
-            "`hitl audit verify --anchor SEQ:HASH` later proves the log still holds that record unchanged."
+            "`hitl audit verify --anchor SEQ:HASH` later proves the log still holds that record unchanged. "
+            "`until` must be later than `since` when both are given: an equal or earlier `until` is a 400 naming it "
+            "(a range the schema cannot state)."
         ),
         parameters=[
             OpenApiParameter("since", OpenApiTypes.DATETIME, description="Records at or after this time."),
-            OpenApiParameter("until", OpenApiTypes.DATETIME, description="Records before this time."),
+            OpenApiParameter(
+                "until", OpenApiTypes.DATETIME, description="Records before this time; later than `since`."
+            ),
             OpenApiParameter("format", OpenApiTypes.STR, enum=list(MEDIA_TYPES), default="jsonl"),
             OpenApiParameter(
                 ANCHOR_HEADER,

@@ -6,7 +6,6 @@ from datetime import datetime
 
 from django.db import connection
 
-from .chain import format_at
 from .models import GENESIS_HASH, AuditHead, AuditRecord
 
 FIELDS = ("seq", "at", "actor", "action", "object", "data", "prev_hash", "hash")

@@ -8,6 +8,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from hitl_portal.errors import ErrorSerializer
+from hitl_portal.pagination import page_serializer
 from hitl_portal.query import QuerySerializer
 from rules.api import ERRORS, PAGE_PARAMS, AdminPagination, AdminView
 from workspaces.permissions import actor_of
@@ -54,11 +55,7 @@ class DeliveryPagination(AdminPagination):
     ordering = ("-created_at", "-id")
 
 
-DeliveryPage = type(
-    "DeliveryPage",
-    (serializers.Serializer,),
-    {"results": DeliverySerializer(many=True), "next": serializers.URLField(allow_null=True)},
-)
+DeliveryPage = page_serializer(DeliverySerializer(many=True), "DeliveryPage")
 
 
 class ReadsDeliveries(BasePermission):
@@ -90,7 +87,6 @@ class DeliveryListView(APIView):
             400: OpenApiResponse(ErrorSerializer, description="A filter value is wrong; `fields` names it."),
             401: OpenApiResponse(ErrorSerializer, description="No or an unknown bearer token."),
             403: OpenApiResponse(ErrorSerializer, description="Not a reviewer or admin of the workspace."),
-            404: OpenApiResponse(ErrorSerializer, description="Invalid cursor."),
         },
     )
     def get(self, request: Request) -> Response:

@@ -52,8 +52,14 @@ def _seed() -> Workspace:
     )
     contact_create(config=support, name="Support leads", channel="slack", channel_ref="${HITL_SUPPORT_LEADS_SLACK}")
     rule_services.config_publish(config=support, user=admin, note="Gate every delete")
+    # A rule that allows run grants, so a newcomer sees "Approve for the rest of this run" on the refund card.
     rule_services.rule_create(
-        config=support, kind="mcp_server", match="mcp_billing", message="Refunds move real money.", order=20
+        config=support,
+        kind="mcp_server",
+        match="mcp_billing",
+        message="Refunds move real money. A reviewer may approve the rest of a run's refunds at once.",
+        order=20,
+        allow_run_grant=True,
     )
     rule_services.rule_create(config=support, kind="worker", match="*", enabled=False, order=30)
     contact_create(config=support, name="Finance on call", channel="email", channel_ref="${HITL_FINANCE_ONCALL_EMAIL}")
@@ -88,6 +94,7 @@ def _seed() -> Workspace:
             boundary=rule["kind"],
             point=rule["point"],
             message=rule["message"],
+            allow_run_grant=rule.get("allow_run_grant", False),
             run_id=f"run_demo_{index}",
             thread_id="thr_demo",
             caller=caller,

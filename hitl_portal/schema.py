@@ -22,10 +22,58 @@ BODY_TOO_LARGE = {
     "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
 }
 LENGTH_REQUIRED = {
-    "description": "The body was sent chunked to a server that cannot read it so (a WSGI server without "
-    "`wsgi.input_terminated`): send it with a Content-Length. The production (ASGI) server reads chunked bodies.",
+    "description": "The body was sent chunked (`Transfer-Encoding: chunked`) to a server set up without chunked "
+    "reads: send it with a Content-Length. The portal's own server reads chunked bodies.",
     "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
 }
+
+
+# What each component means to a caller. drf-spectacular would take a serializer's docstring (or its
+# base class's), which is written for whoever maintains the code; the schema is read by API users and
+# their generated clients, so its text is written here, and a component not listed has none.
+COMPONENT_DESCRIPTIONS = {
+    "ApprovalRequest": "An approval request as every endpoint answers it: what was asked, its status, the "
+    "decision and, once reported, the outcome.",
+    "ApprovalRegistrationRequest": "A registration: a gated call (`kind: gate`) or a token cap breach "
+    "(`kind: token_cap`).",
+    "GateRegistrationRequest": "A gated call. Boundary, point and message come from the frozen rule, never from here.",
+    "TokenCapRegistrationRequest": 'A token cap breach: parks the run as a "Token cap reached" card.',
+    "ApprovalReplayOrInert": "Register's 200, told apart by `status`: `inert` is the inert answer (nothing stored); "
+    "any other status is an idempotent replay, the request first created as it is now.",
+    "Inert": "The answer when HITL is inert: nothing was stored, the call may proceed.",
+    "DecisionOutput": "The approval request as returned everywhere, plus whether it had been decided before.",
+    "OutcomeReported": "The request after an outcome report; `already_reported` mirrors a decision's "
+    "`already_decided`.",
+    "Error": "Every 4xx and 5xx answer: `code` is stable, `message` says what to change, `fields` maps an "
+    "input's name to its problem.",
+    "ContactCreateRequest": "A new contact: its name and channel (and the channel's reference where it takes one).",
+    "PatchedContactInputRequest": "Any of a contact's fields; a channel reference is a `${HITL_…}` placeholder, "
+    "never an address or a secret.",
+    "RuleInputRequest": "A draft rule: its kind, what it matches, and what the reviewer reads.",
+    "PatchedRuleInputRequest": "Any of a draft rule's fields; the match is checked against the rule's kind.",
+    "Rule": "A rule of the draft, or of a published version as it was frozen when published.",
+}
+
+# PostgreSQL cannot store a NUL character, so every text the API takes refuses one (docs/api.md): the
+# schema says so on every string a caller sends (request bodies, query, path and header parameters).
+NO_NUL = "^[^\\u0000]*$"
+
+
+def _refuse_nul(schema: dict) -> None:
+    """NO_NUL on `schema` and the strings nested in it, where no pattern or enum already rules NUL out."""
+    if not isinstance(schema, dict):
+        return
+    if schema.get("type") == "string" and "pattern" not in schema and "enum" not in schema:
+        if schema.get("format") not in ("binary", "date-time", "date", "uri", "email", "uuid"):
+            schema["pattern"] = NO_NUL
+    for key in ("properties", "patternProperties"):
+        for sub in schema.get(key, {}).values():
+            _refuse_nul(sub)
+    for key in ("items", "additionalProperties"):
+        _refuse_nul(schema.get(key))
+    for key in ("oneOf", "anyOf", "allOf"):
+        for sub in schema.get(key, []):
+            _refuse_nul(sub)
 
 
 # POSTs whose empty body means something (a default rule; a publish without a note). Every other
@@ -35,7 +83,15 @@ OPTIONAL_BODIES = {"configs_rules_create", "configs_publish_create"}
 
 def tidy_operations(result: dict, generator: "SchemaGenerator", request: Request | None, public: bool) -> dict:
     """Consistent operationIds and tags; bodies required where they are; 411 and 413 on every operation that takes one;
-    string query parameters at least one character long (hitl_portal.query refuses a blank one)."""
+    string query parameters at least one character long (hitl_portal.query refuses a blank one);
+    component descriptions from COMPONENT_DESCRIPTIONS only."""
+    for name, component in result.get("components", {}).get("schemas", {}).items():
+        if name.endswith("Request"):  # COMPONENT_SPLIT_REQUEST: what callers send, never what they read
+            _refuse_nul(component)
+        if name in COMPONENT_DESCRIPTIONS:
+            component["description"] = COMPONENT_DESCRIPTIONS[name]
+        else:
+            component.pop("description", None)
     for path_item in result.get("paths", {}).values():
         for method, operation in path_item.items():
             if not isinstance(operation, dict) or "operationId" not in operation:
@@ -50,6 +106,8 @@ def tidy_operations(result: dict, generator: "SchemaGenerator", request: Request
                 # A query parameter sent blank is a 400 (hitl_portal.query): the schema says so.
                 if parameter.get("schema", {}).get("type") == "string":
                     parameter["schema"].setdefault("minLength", 1)
+            for parameter in operation.get("parameters", []):
+                _refuse_nul(parameter.get("schema"))
             if "requestBody" in operation:
                 operation["responses"].setdefault("413", BODY_TOO_LARGE)
                 operation["responses"].setdefault("411", LENGTH_REQUIRED)

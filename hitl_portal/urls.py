@@ -1,6 +1,6 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
-from django.urls import include, path
+from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularSwaggerSplitView
 
 from . import operations, views
@@ -28,6 +28,9 @@ urlpatterns = [
     path("api/v1/", include("rules.api_urls")),
     path("api/v1/", include("contacts.api_urls")),
     path("api/v1/", include("audit.api_urls")),
+    # Last: an /api/ path nothing above takes answers the JSON 404 whatever DEBUG is (with DEBUG on,
+    # Django would answer its HTML debug page instead of calling handler404).
+    re_path(r"^api/", views.not_found),
 ]
 
 handler404 = "hitl_portal.views.not_found"

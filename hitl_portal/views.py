@@ -16,7 +16,7 @@ def favicon(request: HttpRequest) -> HttpResponse:
     return redirect(static("favicon.svg"), permanent=True)
 
 
-def not_found(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+def not_found(request: HttpRequest, exception: Exception | None = None, **path_parts: str) -> HttpResponse:
     if request.path.startswith("/api/"):
         return json_error("not_found", "Not found: no such endpoint or object.", 404)
     return render(request, "404.html", status=404)

@@ -5,14 +5,14 @@ The workspace scoping is in `_config`: another workspace's config answers 404 li
 """
 
 from django.http import Http404
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from hitl_portal.errors import ErrorSerializer
-from hitl_portal.pagination import CursorPagination
+from hitl_portal.pagination import PAGE_PARAMETERS, CursorPagination
 from workspaces.permissions import IsAdmin
 
 from . import selectors, services
@@ -37,14 +37,7 @@ ERRORS = {
     403: OpenApiResponse(ErrorSerializer, description="Not an admin of this workspace."),
     404: OpenApiResponse(ErrorSerializer, description="No such config in this workspace."),
 }
-PAGE_PARAMS = [
-    OpenApiParameter("cursor", str, description="The opaque cursor from a previous page's `next`."),
-    OpenApiParameter(
-        "limit",
-        {"type": "integer", "minimum": 1, "maximum": 200},
-        description="Items per page (default 50, at most 200).",
-    ),
-]
+PAGE_PARAMS = PAGE_PARAMETERS
 BAD_INPUT = {400: OpenApiResponse(ErrorSerializer, description="Bad JSON or a field's value; `fields` names it.")}
 
 

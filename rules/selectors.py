@@ -114,6 +114,21 @@ def draft_differs(draft: dict, version: ConfigVersion | None) -> bool:
     }
 
 
+def nothing_to_publish(draft: dict, latest: ConfigVersion | None, served_number: int | None) -> str:
+    """Why a publish now would be refused (the draft matches the newest version), or "" when it would not.
+
+    The service refuses with these words and the Rules tab disables its Publish button with them.
+    """
+    if latest is None or draft_differs(draft, latest):
+        return ""
+    served = served_number or latest.number
+    return (
+        f"The draft matches v{latest.number}: there is nothing new to publish. Change a rule, a contact or "
+        "a setting first"
+        + (f", or pin v{latest.number} to serve it instead of v{served}." if served != latest.number else ".")
+    )
+
+
 def notify_summary(rule: dict, contacts: list[dict]) -> str:
     """Who a frozen rule tells, in words: "notifies Support leads; escalates to Finance after 300 s"."""
     names = {contact["id"]: contact["name"] for contact in contacts}

@@ -4,6 +4,7 @@ from rest_framework import serializers
 
 from contacts.serializers import ContactSerializer
 from hitl_portal.fields import JsonInput
+from hitl_portal.pagination import page_serializer
 
 from .models import (
     MAX_APPROVALS_REQUIRED,
@@ -157,16 +158,7 @@ class PinSerializer(JsonInput):
     version = serializers.IntegerField(min_value=1, max_value=MAX_INT)
 
 
-def page_of(item: type[serializers.Serializer], name: str) -> type[serializers.Serializer]:
-    """The documented shape of a cursor-paginated list: {"results": [...], "next": url or null}."""
-    fields = {
-        "results": item(many=True),
-        "next": serializers.URLField(allow_null=True, help_text="The next page, or null on the last one."),
-    }
-    return type(name, (serializers.Serializer,), fields)
-
-
-ConfigPage = page_of(ConfigSerializer, "ConfigPage")
-RulePage = page_of(RuleSerializer, "RulePage")
-VersionPage = page_of(VersionSerializer, "VersionPage")
-ContactPage = page_of(ContactSerializer, "ContactPage")
+ConfigPage = page_serializer(ConfigSerializer(many=True), "ConfigPage")
+RulePage = page_serializer(RuleSerializer(many=True), "RulePage")
+VersionPage = page_serializer(VersionSerializer(many=True), "VersionPage")
+ContactPage = page_serializer(ContactSerializer(many=True), "ContactPage")

@@ -140,13 +140,9 @@ def config_publish(*, config: Config, user: AbstractBaseUser | None, note: str =
     if len(note) > 2000:
         raise ValidationError({"note": "note is at most 2,000 characters"})
     latest = config.versions.order_by("-number").first()
-    if latest is not None and not selectors.draft_differs(selectors.draft_frozen(config), latest):
-        served = config.pinned_version or latest.number
-        raise NothingToPublish(
-            f"The draft matches v{latest.number}: there is nothing new to publish. Change a rule, a contact or "
-            "a setting first"
-            + (f", or pin v{latest.number} to serve it instead of v{served}." if served != latest.number else ".")
-        )
+    unchanged = selectors.nothing_to_publish(selectors.draft_frozen(config), latest, config.pinned_version)
+    if unchanged:
+        raise NothingToPublish(unchanged)
     number = latest.number + 1 if latest is not None else 1
     version = ConfigVersion.objects.create(
         config=config,

@@ -101,6 +101,11 @@ def _rules_page(
         context["version_rows"].append({"version": version, "diff": diff})
     context["publish_form"] = publish_form or PublishForm()
     context["next_number"] = (config.latest_version or 0) + 1
+    # Versions are newest first: a draft equal to the newest has nothing to publish, and the button says so.
+    draft = selectors.draft_frozen(config, context["rules"], context["contacts"])
+    context["nothing_to_publish"] = selectors.nothing_to_publish(
+        draft, versions[0] if versions else None, config.pinned_version
+    )
     return render(request, "rules/rules.html", context, status=status)
 
 

@@ -72,13 +72,13 @@ def test_a_nul_byte_in_a_form_answers_400(as_alice, support):
 
 
 @pytest.mark.parametrize("path", ["/api/v1/approvals", "/api/v1/approvals?status=pending", "/api/v1/configs"])
-def test_an_out_of_range_cursor_answers_404_invalid_cursor(as_alice, support, path):
+def test_an_out_of_range_cursor_answers_400_naming_the_cursor(as_alice, support, path):
     separator = "&" if "?" in path else "?"
 
     response = as_alice.get(f"{path}{separator}cursor={OUT_OF_RANGE_CURSOR}")
 
-    assert response.status_code == 404
-    assert response.json()["error"]["message"] == "Invalid cursor"
+    assert response.status_code == 400
+    assert "cursor" in response.json()["error"]["fields"]
 
 
 def test_the_history_page_ignores_an_out_of_range_cursor(as_alice, support):

@@ -1,8 +1,11 @@
 """The schema as generated clients and schemathesis read it: paging declared and enforced, bounds, tags, ids."""
 
+import re
+
 import pytest
 import yaml
 
+from hitl_portal.fields import JsonInput
 from tests.helpers import make_config, make_token
 
 OPERATIONS = ("get", "post", "patch", "put", "delete")
@@ -83,3 +86,47 @@ def test_a_limit_outside_1_to_200_answers_400(client, acme, alice, limit):
         response = client.get(path, {"limit": limit})
         assert response.status_code == 400, (path, limit)
         assert "limit" in response.json()["error"]["fields"]
+
+
+# Words of the code, not of the API: a framework's or a module's name, a test tool, how it is built.
+INTERNAL = re.compile(
+    r"\bDRF\b|django|schemathesis|serializer|queryset|fast[ -](path|lane)|for speed|for the OpenAPI schema"
+    r"|docs/api\.md|found it|\bwsgi|\basgi\b|psycopg|\b\w+\.\w+\(\)|Strict\w+Field|\bclean\(\)",
+    re.IGNORECASE,
+)
+
+
+def internal_notes(schema: dict) -> list[tuple[str, str]]:
+    """Every description or summary in `schema` that speaks of the code rather than of the API."""
+    found = []
+
+    def walk(node: object, where: str) -> None:
+        if isinstance(node, dict):
+            for key, value in node.items():
+                if key in ("description", "summary", "title") and isinstance(value, str) and INTERNAL.search(value):
+                    found.append((where, value))
+                else:
+                    walk(value, f"{where}/{key}")
+        elif isinstance(node, list):
+            for item in node:
+                walk(item, where)
+
+    walk(schema, "")
+    return found
+
+
+def test_the_schema_speaks_to_api_users_not_of_the_code(schema):
+    assert internal_notes(schema) == []
+
+
+def test_a_developer_note_in_a_component_is_caught():
+    planted = {"components": {"schemas": {"ConfigCreateRequest": {"description": JsonInput.__doc__}}}}
+
+    assert internal_notes(planted) == [("/components/schemas/ConfigCreateRequest", JsonInput.__doc__)]
+
+
+def test_a_body_component_does_not_inherit_its_base_class_docstring(schema):
+    components = schema["components"]["schemas"]
+
+    assert "description" not in components["ConfigCreateRequest"]
+    assert components["Error"]["description"].startswith("Every 4xx")

@@ -86,3 +86,18 @@ function tickCountdowns() {
 document.addEventListener("DOMContentLoaded", tickCountdowns);
 document.addEventListener("htmx:afterSettle", tickCountdowns);
 setInterval(tickCountdowns, 1000);
+
+// Tables stack into cards on a phone (portal.css): each cell is labelled with its column's header.
+function labelCells(root) {
+  (root || document).querySelectorAll("table").forEach((table) => {
+    const headers = Array.from(table.querySelectorAll("thead th")).map((th) => th.textContent.trim());
+    if (!headers.length) return;
+    table.querySelectorAll("tbody tr").forEach((row) => {
+      Array.from(row.children).forEach((cell, index) => {
+        if (cell.colSpan === 1 && headers[index] && !cell.hasAttribute("data-label")) cell.dataset.label = headers[index];
+      });
+    });
+  });
+}
+document.addEventListener("DOMContentLoaded", () => labelCells());
+document.addEventListener("htmx:afterSettle", (event) => labelCells(event.detail.elt && event.detail.elt.parentNode));

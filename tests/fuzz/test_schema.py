@@ -67,12 +67,14 @@ POSITIVE_DATA_REFUSED["configs_rules_partial_update"] = POSITIVE_DATA_REFUSED["c
 
 
 def positive_data_acceptance_but_for_stated_refusals(ctx, response, case) -> bool | None:
-    """positive_data_acceptance, letting through only the refusals POSITIVE_DATA_REFUSED states, and NUL's.
+    """positive_data_acceptance, letting through only the refusals POSITIVE_DATA_REFUSED states, NUL's and a cursor's.
 
-    A NUL character is refused in any text the API takes, every field and key of every body and query
-    (PostgreSQL cannot store it; docs/api.md; tests/test_never_5xx.py): one rule for the whole API, which
-    the schema would otherwise have to repeat as a pattern on every string. A 400 passes only if each
-    field it names is one of those two cases (a body may earn both at once).
+    A NUL character is refused in any text the API takes (PostgreSQL cannot store it; docs/api.md;
+    tests/test_never_5xx.py). The schema states it with a pattern on every string a caller sends
+    (hitl_portal/schema.py); what no pattern reaches — a key, or a string inside free-form JSON such
+    as `arguments` — is let through here. A `cursor` matching its pattern may still be one the server
+    never wrote: a 400 its description states. A 400 passes only if each field it names is one of
+    these cases (a body may earn several at once).
     """
     try:
         return positive_data_acceptance(ctx, response, case)
@@ -80,7 +82,7 @@ def positive_data_acceptance_but_for_stated_refusals(ctx, response, case) -> boo
         error = response.json()["error"] if response.status_code == 400 else {}
         fields = error.get("fields", {})
         refusal = POSITIVE_DATA_REFUSED.get(case.operation.definition.raw.get("operationId"))
-        stated = refusal.fields if refusal is not None else frozenset()
+        stated = (refusal.fields if refusal is not None else frozenset()) | {"cursor"}
         nul = bool(error) and _holds_nul(response.request)
         blank = _blank_strings(response.request)
         if fields and all(

@@ -390,3 +390,33 @@ def test_the_schedule_rolls_up_each_paying_workspace(acme, busy):
     assert roll_up_all() == 1  # acme; the free workspace has no insights
     assert RollupMark.objects.get(workspace=acme).rolled_up_to == rollup.closed_until(timezone.now())
     assert HourlyRollup.objects.filter(workspace=acme).exists()
+
+
+def test_by_rule_names_each_rule_by_its_kind_match_and_message_not_its_id(client, alice, acme):
+    from tests.helpers import make_rule
+
+    support = make_config(acme, "Support agent")
+    rule = make_rule(support, kind="delete", match="crm/customers/*", message="Check the customer first")
+    decided(support, created=noon(2), status="approved", seconds=40, rule_id=rule.public_id)
+    decided(support, created=noon(2), status="rejected", seconds=40, rule_id="rul_gone")
+    client.force_login(alice)
+
+    html = client.get(PAGE).content.decode()
+
+    section = html[html.index('id="by-rule"') :]
+    section = section[: section.index("</section>")]
+    row = section[section.index(f'data-rule="{rule.public_id}"') :]
+    assert "Delete" in row[:400] and "crm/customers/*" in row[:400] and "Check the customer first" in row[:600]
+    assert "a rule since deleted" in section
+    # The id names the row for scripts (data-rule); the reader never sees it.
+    visible = section.replace(f'data-rule="{rule.public_id}"', "").replace('data-rule="rul_gone"', "")
+    assert rule.public_id not in visible and "rul_gone" not in visible
+
+
+def test_no_tile_says_a_window_other_than_its_own(client, alice, history):
+    client.force_login(alice)
+
+    html = client.get(PAGE).content.decode()
+
+    assert "last 2 days" not in html
+    assert "Time to decision, yesterday and today" in html

@@ -214,12 +214,12 @@ def _cursor(position: str) -> str:
         ("", "\x00"),
     ],
 )
-def test_it_answers_404_for_a_tampered_cursor(alice_api, acme, path, position):
+def test_it_answers_400_naming_the_cursor_for_a_tampered_one(alice_api, acme, path, position):
     config = make_config(acme)
     url = f"/api/v1/configs/{config.public_id}{path}" if path else "/api/v1/configs"
     response = alice_api.get(url, params={"cursor": _cursor(position)})
-    assert response.status_code == 404
-    assert error_of(response)["message"] == "Invalid cursor"
+    assert response.status_code == 400
+    assert "next_cursor" in error_of(response)["fields"]["cursor"]
 
 
 def test_it_pages_through_versions_newest_first(alice_api, acme):

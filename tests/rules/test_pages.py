@@ -6,6 +6,7 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
+from rules import services as rule_services
 from rules.models import ConfigVersion, Rule
 from rules.selectors import served_number
 
@@ -235,3 +236,34 @@ def test_it_swaps_the_which_one_hint_from_the_servers_table_without_inline_scrip
     assert hint.strip().startswith("Which cell<span")
     hint_text = "A notebook or cell id, such as nb_warehouse, or Any."
     assert f'<span id="id_match_helptext" hx-swap-oob="innerHTML">{hint_text}</span>' in hint
+
+
+def test_publish_is_disabled_and_says_why_while_the_draft_matches_the_newest_version(admin, acme, alice):
+    config = make_config(acme)
+    rule = make_rule(config)
+    publish(config, alice)
+    tab = reverse("rules:rules", args=[config.public_id])
+
+    html = admin.get(tab).content.decode()
+
+    button = html[html.index('id="publish-button"') :][:120]
+    assert "disabled" in button and 'aria-describedby="publish-why"' in button
+    assert "The draft matches v1: there is nothing new to publish." in html[html.index('id="publish-why"') :][:200]
+
+    rule_services.rule_update(rule=rule, message="Changed")
+    html = admin.get(tab).content.decode()
+    assert "disabled" not in html[html.index('id="publish-button"') :][:120]
+    assert 'id="publish-why"' not in html
+
+
+def test_publish_says_to_pin_when_an_older_version_is_served(admin, acme, alice):
+    config = make_config(acme)
+    rule = make_rule(config)
+    publish(config, alice)
+    rule_services.rule_update(rule=rule, message="Second")
+    publish(config, alice)
+    rule_services.config_pin(config=config, version=1, user=alice)
+
+    html = admin.get(reverse("rules:rules", args=[config.public_id])).content.decode()
+
+    assert "pin v2 to serve it instead of v1" in html[html.index('id="publish-why"') :][:300]
