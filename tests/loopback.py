@@ -271,6 +271,13 @@ class FakeSlack:
 
     # set-up
 
+    def reset(self) -> None:
+        """As new: for a fake kept across tests (one portal server is pointed at it per module)."""
+        with self._lock:
+            for recorded in (self.users, self.calls, self.throttled, self.failing):
+                recorded.clear()
+            self._ts = itertools.count(1)
+
     def add_user(self, slack_id: str, email: str | None, **extra) -> None:
         profile = {"email": email} if email else {}
         self.users[slack_id] = {"id": slack_id, "name": slack_id.lower(), "profile": profile, **extra}

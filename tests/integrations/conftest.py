@@ -6,6 +6,7 @@ from urllib.parse import urlencode
 
 import pytest
 import requests
+from django.test.utils import override_settings
 
 from tests.factories import make_approval
 from tests.helpers import make_config, make_member
@@ -22,9 +23,38 @@ ALICE_SLACK = "U0ALICE"
 CHARLIE_SLACK = "U0CHARLIE"
 
 
-@pytest.fixture
-def fake_slack(settings, monkeypatch, alice, bob, charlie):
+@pytest.fixture(scope="module")
+def _slack_api():
+    """The fake Slack Web API, one per module: the portal's server below is pointed at it when it starts."""
     fake = FakeSlack().start()
+    yield fake
+    fake.stop()
+
+
+SLACK_ENV = {
+    "HITL_SLACK_BOT_TOKEN": BOT_TOKEN,
+    "HITL_SLACK_SIGNING_SECRET": SIGNING_SECRET,
+    "HITL_BASE_URL": "https://portal.example",
+    "HITL_SLACK_APPROVERS": CHANNEL,
+    "HITL_SLACK_LEADS": "C0LEADS",
+}
+
+
+@pytest.fixture(scope="module")
+def live_server(django_db_setup, django_db_blocker, _slack_api):
+    """The portal as `make serve` runs it, set up with the Slack app's variables: a test's `settings`
+    cannot reach a server in another process, so the server is started with them."""
+    from tests.asgi import AsgiServer
+
+    with django_db_blocker.unblock(), AsgiServer(HITL_SLACK_API_URL=_slack_api.url, **SLACK_ENV) as server:
+        server._live_server_modified_settings = override_settings()  # pytest-django enables it per test: nothing
+        yield server
+
+
+@pytest.fixture
+def fake_slack(_slack_api, settings, monkeypatch, alice, bob, charlie):
+    fake = _slack_api
+    fake.reset()  # what the module's earlier tests left
     settings.HITL_SLACK_API_URL = fake.url
     settings.HITL_SLACK_BOT_TOKEN = BOT_TOKEN
     settings.HITL_SLACK_SIGNING_SECRET = SIGNING_SECRET
@@ -35,7 +65,6 @@ def fake_slack(settings, monkeypatch, alice, bob, charlie):
     fake.add_user(BOB_SLACK, "bob@acme.test")
     fake.add_user(CHARLIE_SLACK, "charlie@globex.test")
     yield fake
-    fake.stop()
 
 
 @pytest.fixture

@@ -9,6 +9,7 @@ import requests
 from approvals.models import ApprovalRequest
 from contacts.sending import deliveries_send_due
 from integrations.models import SlackMessage
+from tests.asgi import AsgiServer
 from tests.factories import make_token_cap
 from tests.helpers import error_of
 
@@ -17,6 +18,7 @@ from .conftest import (
     BOB_SLACK,
     CHANNEL,
     CHARLIE_SLACK,
+    SLACK_ENV,
     click,
     form,
     post_signed,
@@ -116,10 +118,10 @@ def test_it_refuses_a_request_without_slack_headers(live_server, fake_slack, req
     assert response.json()["error"]["code"] == "signature_missing"
 
 
-def test_it_accepts_nothing_when_no_signing_secret_is_set(live_server, fake_slack, settings, request_for_deletion):
-    settings.HITL_SLACK_SIGNING_SECRET = ""
-
-    response = post_signed(live_server.url, click(request_for_deletion, "approve", slack_user=BOB_SLACK))
+def test_it_accepts_nothing_when_no_signing_secret_is_set(fake_slack, request_for_deletion):
+    unsigned_env = {**SLACK_ENV, "HITL_SLACK_SIGNING_SECRET": ""}
+    with AsgiServer(HITL_SLACK_API_URL=fake_slack.url, **unsigned_env) as server:
+        response = post_signed(server.url, click(request_for_deletion, "approve", slack_user=BOB_SLACK))
 
     assert response.status_code == 401
     assert "HITL_SLACK_SIGNING_SECRET" in response.json()["error"]["message"]
