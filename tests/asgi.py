@@ -36,7 +36,19 @@ def free_port() -> int:
 def server_command(port: int, workers: int = 1) -> list[str]:
     """What `make serve` runs (its SERVE line, as make prints it), on our port: the deployed server."""
     line = subprocess.run(
-        ["make", "-s", "-n", "-o", ".venv/.runtime", "-o", ".venv/.installed", "serve", "HOST=127.0.0.1", f"PORT={port}", f"WORKERS={workers}"],
+        [
+            "make",
+            "-s",
+            "-n",
+            "-o",
+            ".venv/.runtime",
+            "-o",
+            ".venv/.installed",
+            "serve",
+            "HOST=127.0.0.1",
+            f"PORT={port}",
+            f"WORKERS={workers}",
+        ],
         cwd=ROOT,
         capture_output=True,
         text=True,

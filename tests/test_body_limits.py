@@ -7,11 +7,8 @@ and the server's worker bounds the headers' time (edge/server.py).
 
 import json
 import socket
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 import requests
@@ -20,7 +17,6 @@ from approvals.models import ApprovalRequest
 from rules.models import Rule
 from tests.asgi import AsgiServer
 from tests.helpers import error_of, make_config, make_token
-from tests.loopback import ROOT, free_port, stop, subprocess_env, wait_for
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
@@ -31,36 +27,11 @@ def chunked(data: bytes, size: int = 4096) -> Iterator[bytes]:
         yield data[start : start + size]
 
 
-SERVERS = {
-    "wsgi": ["hitl_portal.wsgi"],
-    "asgi": ["hitl_portal.asgi:application", "--worker-class", "uvicorn_worker.UvicornWorker"],
-}
-
-
-@pytest.fixture(params=list(SERVERS))
-def gunicorn_url(request) -> Iterator[str]:
-    port = free_port()
-    process = subprocess.Popen(
-        [str(Path(sys.executable).parent / "gunicorn"), *SERVERS[request.param], "--bind", f"127.0.0.1:{port}"],
-        cwd=ROOT,
-        env=subprocess_env(),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-    url = f"http://127.0.0.1:{port}"
-
-    def up() -> bool:
-        try:
-            return requests.get(url + "/api/v1/configs", timeout=5).status_code == 401
-        except requests.ConnectionError:
-            return False
-
-    try:
-        wait_for(up, timeout=30, what="gunicorn to answer", every=0.1)
-        yield url
-    finally:
-        stop(process)
+@pytest.fixture
+def gunicorn_url() -> Iterator[str]:
+    """The portal as `make serve` runs it (gunicorn with the edge's uvicorn workers)."""
+    with AsgiServer() as server:
+        yield server.url
 
 
 def test_a_chunked_post_creates_the_rule_it_describes(gunicorn_url, acme, alice):

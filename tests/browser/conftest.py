@@ -3,8 +3,10 @@
 from pathlib import Path
 
 import pytest
+from django.test.utils import override_settings
 from playwright.sync_api import sync_playwright
 
+from tests.asgi import AsgiServer
 from tests.helpers import PASSWORD
 
 CHROMIUM = "/usr/bin/chromium"
@@ -35,6 +37,19 @@ def browser():
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=FLAGS, headless=True)
         yield browser
         browser.close()
+
+
+@pytest.fixture
+def live_server(request, live_server, django_db_blocker):
+    """The session's server, or, for a test marked `server_env(NAME=value, …)`, a server of its own
+    started with those variables: a test's `settings` cannot reach a server in another process."""
+    marker = request.node.get_closest_marker("server_env")
+    if marker is None:
+        yield live_server
+        return
+    with django_db_blocker.unblock(), AsgiServer(**marker.kwargs) as server:
+        server._live_server_modified_settings = override_settings()  # pytest-django enables it per test: nothing
+        yield server
 
 
 @pytest.fixture

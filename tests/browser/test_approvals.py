@@ -27,18 +27,17 @@ def support(acme, alice):
     return config
 
 
-@pytest.fixture
-def fast_refresh(settings):
-    settings.APPROVALS_REFRESH_SECONDS = 1
+# The tab refreshes itself every second (ten in production), or never within a test.
+fast_refresh = pytest.mark.server_env(APPROVALS_REFRESH_SECONDS="1")
+no_refresh = pytest.mark.server_env(APPROVALS_REFRESH_SECONDS="600")
 
 
 def card(page, approval):
     return page.locator(f"#card-{approval.public_id}")
 
 
-def test_it_shows_a_registered_request_within_one_refresh_without_a_reload(
-    page, bob, engine_api, support, fast_refresh
-):
+@fast_refresh
+def test_it_shows_a_registered_request_within_one_refresh_without_a_reload(page, bob, engine_api, support):
     login(page, "bob@acme.test")
     page.goto(QUEUE)
     expect(page.get_by_text("Nothing is waiting for a decision")).to_be_visible()
@@ -73,7 +72,8 @@ def test_it_shows_a_registered_request_within_one_refresh_without_a_reload(
     assert page.evaluate("window.sameDocument") is True  # swapped in place, never reloaded
 
 
-def test_it_approves_and_rejects_from_the_card(page, bob, support, fast_refresh):
+@fast_refresh
+def test_it_approves_and_rejects_from_the_card(page, bob, support):
     to_reject = make_approval(support, target="customer T-1")
     to_approve = make_approval(support, target="customer T-2")
     login(page, "bob@acme.test")
@@ -101,7 +101,8 @@ def test_it_approves_and_rejects_from_the_card(page, bob, support, fast_refresh)
     expect(page.get_by_text("Nothing is waiting for a decision")).to_be_visible()
 
 
-def test_it_keeps_a_typed_reason_across_refreshes(page, bob, support, fast_refresh):
+@fast_refresh
+def test_it_keeps_a_typed_reason_across_refreshes(page, bob, support):
     approval = make_approval(support)
     login(page, "bob@acme.test")
     page.goto(QUEUE)
@@ -114,8 +115,8 @@ def test_it_keeps_a_typed_reason_across_refreshes(page, bob, support, fast_refre
     expect(reason).to_have_value("Half-typed reason")
 
 
-def test_it_shows_the_second_reviewer_the_first_decision(new_page, alice, bob, support, settings):
-    settings.APPROVALS_REFRESH_SECONDS = 600  # both pages keep the card until someone presses a button
+@no_refresh
+def test_it_shows_the_second_reviewer_the_first_decision(new_page, alice, bob, support):
     approval = make_approval(support, target="customer T-4821")
     bobs, alices = new_page(), new_page()
     login(bobs, "bob@acme.test")
@@ -133,7 +134,8 @@ def test_it_shows_the_second_reviewer_the_first_decision(new_page, alice, bob, s
     assert ApprovalRequest.objects.get(pk=approval.pk).status == Status.APPROVED
 
 
-def test_it_says_the_queue_is_unavailable_and_recovers_by_itself(page, bob, alice, support, fast_refresh):
+@fast_refresh
+def test_it_says_the_queue_is_unavailable_and_recovers_by_itself(page, bob, alice, support):
     login(page, "bob@acme.test")
     page.goto(QUEUE)
     notice = page.get_by_text("The approval queue is temporarily unavailable.")
@@ -153,7 +155,8 @@ def test_it_says_the_queue_is_unavailable_and_recovers_by_itself(page, bob, alic
     expect(notice).to_be_hidden(timeout=3000)
 
 
-def test_it_removes_a_request_decided_elsewhere_on_the_next_refresh(page, bob, alice, support, fast_refresh):
+@fast_refresh
+def test_it_removes_a_request_decided_elsewhere_on_the_next_refresh(page, bob, alice, support):
     approval = make_approval(support)
     login(page, "bob@acme.test")
     page.goto(QUEUE)
@@ -162,7 +165,8 @@ def test_it_removes_a_request_decided_elsewhere_on_the_next_refresh(page, bob, a
     expect(card(page, approval)).to_have_count(0, timeout=3000)
 
 
-def test_it_pauses_the_refresh_while_the_tab_is_hidden(page, bob, support, fast_refresh):
+@fast_refresh
+def test_it_pauses_the_refresh_while_the_tab_is_hidden(page, bob, support):
     login(page, "bob@acme.test")
     page.goto(QUEUE)
     refreshes = []
@@ -188,7 +192,8 @@ def test_it_pauses_the_refresh_while_the_tab_is_hidden(page, bob, support, fast_
     assert refreshes
 
 
-def test_it_shows_a_token_cap_card_with_its_meter_and_buttons(page, bob, support, fast_refresh):
+@fast_refresh
+def test_it_shows_a_token_cap_card_with_its_meter_and_buttons(page, bob, support):
     cap = make_token_cap(support, tokens_used=45_000, token_cap=50_000, scope="workspace")
     login(page, "bob@acme.test")
     page.goto(QUEUE)
@@ -213,7 +218,8 @@ def test_it_shows_a_token_cap_card_with_its_meter_and_buttons(page, bob, support
     assert ApprovalRequest.objects.get(pk=cap.pk).decision_action == "proceed_past_cap"
 
 
-def test_it_puts_approve_rightmost_on_every_gate_card(page, bob, support, fast_refresh):
+@fast_refresh
+def test_it_puts_approve_rightmost_on_every_gate_card(page, bob, support):
     approval = make_approval(support)
     login(page, "bob@acme.test")
     page.goto(QUEUE)
@@ -222,9 +228,9 @@ def test_it_puts_approve_rightmost_on_every_gate_card(page, bob, support, fast_r
     assert buttons.last.inner_text() == "Approve" and boxes[-1] == max(boxes)
 
 
-def test_it_pictures_the_approvals_tab(page, bob, acme, support, tmp_path, settings):
+@no_refresh
+def test_it_pictures_the_approvals_tab(page, bob, acme, support, tmp_path):
     """The README's screenshot: a few cards of different kinds."""
-    settings.APPROVALS_REFRESH_SECONDS = 600
     notebook = make_config(acme, "Data notebook", pass_information_level="summary")
     make_approval(
         support,

@@ -25,10 +25,8 @@ def card(page, public_id: str):
     return page.locator(f"#card-{public_id}")
 
 
-def test_two_reviewers_approve_a_quorum_card_and_the_requester_cannot(
-    new_page, alice, bob, engine_api, support, settings
-):
-    settings.APPROVALS_REFRESH_SECONDS = 600  # the cards change only when someone presses a button
+@pytest.mark.server_env(APPROVALS_REFRESH_SECONDS="600")  # the cards change only when someone presses a button
+def test_two_reviewers_approve_a_quorum_card_and_the_requester_cannot(new_page, alice, bob, engine_api, support):
     quorum = engine_api.post("/api/v1/approvals", gate_body(support, requested_by="bob@acme.test")).json()
     other = engine_api.post("/api/v1/approvals", gate_body(support, run_id="run_2")).json()
     bobs, alices = new_page(), new_page()
