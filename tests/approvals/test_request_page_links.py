@@ -1,8 +1,8 @@
 """A request's own page is reachable: linked from every card and every history row; decided, it shows why."""
 
 import pytest
-from approvals.services import approval_decide
 
+from approvals.decide import approval_decide
 from tests.factories import make_approval, make_token_cap
 from tests.helpers import make_config
 

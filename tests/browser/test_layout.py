@@ -5,9 +5,9 @@ its whole line). Tables stack into cards on a phone. Screenshots go to $HITL_SCR
 import os
 
 import pytest
-from approvals.services import approval_decide
 from playwright.sync_api import expect
 
+from approvals.decide import approval_decide
 from contacts.services import contact_create
 from tests.factories import make_approval, make_token_cap
 from tests.helpers import make_config, make_member, make_rule, publish
