@@ -26,6 +26,7 @@ def test_pages_and_api_docs_work_without_a_csp_violation(page, acme, alice):
     expect(page.locator(".meter > span")).to_have_attribute("style", "width: 50%;")
     page.goto(f"/hitl/configs/{config.public_id}/rules/")
     page.click("#add-rule")
+    page.wait_for_url("**/rules/add/")  # loaded: htmx (deferred) listens for the kind's change from here on
     page.select_option("#id_kind", "cell")
     expect(page.locator("#id_which_legend")).to_have_text("Which cell")
     page.goto("/api/docs/")

@@ -18,6 +18,7 @@ def test_it_lets_an_admin_fix_a_worker_rule_publish_and_roll_back(page, acme, al
     expect(page.locator("#served-state")).to_contain_text("Serving v1")
 
     page.click("#add-rule")
+    page.wait_for_url("**/rules/add/")  # loaded: htmx (deferred) listens for the kind's change from here on
     expect(page.locator("#id_which_legend")).to_have_text("Which delete operation")
     page.select_option("#id_kind", "worker")
     expect(page.locator("#id_which_legend")).to_have_text("Which worker")
