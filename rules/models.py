@@ -84,6 +84,7 @@ FROZEN_RULE_DEFAULTS = {
     "approvals_required": 1,
     "self_approval": False,
     "allow_run_grant": False,
+    "require_passkey": False,
 }
 FROZEN_CONTACT_DEFAULTS = {"secret_ref": ""}
 
@@ -217,6 +218,10 @@ class Rule(PublicIdMixin, models.Model):
     allow_run_grant = models.BooleanField(
         default=False, help_text="May a reviewer approve the rest of a run at once (rules needing one approval only)?"
     )
+    # Step-up (passkeys/): approving needs a fresh passkey assertion on the portal's page.
+    require_passkey = models.BooleanField(
+        default=False, help_text="Does approving need the reviewer's passkey, on the portal's page?"
+    )
     # Fixed for now, stored so the model can grow.
     ask_in = models.CharField(max_length=16, choices=AskIn.choices, default=AskIn.CONSOLE, editable=False)
     on_reject = models.CharField(max_length=16, choices=OnReject.choices, default=OnReject.HALT, editable=False)
@@ -296,4 +301,5 @@ class Rule(PublicIdMixin, models.Model):
             "approvals_required": self.approvals_required,
             "self_approval": self.self_approval,
             "allow_run_grant": self.allow_run_grant,
+            "require_passkey": self.require_passkey,
         }
