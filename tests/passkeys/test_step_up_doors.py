@@ -20,8 +20,8 @@ from contacts.models import Delivery
 from contacts.sending import deliveries_send_due
 from contacts.services import contact_create
 from passkeys.models import Passkey
-from tests.loopback import parts
 from tests.helpers import error_of, make_config, make_rule, make_token, publish
+from tests.loopback import parts
 from workspaces.models import ApiToken
 
 
