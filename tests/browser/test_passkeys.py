@@ -20,6 +20,7 @@ from tests.asgi import AsgiServer
 from tests.helpers import Api, make_config, make_rule, make_token, publish
 
 from .conftest import login
+from .test_csp import watch_csp
 
 
 @pytest.fixture(scope="module")
@@ -117,6 +118,7 @@ def status_of(public_id: str) -> str:
 def test_a_reviewer_registers_a_passkey_and_approves_a_step_up_request_with_it(page, bob, step_up, engine):
     public_id = register(engine, step_up)
     with_authenticator(page)
+    violations = watch_csp(page)  # the passkey script is a static file: nothing inline
     login(page, "bob@acme.test")
     add_passkey(page)
     passkey = Passkey.objects.get(user=bob)
@@ -134,6 +136,7 @@ def test_a_reviewer_registers_a_passkey_and_approves_a_step_up_request_with_it(p
     assert stepped_up.data["passkey"] == passkey.public_id and stepped_up.data["call_digest"] == approval.call_digest
     assert stepped_up.data["user_verified"] is True
     assert Passkey.objects.get(pk=passkey.pk).last_used_at is not None
+    assert violations == []
 
 
 def test_a_replayed_assertion_and_one_made_for_another_request_are_refused(page, bob, step_up, engine):

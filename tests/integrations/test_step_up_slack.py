@@ -20,7 +20,9 @@ def step_up_request(acme, alice):
     config = make_config(acme, pass_information_level="summary")
     rule = make_rule(config, require_passkey=True)
     publish(config, alice)
-    return make_approval(config, rule_id=rule.public_id, target="customer T-4821", level="summary")
+    return make_approval(
+        config, rule_id=rule.public_id, require_passkey=True, target="customer T-4821", level="summary"
+    )
 
 
 def test_the_card_says_approving_needs_a_passkey(fake_slack, step_up_request):
