@@ -29,6 +29,9 @@ class ErrorDetailSerializer(serializers.Serializer):
     code = serializers.CharField()
     message = serializers.CharField()
     fields = serializers.DictField(child=serializers.CharField())
+    url = serializers.CharField(
+        required=False, help_text="With `passkey_required`: the request's page, where approving with a passkey is done."
+    )
 
 
 class ErrorSerializer(serializers.Serializer):

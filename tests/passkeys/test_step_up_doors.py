@@ -89,6 +89,21 @@ def test_the_version_page_and_the_rule_editor_show_the_step_up(client, step_up_w
     assert 'name="require_passkey"' in editor.content.decode()
 
 
+def test_the_rule_editor_sets_and_clears_the_step_up(client, alice, acme):
+    config = make_config(acme)
+    rule = make_rule(config)
+    client.force_login(alice)
+    url = f"/hitl/configs/{config.public_id}/rules/{rule.public_id}/"
+    data = {"kind": "delete", "which": "any", "point": "entry", "enabled": "on", "order": 10}
+    assert client.post(url, {**data, "require_passkey": "on"}).status_code == 302
+    rule.refresh_from_db()
+    assert rule.require_passkey is True
+    assert "passkey to approve" in client.get(f"/hitl/configs/{config.public_id}/rules/").content.decode()
+    client.post(url, data)
+    rule.refresh_from_db()
+    assert rule.require_passkey is False
+
+
 def test_the_api_answers_passkey_required_with_the_page_and_rejecting_needs_none(bob_api, step_up_world):
     approval = step_up_world["approval"]
     url = f"/api/v1/approvals/{approval.public_id}/decision"
