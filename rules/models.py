@@ -61,6 +61,11 @@ NO_GRANT_WITH_QUORUM = (
     "approval cannot allow it: set approvals_required to 1, or allow_run_grant to false."
 )
 
+NO_GRANT_WITH_PASSKEY = (
+    "A run grant approves the run's later calls, which nobody has seen, without a passkey, so a rule that "
+    "needs a passkey for each approval cannot allow it: set allow_run_grant or require_passkey to false."
+)
+
 
 def match_error(kind: str, match: str) -> str | None:
     """The message for a rule's `match`, or None when it is valid for its kind."""
@@ -237,6 +242,9 @@ class Rule(PublicIdMixin, models.Model):
             models.CheckConstraint(
                 condition=Q(approvals_required=1) | Q(allow_run_grant=False), name="rule_no_grant_with_quorum"
             ),
+            models.CheckConstraint(
+                condition=Q(require_passkey=False) | Q(allow_run_grant=False), name="rule_no_grant_with_passkey"
+            ),
         ]
 
     def __str__(self) -> str:
@@ -250,6 +258,8 @@ class Rule(PublicIdMixin, models.Model):
         errors.update(self._contact_errors())
         if self.allow_run_grant and (self.approvals_required or 1) > 1:
             errors["allow_run_grant"] = NO_GRANT_WITH_QUORUM
+        elif self.allow_run_grant and self.require_passkey:
+            errors["allow_run_grant"] = NO_GRANT_WITH_PASSKEY
         if errors:
             raise ValidationError(errors)
 
