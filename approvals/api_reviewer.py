@@ -166,7 +166,8 @@ class DecisionView(APIView):
         "(`approvals_required` N > 1) `approve` records a vote and the N-th decides; approving twice answers "
         "`already_voted: true`. Four eyes: the request's `requested_by` may not approve unless the rule allows "
         "self-approval (403 `self_approval`). `grant: run` approves the rest of the run (rules with "
-        "`allow_run_grant` only).",
+        "`allow_run_grant` only). Step-up: approving under a rule with `require_passkey` is done on the request's "
+        "page with a passkey; here it answers 403 `passkey_required` with `error.url`, the page. Rejecting needs none.",
         request=DecisionInput,
         responses={
             200: DecisionOutput,
@@ -174,7 +175,8 @@ class DecisionView(APIView):
             401: _error("No or an unknown bearer token."),
             403: _error(
                 "An engine key, not a reviewer or admin of the workspace, or `self_approval`: the run acts for "
-                "this reviewer and the rule wants another one to approve."
+                "this reviewer and the rule wants another one to approve, or `passkey_required`: the rule wants "
+                "a passkey, on the request's page (`error.url`)."
             ),
             404: _error("No such request in this workspace."),
         },

@@ -6,6 +6,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
+from passkeys.exceptions import PasskeyRequired
 from workspaces.access import actor_for_user
 from workspaces.cli import get_user, get_workspace
 
@@ -55,7 +56,7 @@ def _decide(cmd: BaseCommand, options: dict[str, Any], *, yes: bool, reason: str
         decision = "approve" if yes else "reject"
     try:
         approval, already = approval_decide(approval=approval, user=user, decision=decision, reason=reason)
-    except (SelfApproval, ReasonTooLong) as refused:
+    except (SelfApproval, ReasonTooLong, PasskeyRequired) as refused:
         raise CommandError(refused.message) from None
     title = card_title(approval)
     line = decision_line(approval)

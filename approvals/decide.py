@@ -15,6 +15,7 @@ from audit.services import actor_of, audit_append, audit_enabled, record_cte
 from contacts.models import Delivery, DeliveryEvent
 from contacts.outbox import deliveries_for_resolution
 from hitl_portal.ids import new_public_id
+from passkeys.stepup import StepUp, step_up_check
 
 from .exceptions import ReasonTooLong, SelfApproval, WrongDecision
 from .expire import approval_expire_if_overdue
@@ -42,6 +43,7 @@ def approval_decide(
     decision: str,
     reason: str = "",
     grant_ttl_seconds: int | None = None,
+    step_up: StepUp | None = None,
 ) -> tuple[ApprovalRequest, bool]:
     """Decide, or vote on, a request. Returns it as it now is, and whether nothing changed.
 
@@ -55,6 +57,8 @@ def approval_decide(
     - Four eyes: the person the run acts for may not approve unless the rule allows it (SelfApproval).
     - `grant_ttl_seconds`: approve and grant the rest of the run (config, rule, run id) that long.
     - `reason`: at most REASON_MAX characters (ReasonTooLong), whichever door it came through.
+    - Step-up: approving under a rule with `require_passkey` needs `step_up`, a passkey assertion bound to
+      this request, which only its page can give (passkeys.stepup; PasskeyRequired / PasskeyRefused).
     """
     if decision not in DECISIONS:
         raise WrongDecision(f"decision must be one of {', '.join(DECISIONS)}")
@@ -72,6 +76,8 @@ def approval_decide(
             "approval (four eyes). You may reject it; ask another reviewer to approve it."
         )
     now = timezone.now()
+    if status == Status.APPROVED:
+        step_up_check(approval=approval, user=user, step_up=step_up, now=now)
     if status == Status.APPROVED and approval.approvals_required > 1:
         return _approval_vote(approval=approval, user=user, reason=reason, now=now)
     grant_id = new_public_id("grt") if grant_ttl_seconds is not None else None

@@ -115,6 +115,8 @@ class ApprovalRequest(PublicIdMixin, models.Model):
     approvals_required = models.PositiveSmallIntegerField(default=1)
     self_approval = models.BooleanField(default=False)
     allow_run_grant = models.BooleanField(default=False)
+    # Step-up: approving needs the deciding reviewer's passkey, on the request's page (passkeys/).
+    require_passkey = models.BooleanField(default=False)
     # Set when a run grant approved it (at registration), or on the request whose approval created one.
     # The grant's public id is the key, so a read needs no join to name it.
     grant = models.ForeignKey(

@@ -12,6 +12,8 @@ from django.conf import settings
 from django.urls import reverse
 from django.utils import timezone
 
+from passkeys.policy import needs_passkey
+
 from .models import ApprovalKind, ApprovalRequest, Status
 
 # Engine-supplied text shown to people: control and bidi characters made visible, never obeyed.
@@ -277,7 +279,13 @@ def facts(approval: ApprovalRequest, *, urls: "CardUrls | None" = None) -> list[
         shown.append(Fact("summary", "Summary", visible_lines(approval.summary), long=True))
     if approval.arguments is not None:
         shown.append(Fact("arguments", "Arguments", pretty_json(approval.arguments), long=True))
+    if needs_passkey(approval):
+        shown.append(Fact("step_up", "Step-up", STEP_UP_WORDS))
     return shown
+
+
+# Said wherever a step-up request is shown (page, Slack, email): only its page, with a passkey, approves it.
+STEP_UP_WORDS = "Approving needs your passkey, on the request's page in the portal; rejecting needs none"
 
 
 def review_url(approval: ApprovalRequest) -> str:
@@ -425,6 +433,7 @@ def card(approval: ApprovalRequest, *, user, reviewers: list[str], urls: CardUrl
         "decide_url": urls.fill(urls.decide, approval.public_id),
         "grant": approval.allow_run_grant and not self_refused and not token_cap,
         "durations": GRANT_DURATIONS,
+        "passkey": "step_up" in shown,
     }
 
 

@@ -117,6 +117,7 @@ def approval_register(
         approval.approvals_required = rule["approvals_required"]
         approval.self_approval = rule["self_approval"]
         approval.allow_run_grant = rule["allow_run_grant"]
+        approval.require_passkey = rule["require_passkey"]
         approval.target = target
         approval.operation = operation
         approval.summary = summary

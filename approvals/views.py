@@ -13,6 +13,9 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from audit.selectors import audit_head
 from contacts.models import Delivery
 from contacts.presenters import delivery_rows
+from passkeys.exceptions import PasskeyRefused, PasskeyRequired
+from passkeys.policy import needs_passkey
+from passkeys.stepup import step_up_from
 from rules.selectors import configs_for
 from workspaces.decorators import member_required
 
@@ -84,10 +87,12 @@ def decide(request: HttpRequest, public_id: str) -> HttpResponse:
                 decision=form.cleaned_data["decision"],
                 reason=form.cleaned_data["reason"],
                 grant_ttl_seconds=form.grant_ttl(),
+                # The page alone can pass step-up: its script signs a challenge bound to this request.
+                step_up=step_up_from(request.POST.get("passkey_assertion", "")),
             )
         except WrongDecision as wrong:
             error = wrong.message
-        except SelfApproval as refused:
+        except (SelfApproval, PasskeyRequired, PasskeyRefused) as refused:
             error = refused.message
     else:
         error = " ".join(e for errors in form.errors.values() for e in errors)
@@ -177,9 +182,13 @@ def link(request: HttpRequest, token: str) -> HttpResponse:
                 return render(
                     request, "approvals/link.html", {"link": opened, "token": token, "form": form}, status=400
                 )
-            approval, already = link_decide(
-                token=token, decision=form.cleaned_data["decision"], reason=form.cleaned_data["reason"]
-            )
+            try:
+                approval, already = link_decide(
+                    token=token, decision=form.cleaned_data["decision"], reason=form.cleaned_data["reason"]
+                )
+            except PasskeyRequired as refused:
+                ctx = {"approval": opened.approval, "refused": refused}
+                return render(request, "passkeys/link_passkey_required.html", ctx, status=403)
             return render(
                 request, "approvals/link_done.html", {"approval": approval, "outcome": decision_line(approval)}
             )
@@ -187,7 +196,9 @@ def link(request: HttpRequest, token: str) -> HttpResponse:
         return render(request, "approvals/link_refused.html", {"refused": refused}, status=403)
     except WrongDecision as wrong:
         return render(request, "approvals/link.html", {"link": opened, "token": token, "error": str(wrong)}, status=400)
-    return render(request, "approvals/link.html", {"link": opened, "token": token})
+    return render(
+        request, "approvals/link.html", {"link": opened, "token": token, "step_up": needs_passkey(opened.approval)}
+    )
 
 
 def _audit_range(*, filters) -> str:

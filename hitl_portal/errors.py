@@ -19,6 +19,7 @@ from approvals.exceptions import (
     WrongDecision,
 )
 from contacts.exceptions import ContactInUse, ContactNotFound
+from passkeys.exceptions import PasskeyNotFound, PasskeyRefused, PasskeyRequired
 from rules.exceptions import ConfigNotFound, NothingToPublish, PlanRequired, RuleNotFound
 
 from .exceptions import DomainError
@@ -28,6 +29,9 @@ class ErrorDetailSerializer(serializers.Serializer):
     code = serializers.CharField()
     message = serializers.CharField()
     fields = serializers.DictField(child=serializers.CharField())
+    url = serializers.CharField(
+        required=False, help_text="With `passkey_required`: the request's page, where approving with a passkey is done."
+    )
 
 
 class ErrorSerializer(serializers.Serializer):
@@ -65,6 +69,9 @@ DOMAIN_ERRORS: dict[type[DomainError], tuple[int, str]] = {
     WrongDecision: (status.HTTP_400_BAD_REQUEST, "invalid"),
     PlanRequired: (status.HTTP_403_FORBIDDEN, "plan_required"),
     SelfApproval: (status.HTTP_403_FORBIDDEN, "self_approval"),
+    PasskeyRequired: (status.HTTP_403_FORBIDDEN, "passkey_required"),
+    PasskeyRefused: (status.HTTP_403_FORBIDDEN, "passkey_refused"),
+    PasskeyNotFound: (status.HTTP_404_NOT_FOUND, "not_found"),
     NotApproved: (status.HTTP_409_CONFLICT, "conflict"),
     NothingToPublish: (status.HTTP_409_CONFLICT, "conflict"),
     ContactInUse: (status.HTTP_409_CONFLICT, "conflict"),
@@ -78,7 +85,9 @@ def domain_error_response(exc: DomainError) -> Response:
     set_rollback()  # as DRF does for its own exceptions under ATOMIC_REQUESTS
     if exc.field:
         return Response(error_body(code, f"{exc.field}: {exc.message}", {exc.field: exc.message}), status=status_code)
-    return Response(error_body(code, exc.message), status=status_code)
+    body = error_body(code, exc.message)
+    body["error"].update(getattr(exc, "extra", {}))  # e.g. passkey_required's `url`: the page to go to
+    return Response(body, status=status_code)
 
 
 class DomainErrorPages:

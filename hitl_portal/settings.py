@@ -62,6 +62,7 @@ INSTALLED_APPS = [
     "integrations",
     "audit",
     "insights",
+    "passkeys",
 ]
 
 MIDDLEWARE = [

@@ -3,6 +3,8 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularSwaggerSplitView
 
+from workspaces import views as workspace_views
+
 from . import operations, views
 from .schema_view import SchemaView
 
@@ -19,6 +21,8 @@ urlpatterns = [
     path("hitl/", include("contacts.urls")),
     path("hitl/", include("approvals.urls")),
     path("hitl/", include("insights.urls")),
+    path("hitl/account/", workspace_views.account, name="account"),
+    path("hitl/", include("passkeys.urls")),
     path("integrations/", include("integrations.urls")),
     path("admin/", admin.site.urls),
     path("favicon.ico", views.favicon),

@@ -85,6 +85,7 @@ class RuleForm(forms.ModelForm):
             "approvals_required",
             "self_approval",
             "allow_run_grant",
+            "require_passkey",
         ]
         widgets = {
             "message": forms.Textarea(attrs={"rows": 2}),
@@ -99,6 +100,7 @@ class RuleForm(forms.ModelForm):
             "approvals_required": "Approvals required",
             "self_approval": "The person the run acts for may approve it",
             "allow_run_grant": "Reviewers may approve the rest of a run at once",
+            "require_passkey": "Approving needs the reviewer's passkey",
         }
         help_texts = {
             "order": "Lower numbers gate first.",
@@ -108,6 +110,8 @@ class RuleForm(forms.ModelForm):
             ),
             "allow_run_grant": "Adds “Approve for the rest of this run” to its cards (1 h by default, at most 8 h). "
             "Only for rules needing one approval.",
+            "require_passkey": "Approving is then done on the request's page with a passkey registered on the "
+            "reviewer's account page; the API, CLI, Slack and email links may only reject.",
         }
 
     def __init__(self, *args, **kwargs) -> None:

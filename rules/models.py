@@ -61,6 +61,11 @@ NO_GRANT_WITH_QUORUM = (
     "approval cannot allow it: set approvals_required to 1, or allow_run_grant to false."
 )
 
+NO_GRANT_WITH_PASSKEY = (
+    "A run grant approves the run's later calls, which nobody has seen, without a passkey, so a rule that "
+    "needs a passkey for each approval cannot allow it: set allow_run_grant or require_passkey to false."
+)
+
 
 def match_error(kind: str, match: str) -> str | None:
     """The message for a rule's `match`, or None when it is valid for its kind."""
@@ -84,6 +89,7 @@ FROZEN_RULE_DEFAULTS = {
     "approvals_required": 1,
     "self_approval": False,
     "allow_run_grant": False,
+    "require_passkey": False,
 }
 FROZEN_CONTACT_DEFAULTS = {"secret_ref": ""}
 
@@ -217,6 +223,10 @@ class Rule(PublicIdMixin, models.Model):
     allow_run_grant = models.BooleanField(
         default=False, help_text="May a reviewer approve the rest of a run at once (rules needing one approval only)?"
     )
+    # Step-up (passkeys/): approving needs a fresh passkey assertion on the portal's page.
+    require_passkey = models.BooleanField(
+        default=False, help_text="Does approving need the reviewer's passkey, on the portal's page?"
+    )
     # Fixed for now, stored so the model can grow.
     ask_in = models.CharField(max_length=16, choices=AskIn.choices, default=AskIn.CONSOLE, editable=False)
     on_reject = models.CharField(max_length=16, choices=OnReject.choices, default=OnReject.HALT, editable=False)
@@ -232,6 +242,9 @@ class Rule(PublicIdMixin, models.Model):
             models.CheckConstraint(
                 condition=Q(approvals_required=1) | Q(allow_run_grant=False), name="rule_no_grant_with_quorum"
             ),
+            models.CheckConstraint(
+                condition=Q(require_passkey=False) | Q(allow_run_grant=False), name="rule_no_grant_with_passkey"
+            ),
         ]
 
     def __str__(self) -> str:
@@ -245,6 +258,8 @@ class Rule(PublicIdMixin, models.Model):
         errors.update(self._contact_errors())
         if self.allow_run_grant and (self.approvals_required or 1) > 1:
             errors["allow_run_grant"] = NO_GRANT_WITH_QUORUM
+        elif self.allow_run_grant and self.require_passkey:
+            errors["allow_run_grant"] = NO_GRANT_WITH_PASSKEY
         if errors:
             raise ValidationError(errors)
 
@@ -296,4 +311,5 @@ class Rule(PublicIdMixin, models.Model):
             "approvals_required": self.approvals_required,
             "self_approval": self.self_approval,
             "allow_run_grant": self.allow_run_grant,
+            "require_passkey": self.require_passkey,
         }

@@ -89,6 +89,10 @@ class RuleSerializer(serializers.Serializer):
     allow_run_grant = serializers.BooleanField(
         help_text="Whether a reviewer may approve the rest of a run at once (only with approvals_required 1).",
     )
+    require_passkey = serializers.BooleanField(
+        help_text="Whether approving needs a fresh passkey assertion by the reviewer, made on the request's page "
+        "(every other way to approve answers 403 `passkey_required`; rejecting never needs one).",
+    )
 
 
 class RuleInputSerializer(JsonInput):
@@ -119,6 +123,7 @@ class RuleInputSerializer(JsonInput):
     )
     self_approval = serializers.BooleanField(required=False)
     allow_run_grant = serializers.BooleanField(required=False)
+    require_passkey = serializers.BooleanField(required=False)
 
     def validate_match(self, value: str | None) -> str:
         return value or ""

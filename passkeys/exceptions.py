@@ -1,0 +1,32 @@
+"""What the passkey services refuse (HTTP statuses: hitl_portal/errors.py)."""
+
+from hitl_portal.exceptions import DomainError
+
+
+class PasskeyRequired(DomainError):
+    """Approving this request needs a fresh passkey assertion, made on its page; `url` is that page."""
+
+    def __init__(self, message: str, *, url: str) -> None:
+        super().__init__(message)
+        self.url = url
+
+    @property
+    def extra(self) -> dict:
+        return {"url": self.url}
+
+
+class PasskeyRefused(DomainError):
+    """An assertion that does not prove what it must: wrong request or call, used, expired, unknown, unsigned."""
+
+    default_message = "The passkey check failed; nothing was decided. Press Approve again to retry."
+
+
+class PasskeyNotFound(DomainError):
+    """No such passkey of this person; another person's passkey reads the same."""
+
+    def __init__(self, public_id: str) -> None:
+        super().__init__(f"You have no passkey {public_id}.")
+
+
+class PasskeyInvalid(DomainError):
+    """A registration that cannot be accepted (bad name, bad or unverifiable credential)."""

@@ -1,0 +1,167 @@
+"""Step-up: approving a request whose rule has `require_passkey` needs a fresh passkey assertion.
+
+`step_up_check` is the one check, called by approvals.decide.approval_decide for every approval
+from every door. Only the request's page can pass it: it asks for a challenge bound to the
+request (`step_up_options`), has the browser sign it with the reviewer's passkey, and hands the
+answer to the decide service as a `StepUp`. Every other door (API token, CLI, Slack, one-click
+links) has none, and gets PasskeyRequired naming the page. Rejecting never needs one.
+
+What an assertion must prove, verified here with py_webauthn: it answers a challenge issued to
+this reviewer, unused and unexpired (consumed once, by the database); the challenge's bytes bind
+this request's id and call_digest (an answer for another request, or for a call changed since,
+is refused); it was made at the portal's origin for its RP id (HITL_BASE_URL); the authenticator
+verified the user; the signature verifies with one of the reviewer's passkeys; its sign count
+moved past the one on record (a cloned authenticator's would not).
+"""
+
+import hashlib
+import hmac
+import json
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.contrib.auth.base_user import AbstractBaseUser
+from django.db import transaction
+from webauthn import generate_authentication_options, options_to_json, verify_authentication_response
+from webauthn.helpers import base64url_to_bytes, bytes_to_base64url
+from webauthn.helpers.exceptions import WebAuthnException
+from webauthn.helpers.structs import UserVerificationRequirement
+
+from approvals.models import ApprovalRequest
+from approvals.presenters import review_url
+from audit.services import actor_of, audit_append
+
+from . import relying_party
+from .ceremony import CEREMONY_TIMEOUT_MS, challenge_consume, challenge_issue, signed_challenge
+from .exceptions import PasskeyInvalid, PasskeyRefused, PasskeyRequired
+from .models import Passkey, Purpose
+from .policy import needs_passkey
+from .selectors import passkeys_of
+from .services import descriptors
+
+BINDING_CONTEXT = b"hitl-step-up\x00"
+BINDING_LENGTH = 32
+
+
+@dataclass(frozen=True)
+class StepUp:
+    """What the request's page passes to the decide service: the browser's answer to a step-up challenge."""
+
+    credential: dict
+
+
+def binding(approval: ApprovalRequest) -> bytes:
+    """The challenge's last 32 bytes: SHA-256 over the request's id and its call_digest."""
+    material = BINDING_CONTEXT + approval.public_id.encode() + b"\x00" + approval.call_digest.encode()
+    return hashlib.sha256(material).digest()
+
+
+def step_up_options(*, approval: ApprovalRequest, user: AbstractBaseUser) -> dict:
+    """navigator.credentials.get() options for approving this request, with a challenge bound to it."""
+    allowed = descriptors(user)
+    if not allowed:
+        raise PasskeyInvalid(
+            "Approving this request needs a passkey, and you have none yet: register one on your account page "
+            "first. You may still reject it."
+        )
+    challenge = challenge_issue(
+        user=user,
+        purpose=Purpose.STEP_UP,
+        suffix=binding(approval),
+        approval_public_id=approval.public_id,
+        call_digest=approval.call_digest,
+    )
+    options = generate_authentication_options(
+        rp_id=relying_party.rp_id(),
+        challenge=challenge,
+        timeout=CEREMONY_TIMEOUT_MS,
+        allow_credentials=allowed,
+        user_verification=UserVerificationRequirement.REQUIRED,
+    )
+    return json.loads(options_to_json(options))
+
+
+def step_up_from(raw: str) -> StepUp | None:
+    """The page's hidden field (the assertion as JSON) as a StepUp; None when the form carried none."""
+    if not raw:
+        return None
+    try:
+        credential = json.loads(raw)
+    except ValueError:
+        credential = None
+    if not isinstance(credential, dict):
+        raise PasskeyRefused("The passkey's answer did not reach the portal whole; nothing was decided.")
+    return StepUp(credential=credential)
+
+
+def step_up_check(*, approval: ApprovalRequest, user: AbstractBaseUser, step_up: StepUp | None, now: datetime) -> None:
+    """Pass when approving `approval` needs no passkey, or `step_up` proves one; else refuse, saying why.
+
+    Only a still pending request is checked: a decided one answers with its first decision, as ever.
+    """
+    if not approval.is_pending(now) or not needs_passkey(approval):
+        return
+    if step_up is None:
+        url = review_url(approval)
+        raise PasskeyRequired(
+            f"Approving {approval.public_id} needs a passkey: its rule asks for step-up. Approve it on its page "
+            f"in the portal, with your passkey: {url} — rejecting needs none.",
+            url=url,
+        )
+    with transaction.atomic():  # committed before the check: a refused answer still burns its challenge
+        challenge = challenge_consume(
+            user=user, purpose=Purpose.STEP_UP, challenge=signed_challenge(step_up.credential), now=now
+        )
+    expected = base64url_to_bytes(challenge.challenge)
+    bound = expected[-BINDING_LENGTH:]
+    if challenge.approval_public_id != approval.public_id or not hmac.compare_digest(bound, binding(approval)):
+        raise PasskeyRefused(
+            f"This passkey answer was made for another request (or for this one before its call changed), not for "
+            f"{approval.public_id}; nothing was decided."
+        )
+    passkey = _passkey(user=user, credential=step_up.credential)
+    try:
+        verified = verify_authentication_response(
+            credential=step_up.credential,
+            expected_challenge=expected,
+            expected_rp_id=relying_party.rp_id(),
+            expected_origin=relying_party.origin(),
+            credential_public_key=bytes(passkey.public_key),
+            credential_current_sign_count=passkey.sign_count,
+            require_user_verification=True,
+        )
+    except (WebAuthnException, KeyError, TypeError, ValueError) as refused:
+        raise PasskeyRefused(f"The passkey check failed ({refused}); nothing was decided.") from None
+    with transaction.atomic():
+        # The counter moves once per assertion: two answers racing on one count, only one passes.
+        moved = Passkey.objects.filter(pk=passkey.pk, sign_count=passkey.sign_count).update(
+            sign_count=verified.new_sign_count, last_used_at=now
+        )
+        if not moved:
+            raise PasskeyRefused("This passkey was used again meanwhile; nothing was decided. Press Approve again.")
+        audit_append(
+            workspace_id=approval.workspace_id,
+            actor=actor_of(user=user),
+            action="approval.stepped_up",
+            object=approval.public_id,
+            data={
+                "passkey": passkey.public_id,
+                "passkey_name": passkey.name,
+                "call_digest": approval.call_digest,
+                "user_verified": verified.user_verified,
+                "sign_count": verified.new_sign_count,
+            },
+            at=now,
+        )
+
+
+def _passkey(*, user: AbstractBaseUser, credential: dict) -> Passkey:
+    raw_id = credential.get("rawId") or credential.get("id")
+    try:
+        encoded = bytes_to_base64url(base64url_to_bytes(raw_id)) if isinstance(raw_id, str) else ""
+    except ValueError:
+        encoded = ""
+    passkey = passkeys_of(user).filter(credential_id=encoded).first() if encoded else None
+    if passkey is None:
+        raise PasskeyRefused("That passkey is not one of yours registered here; nothing was decided.")
+    return passkey

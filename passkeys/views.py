@@ -1,0 +1,95 @@
+"""Passkey pages and their JSON steps: the account page's section (register, rename, remove) and a
+request page's step-up challenge. The browser side is static/js/passkeys.js."""
+
+import json
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import redirect
+from django.views.decorators.http import require_POST
+
+from approvals import selectors as approval_selectors
+from approvals.exceptions import ApprovalNotFound
+from approvals.permissions import DECIDERS_ONLY, may_decide
+from hitl_portal.errors import DOMAIN_ERRORS, error_body
+from hitl_portal.exceptions import DomainError
+from workspaces.decorators import member_required
+
+from . import selectors, services
+from .stepup import step_up_options
+
+ACCOUNT = "account"
+
+
+def _refused(exc: DomainError) -> JsonResponse:
+    status_code, code = next(answer for cls, answer in DOMAIN_ERRORS.items() if isinstance(exc, cls))
+    return JsonResponse(error_body(code, exc.message), status=status_code)
+
+
+def _json_body(request: HttpRequest) -> dict:
+    try:
+        body = json.loads(request.body or b"{}")
+    except ValueError:
+        body = None
+    return body if isinstance(body, dict) else {}
+
+
+@login_required
+@require_POST
+def registration_options(request: HttpRequest) -> JsonResponse:
+    try:
+        return JsonResponse(services.passkey_registration_options(user=request.user))
+    except DomainError as refused:
+        return _refused(refused)
+
+
+@login_required
+@require_POST
+def register(request: HttpRequest) -> JsonResponse:
+    body = _json_body(request)
+    try:
+        passkey = services.passkey_register(user=request.user, name=body.get("name"), credential=body.get("credential"))
+    except DomainError as refused:
+        return _refused(refused)
+    messages.success(request, f"Passkey “{passkey.name}” registered: you may approve step-up requests with it.")
+    return JsonResponse({"id": passkey.public_id, "name": passkey.name}, status=201)
+
+
+@login_required
+@require_POST
+def rename(request: HttpRequest, public_id: str) -> HttpResponse:
+    passkey = selectors.passkey_get(user=request.user, public_id=public_id)  # 404 via DomainErrorPages
+    try:
+        services.passkey_rename(passkey=passkey, name=request.POST.get("name"))
+    except DomainError as refused:
+        messages.error(request, refused.message)
+    else:
+        messages.success(request, f"Passkey renamed “{passkey.name}”.")
+    return redirect(ACCOUNT)
+
+
+@login_required
+@require_POST
+def remove(request: HttpRequest, public_id: str) -> HttpResponse:
+    passkey = selectors.passkey_get(user=request.user, public_id=public_id)
+    services.passkey_remove(passkey=passkey)
+    messages.success(request, f"Passkey “{passkey.name}” removed: it approves nothing any more.")
+    return redirect(ACCOUNT)
+
+
+@require_POST
+@member_required
+def step_up(request: HttpRequest, public_id: str) -> JsonResponse:
+    """A challenge bound to this request, for approving it with a passkey on its page."""
+    if not may_decide(request.actor):
+        raise PermissionDenied(DECIDERS_ONLY)
+    try:
+        approval = approval_selectors.approval_get(workspace=request.actor.workspace, public_id=public_id)
+    except ApprovalNotFound as missing:
+        raise Http404(missing.message) from None
+    try:
+        return JsonResponse(step_up_options(approval=approval, user=request.user))
+    except DomainError as refused:
+        return _refused(refused)
