@@ -9,7 +9,18 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-APPS = ("approvals", "audit", "contacts", "edge", "hitl_portal", "insights", "integrations", "rules", "workspaces")
+APPS = (
+    "approvals",
+    "audit",
+    "contacts",
+    "edge",
+    "hitl_portal",
+    "insights",
+    "integrations",
+    "push",
+    "rules",
+    "workspaces",
+)
 
 
 def _module_name(path: Path, root: Path) -> str:
