@@ -123,7 +123,13 @@ class Message:
     def payload(self) -> str:
         icon = static("icons/icon-192.png")
         return json.dumps(
-            {"title": self.title[:TITLE_MAX], "body": self.body[:BODY_MAX], "url": self.url, "tag": self.tag, "icon": icon},
+            {
+                "title": self.title[:TITLE_MAX],
+                "body": self.body[:BODY_MAX],
+                "url": self.url,
+                "tag": self.tag,
+                "icon": icon,
+            },
             separators=(",", ":"),
             ensure_ascii=False,
         )
@@ -183,9 +189,7 @@ def push_send(*, subscription: PushSubscription, message: Message) -> None:
         raise PushFailed("could not connect to the push service") from None
     except Exception as error:  # py_vapid refuses a bad subject with its own exception
         if "sub" in str(error):
-            raise PushFailed(
-                "HITL_VAPID_SUBJECT must be a mailto: address or an https: URL", permanent=True
-            ) from None
+            raise PushFailed("HITL_VAPID_SUBJECT must be a mailto: address or an https: URL", permanent=True) from None
         raise
 
 

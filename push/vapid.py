@@ -42,6 +42,9 @@ def _public_of(key: ec.EllipticCurvePrivateKey) -> str:
     return b64url(point)
 
 
+NOT_A_KEY = "HITL_VAPID_PRIVATE_KEY is not a P-256 private key: make one with `hitl vapid-keys new`"
+
+
 @functools.cache
 def _load(raw: str) -> ec.EllipticCurvePrivateKey:
     try:
@@ -50,9 +53,9 @@ def _load(raw: str) -> ec.EllipticCurvePrivateKey:
         else:
             key = ec.derive_private_key(int.from_bytes(b64url_decode(raw), "big"), ec.SECP256R1())
     except Exception:
-        raise VapidError("HITL_VAPID_PRIVATE_KEY is not a P-256 private key: make one with `hitl vapid-keys new`") from None
+        raise VapidError(NOT_A_KEY) from None
     if not isinstance(key, ec.EllipticCurvePrivateKey) or key.curve.name != "secp256r1":
-        raise VapidError("HITL_VAPID_PRIVATE_KEY is not a P-256 private key: make one with `hitl vapid-keys new`")
+        raise VapidError(NOT_A_KEY)
     return key
 
 
@@ -63,7 +66,9 @@ def private_key() -> ec.EllipticCurvePrivateKey:
     key = _load(raw.replace("\\n", "\n"))
     stated = os.environ.get("HITL_VAPID_PUBLIC_KEY", "").strip()
     if stated and stated.rstrip("=") != _public_of(key):
-        raise VapidError("HITL_VAPID_PUBLIC_KEY is not the public key of HITL_VAPID_PRIVATE_KEY: set both from one pair")
+        raise VapidError(
+            "HITL_VAPID_PUBLIC_KEY is not the public key of HITL_VAPID_PRIVATE_KEY: set both from one pair"
+        )
     return key
 
 
