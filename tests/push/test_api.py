@@ -1,4 +1,4 @@
-"""Subscribing a browser (POST/DELETE /api/v1/push/subscriptions), the installable portal's files, `hitl vapid-keys new`."""
+"""Subscribing a browser (/api/v1/push/subscriptions), the installable portal's files, `hitl vapid-keys new`."""
 
 import json
 from io import StringIO
