@@ -18,7 +18,7 @@ from workspaces.permissions import actor_of
 from .serializers import SubscribeSerializer, SubscriptionSerializer, UnsubscribeSerializer
 from .services import SubscriptionRefused, push_subscription_delete, push_subscription_save
 
-TAG = ["push"]
+TAG = ["notifications"]
 ERRORS = {
     400: OpenApiResponse(ErrorSerializer, description="Not a push subscription; `fields` names what is wrong."),
     401: OpenApiResponse(ErrorSerializer, description="Not logged in, or an unknown or revoked token."),
