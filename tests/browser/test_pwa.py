@@ -7,10 +7,12 @@ import pytest
 from playwright.sync_api import expect
 
 from approvals.models import ApprovalRequest
+from push.vapid import keys_new
 from tests.factories import make_approval
 from tests.helpers import make_config, make_rule, publish
 
 from .conftest import login
+from .test_csp import watch_csp
 
 QUEUE = "/hitl/approvals/"
 
@@ -54,6 +56,7 @@ def test_chromium_parses_the_manifest_and_runs_the_service_worker_for_hitl(page,
 
 def test_offline_a_request_page_and_the_approvals_tab_show_the_offline_page_never_a_kept_copy(page, bob, support):
     approval = make_approval(support, target="customer T-4821")
+    violations = watch_csp(page)
     login(page, "bob@acme.test")
     page.goto(f"/hitl/approvals/{approval.public_id}/")
     controlled(page)
@@ -72,6 +75,7 @@ def test_offline_a_request_page_and_the_approvals_tab_show_the_offline_page_neve
         page.context.set_offline(False)
     page.goto(f"/hitl/approvals/{approval.public_id}/")
     expect(page.get_by_role("button", name="Approve")).to_be_visible()  # back online: the live page again
+    assert violations == []
 
 
 def test_a_push_message_is_shown_as_a_notification_that_names_the_request_page(page, live_server, bob):
@@ -127,11 +131,22 @@ def test_the_approvals_tab_works_at_390_px_with_the_worker_in_charge(new_page, b
     assert ApprovalRequest.objects.get(pk=approval.pk).status == "approved"
 
 
-def test_the_account_page_at_390_px_offers_this_browser(new_page, bob, live_server):
+PRIVATE_KEY, PUBLIC_KEY = keys_new()
+
+
+@pytest.mark.server_env(HITL_VAPID_PRIVATE_KEY=PRIVATE_KEY, HITL_VAPID_SUBJECT="mailto:ops@acme.test")
+def test_the_account_page_at_390_px_offers_this_browser_under_the_csp(new_page, bob, live_server):
     page = new_page()
+    violations = watch_csp(page)
     page.set_viewport_size({"width": 390, "height": 844})
     login(page, "bob@acme.test")
     page.goto("/")
     page.get_by_role("link", name="bob@acme.test").click()
-    expect(page.get_by_role("heading", name="Notifications on this device")).to_be_visible()
+    section = page.locator("#push")
+    expect(section.get_by_role("heading", name="Notifications on this device")).to_be_visible()
+    assert section.get_attribute("data-push-key") == PUBLIC_KEY
+    # static/js/push.js ran: it found the worker's registration and no subscription yet.
+    expect(section.get_by_role("status")).to_have_text("This browser is not notified.")
+    expect(section.get_by_role("button", name="Notify this browser")).to_be_visible()
     assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    assert violations == []
