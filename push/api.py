@@ -1,7 +1,7 @@
 """Subscribing a browser to Web Push: what the account page's script (static/js/push.js) calls.
 
 `POST /api/v1/push/subscriptions` with the browser's PushSubscription JSON subscribes it for the
-person in the current workspace; `DELETE` with its `endpoint` unsubscribes it. People only — an
+person in the current workspace; `DELETE …?endpoint=` unsubscribes it. People only — an
 engine key has no browser — and through the session, CSRF-checked like every session call.
 """
 
@@ -66,11 +66,12 @@ class PushSubscriptionsView(APIView):
         tags=TAG,
         operation_id="push_unsubscribe",
         summary="Unsubscribe this browser",
-        request=UnsubscribeSerializer,
+        description="Its `endpoint` as the query; 204 whether or not it was subscribed (for this person, here).",
+        parameters=[UnsubscribeSerializer],
         responses={204: None, **ERRORS},
     )
     def delete(self, request: Request) -> Response:
-        data = UnsubscribeSerializer(data=request.data)
+        data = UnsubscribeSerializer(data=request.query_params)
         data.is_valid(raise_exception=True)
         push_subscription_delete(
             workspace=request.actor.workspace, user=request.actor.user, endpoint=data.validated_data["endpoint"]

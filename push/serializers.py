@@ -16,8 +16,8 @@ class SubscribeSerializer(JsonInput):
     expirationTime = serializers.IntegerField(required=False, allow_null=True)  # noqa: N815 - the browser's name
 
 
-class UnsubscribeSerializer(JsonInput):
-    endpoint = serializers.CharField(max_length=2000)
+class UnsubscribeSerializer(serializers.Serializer):
+    endpoint = serializers.CharField(max_length=2000, help_text="the browser's PushSubscription.endpoint")
 
 
 class SubscriptionSerializer(serializers.Serializer):

@@ -26,12 +26,13 @@
     return Uint8Array.from(atob(padded), (char) => char.charCodeAt(0));
   }
 
-  async function tell(method, body) {
-    const response = await fetch(section.dataset.pushApi, {
+  async function tell(method, body, query) {
+    const url = query ? `${section.dataset.pushApi}?${new URLSearchParams(query)}` : section.dataset.pushApi;
+    const response = await fetch(url, {
       method,
       credentials: "same-origin",
       headers: { "Content-Type": "application/json", "X-CSRFToken": csrfToken() },
-      body: JSON.stringify(body),
+      body: body ? JSON.stringify(body) : undefined,
     });
     if (!response.ok) {
       let message = `the portal answered ${response.status}`;
@@ -78,7 +79,7 @@
       const worker = await registration();
       const subscription = await worker.pushManager.getSubscription();
       if (subscription) {
-        await tell("DELETE", { endpoint: subscription.endpoint });
+        await tell("DELETE", null, { endpoint: subscription.endpoint });
         await subscription.unsubscribe();
       }
       show(false);

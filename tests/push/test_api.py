@@ -2,6 +2,7 @@
 
 import json
 from io import StringIO
+from urllib.parse import urlencode
 
 import pytest
 from django.contrib.staticfiles import finders
@@ -30,6 +31,8 @@ def browser_of_bob(bob, vapid_env, push_service) -> tuple[Client, FakeBrowser]:
 
 def send(client: Client, method: str, body: dict, *, csrf: bool = True):
     headers = {"X-CSRFToken": client.cookies["csrftoken"].value} if csrf else {}
+    if method == "DELETE":
+        return client.delete(URL, QUERY_STRING=urlencode(body), headers=headers)
     return client.generic(method, URL, json.dumps(body), content_type="application/json", headers=headers)
 
 
@@ -109,7 +112,7 @@ def test_unsubscribing_touches_only_ones_own_browser_in_this_workspace(
 ):
     alices = FakeBrowser(push_service, "alice")
     subscribe(alice, alices)
-    response = bob_api.delete(URL, json={"endpoint": alices.subscription["endpoint"]})
+    response = bob_api.delete(URL, params={"endpoint": alices.subscription["endpoint"]})
     assert response.status_code == 204  # nothing to say about another's browser, not even that it exists
     assert PushSubscription.objects.filter(user=alice).exists()
 
