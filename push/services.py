@@ -82,7 +82,7 @@ def push_subscription_save(
         raise SubscriptionRefused("endpoint", error)
     if refused := keys_error(p256dh, auth):
         raise SubscriptionRefused(*refused)
-    mine = PushSubscription.objects.select_for_update().filter(workspace=workspace, user=user)
+    mine = PushSubscription.objects.filter(workspace=workspace, user=user)
     existing = PushSubscription.objects.filter(workspace=workspace, endpoint=endpoint).first()
     if existing is None and mine.count() >= SUBSCRIPTIONS_PER_USER:
         raise SubscriptionRefused(

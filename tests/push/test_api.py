@@ -196,3 +196,16 @@ def test_a_user_token_may_subscribe_too(acme, bob, push_service, vapid_env, make
     api = make_api(make_token(acme, user=bob))
     response = api.post(URL, FakeBrowser(push_service, "cli").subscription)
     assert response.status_code == 201
+
+
+def test_a_person_subscribes_at_most_twenty_browsers_here(browser_of_bob, bob, push_service):
+    from push.services import SUBSCRIPTIONS_PER_USER
+
+    client, _ = browser_of_bob
+    for n in range(SUBSCRIPTIONS_PER_USER):
+        subscribe(bob, FakeBrowser(push_service, f"b{n}"))
+    refused = send(client, "POST", FakeBrowser(push_service, "one-too-many").subscription)
+    assert refused.status_code == 400
+    assert "unsubscribe one you no longer use" in refused.json()["error"]["fields"]["endpoint"]
+    again = send(client, "POST", FakeBrowser(push_service, "b0").subscription)  # a known browser's new keys
+    assert again.status_code == 200

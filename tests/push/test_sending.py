@@ -167,3 +167,17 @@ def test_without_a_vapid_key_the_delivery_fails_naming_the_variable(pushed, push
     assert delivery.status == "failed"
     assert delivery.last_error.startswith("HITL_VAPID_PRIVATE_KEY is not set")
     assert push_service.received == []
+
+
+def test_send_test_reaches_every_subscribed_browser(pushed, push_service):
+    from contacts.outbox import delivery_test_create
+
+    phone = FakeBrowser(push_service, "phone")
+    subscribe(pushed["bob"], phone)
+    delivery = delivery_test_create(contact=pushed["contact"])
+    deliveries_send_due()
+    shown = phone.read(push_service.messages_to("phone")[0])
+    assert shown["title"] == "Test from HITL Portal: Reviewers' phones"
+    assert shown["body"] == "Notifications from this contact reach you."
+    delivery.refresh_from_db()
+    assert delivery.status == "sent"
