@@ -209,3 +209,12 @@ def test_a_person_subscribes_at_most_twenty_browsers_here(browser_of_bob, bob, p
     assert "unsubscribe one you no longer use" in refused.json()["error"]["fields"]["endpoint"]
     again = send(client, "POST", FakeBrowser(push_service, "b0").subscription)  # a known browser's new keys
     assert again.status_code == 200
+
+
+def test_the_csp_lets_our_own_worker_and_manifest_in_and_nothing_else(client, bob):
+    client.force_login(bob)
+    policy = client.get("/hitl/approvals/")["Content-Security-Policy"]
+    directives = dict(part.strip().split(" ", 1) for part in policy.split(";") if " " in part.strip())
+    assert directives["worker-src"] == "'self'"
+    assert directives["manifest-src"] == "'self'"
+    assert "'unsafe-inline'" not in policy
