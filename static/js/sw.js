@@ -79,10 +79,14 @@ self.addEventListener("push", (event) => {
 });
 
 // A click opens the request's page — on this portal only: the path is taken, never another origin.
+function clickTarget(url) {
+  const given = new URL(url || QUEUE_PATH, self.location.origin);
+  return new URL(given.pathname + given.search, self.location.origin).href;
+}
+
 self.addEventListener("notificationclick", (event) => {
   event.notification.close();
-  const given = new URL((event.notification.data && event.notification.data.url) || QUEUE_PATH, self.location.origin);
-  const target = new URL(given.pathname + given.search, self.location.origin).href;
+  const target = clickTarget(event.notification.data && event.notification.data.url);
   event.waitUntil(
     (async () => {
       const windows = await self.clients.matchAll({ type: "window", includeUncontrolled: true });

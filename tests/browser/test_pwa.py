@@ -113,6 +113,10 @@ def test_a_push_message_is_shown_as_a_notification_that_names_the_request_page(p
     assert shown == [
         {"title": message["title"], "body": message["body"], "data": {"url": message["url"]}},
     ]
+    # A tap opens that path on this portal, whatever host the message named (notificationclick's target).
+    [worker] = [w for w in page.context.service_workers if w.url.endswith("/hitl/sw.js")]
+    assert worker.evaluate(f"clickTarget({json.dumps(message['url'])})") == f"{live_server.url}/hitl/approvals/apr_x/"
+    assert worker.evaluate("clickTarget(undefined)") == f"{live_server.url}/hitl/approvals/"
 
 
 def test_the_approvals_tab_works_at_390_px_with_the_worker_in_charge(new_page, bob, support):
