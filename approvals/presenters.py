@@ -308,6 +308,15 @@ def act_subject(approval: ApprovalRequest, event: str) -> str:
     return ask
 
 
+def notification_body(approval: ApprovalRequest, event: str) -> str:
+    """The one line under a notification's subject (a push notification's body): who asks and until
+    when, or how it ended — never the arguments or summary, which a locked phone's screen would show."""
+    if event in ("decided", "expired") or not approval.is_pending():
+        return decision_line(approval)
+    asker = visible(approval.caller) or "An agent"
+    return f"{asker} asks · run {visible(approval.run_id)} · expires {when(approval.expires_at)}"
+
+
 # The decision words of the one decide service as a person's buttons, (word, label, style), the
 # refusal first and the approval rightmost.
 BUTTONS = {

@@ -12,7 +12,7 @@ from django.urls import reverse
 
 from approvals.links import link_url_for
 from approvals.models import ApprovalRequest
-from approvals.presenters import act_subject, facts, review_url
+from approvals.presenters import act_subject, facts, notification_body, review_url
 from approvals.serializers import approval_as_dict
 
 from .models import Delivery, DeliveryEvent
@@ -30,6 +30,7 @@ def notice_for(*, delivery: Delivery, recipient: Recipient, digest: list[Deliver
             delivery_id=delivery.public_id,
             event=DeliveryEvent.TEST,
             subject=f"Test from HITL Portal: {recipient.name}",
+            body="Notifications from this contact reach you.",
             approval=None,
             review_url=None,
             source=source,
@@ -39,6 +40,7 @@ def notice_for(*, delivery: Delivery, recipient: Recipient, digest: list[Deliver
             delivery_id=delivery.public_id,
             event="digest",
             subject=f"{len(digest)} more requests wait for approval",
+            body="Open the Approvals tab to decide them.",
             approval=None,
             review_url=settings.HITL_BASE_URL + reverse("approvals:queue"),
             digest=[
@@ -51,6 +53,7 @@ def notice_for(*, delivery: Delivery, recipient: Recipient, digest: list[Deliver
         delivery_id=delivery.public_id,
         event=delivery.event,
         subject=act_subject(approval, delivery.event),
+        body=notification_body(approval, delivery.event),
         approval=approval_as_dict(approval),
         review_url=review_url(approval),
         decide_url=_one_click(delivery=delivery, approval=approval, recipient=recipient),

@@ -12,6 +12,7 @@ class Channel(models.TextChoices):
     EMAIL = "email", "Email"
     SLACK = "slack", "Slack"
     WEBHOOK = "webhook", "Webhook"
+    PUSH = "push", "Web Push"
     NONE = "none", "None"
 
 
@@ -40,9 +41,18 @@ def is_legacy_reference(ref: str) -> bool:
     return bool(ref) and not PLACEHOLDER.match(ref) and bool(LEGACY_PLACEHOLDER.match(ref))
 
 
+# Channels that name no address: `push` reaches every browser the workspace's reviewers subscribed.
+NO_ADDRESS = (Channel.NONE, Channel.PUSH)
+
+
 def channel_ref_error(channel: str, channel_ref: str) -> str | None:
+    if channel == Channel.PUSH and channel_ref:
+        return (
+            "A Web Push contact takes no channel reference: it notifies every browser the workspace's reviewers "
+            "subscribed on their account page; leave channel_ref empty"
+        )
     if not channel_ref:
-        if channel == Channel.NONE:
+        if channel in NO_ADDRESS:
             return None
         article = {Channel.EMAIL: "An email", Channel.SLACK: "A Slack", Channel.WEBHOOK: "A webhook"}.get(channel, "A")
         return f"{article} contact needs a channel reference such as ${{HITL_APPROVERS_{channel.upper()}}}"

@@ -63,6 +63,7 @@ INSTALLED_APPS = [
     "audit",
     "insights",
     "passkeys",
+    "push",
 ]
 
 MIDDLEWARE = [
@@ -210,6 +211,9 @@ CONTENT_SECURITY_POLICY = {
         "base-uri": [SELF],
         "form-action": [SELF],
         "frame-ancestors": [NONE],
+        # The installable portal: its service worker (/hitl/sw.js) and manifest, from our origin only.
+        "worker-src": [SELF],
+        "manifest-src": [SELF],
     }
 }
 
@@ -274,6 +278,10 @@ HITL_DELIVERY_LEASE_SECONDS = envint("HITL_DELIVERY_LEASE_SECONDS", "60")
 HITL_DELIVERY_MAX_ATTEMPTS = envint("HITL_DELIVERY_MAX_ATTEMPTS", "8")
 HITL_DELIVERY_RETRY_BASE_SECONDS = envint("HITL_DELIVERY_RETRY_BASE_SECONDS", "60")
 HITL_WEBHOOK_TIMEOUT_SECONDS = envint("HITL_WEBHOOK_TIMEOUT_SECONDS", "10")
+# Web Push (push/): the VAPID key pair is read from HITL_VAPID_PRIVATE_KEY / HITL_VAPID_SUBJECT at
+# send time (push/vapid.py). Push services are https; a plain-http endpoint (a push service on
+# loopback, for tests) is accepted only when this is set.
+HITL_PUSH_ALLOW_HTTP = envbool("HITL_PUSH_ALLOW_HTTP", "false")
 
 
 def _email_settings() -> dict:

@@ -3,7 +3,8 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularSwaggerSplitView
 
-from workspaces import views as workspace_views
+from push import views as push_views
+from workspaces import account
 
 from . import operations, views
 from .schema_view import SchemaView
@@ -21,8 +22,10 @@ urlpatterns = [
     path("hitl/", include("contacts.urls")),
     path("hitl/", include("approvals.urls")),
     path("hitl/", include("insights.urls")),
-    path("hitl/account/", workspace_views.account, name="account"),
     path("hitl/", include("passkeys.urls")),
+    path("hitl/", include("push.urls")),
+    path("hitl/account/", account.account, name="account"),
+    path("manifest.webmanifest", push_views.manifest, name="push-manifest"),
     path("integrations/", include("integrations.urls")),
     path("admin/", admin.site.urls),
     path("favicon.ico", views.favicon),
@@ -32,6 +35,7 @@ urlpatterns = [
     path("api/v1/", include("rules.api_urls")),
     path("api/v1/", include("contacts.api_urls")),
     path("api/v1/", include("audit.api_urls")),
+    path("api/v1/", include("push.api_urls")),
     # Last: an /api/ path nothing above takes answers the JSON 404 whatever DEBUG is (with DEBUG on,
     # Django would answer its HTML debug page instead of calling handler404).
     re_path(r"^api/", views.not_found),

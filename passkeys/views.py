@@ -93,3 +93,8 @@ def step_up(request: HttpRequest, public_id: str) -> JsonResponse:
         return JsonResponse(step_up_options(approval=approval, user=request.user))
     except DomainError as refused:
         return _refused(refused)
+
+
+def account_section(request: HttpRequest) -> dict:
+    """The account page's Passkeys section (templates/passkeys/_account.html): the person's passkeys."""
+    return {"template": "passkeys/_account.html", "passkeys": list(selectors.passkeys_of(request.user))}

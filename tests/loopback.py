@@ -1,7 +1,8 @@
 """Stand-ins on loopback for what the portal talks to, and the subprocesses that run against the test database.
 
 One module for every fake server the tests start — a customer's webhook endpoint (`Receiver`), Slack's
-Web API (`FakeSlack`), an SMTP server (`Mailbox`) — and for the real processes beside the test (a
+Web API (`FakeSlack`), an SMTP server (`Mailbox`), a Web Push service (`PushService`, with the
+`FakeBrowser`s that decrypt what it was sent) — and for the real processes beside the test (a
 django-q2 `Cluster`, and the helpers the fault tests' gunicorn uses). Only the far side of the network
 is stood in for; everything on our side runs for real. The `receiver` and `mailbox` fixtures are
 available to every test (tests/conftest.py imports them).
@@ -368,3 +369,127 @@ class FakeSlack:
                     return 200, {}, {"ok": False, "error": "user_not_found"}
                 return 200, {}, {"ok": True, "user": user}
             return 200, {}, {"ok": False, "error": "unknown_method"}
+
+
+# -- a Web Push service (RFC 8030) and the browsers subscribed to it -----------------------------------
+
+
+@dataclass
+class PushedMessage:
+    path: str  # /push/<browser>: which subscription it was sent to
+    headers: dict[str, str]
+    body: bytes  # aes128gcm ciphertext: what a browser decrypts with its keys
+
+
+class PushService:
+    """A push service on loopback: takes each POST to /push/<name> as the portal sends it and answers
+    201 (a message accepted), or what `answers` says for that name (404/410 for a dead subscription,
+    503, …). It decrypts nothing: the browsers do (`FakeBrowser.read`)."""
+
+    def __init__(self) -> None:
+        self.received: list[PushedMessage] = []
+        self.answers: dict[str, list[int]] = {}  # name → statuses to answer, in turn (the last one stays)
+        self.lock = threading.Lock()
+        service = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                name = self.path.removeprefix("/push/")
+                with service.lock:
+                    service.received.append(
+                        PushedMessage(self.path, {k.lower(): v for k, v in self.headers.items()}, body)
+                    )
+                    queued = service.answers.get(name) or [201]
+                    status = queued.pop(0) if len(queued) > 1 else queued[0]
+                self.send_response(status)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/push/"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def __enter__(self) -> "PushService":
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+    def messages_to(self, name: str) -> list[PushedMessage]:
+        with self.lock:
+            return [m for m in self.received if m.path == f"/push/{name}"]
+
+    def wait_for(self, name: str, count: int = 1, timeout: float = 15) -> list[PushedMessage]:
+        wait_for(
+            lambda: len(self.messages_to(name)) >= count,
+            timeout=timeout,
+            what=lambda: f"{count} push messages to {name} (received {len(self.messages_to(name))})",
+        )
+        return self.messages_to(name)
+
+
+class FakeBrowser:
+    """What a browser's PushManager.subscribe() makes: a P-256 key pair and a 16-byte auth secret,
+    and an endpoint at the push service. It reads a message as a browser does (RFC 8291), with
+    `http_ece` — the library pywebpush encrypts with, used here from the receiving side."""
+
+    def __init__(self, service: PushService, name: str) -> None:
+        from cryptography.hazmat.primitives import serialization
+        from cryptography.hazmat.primitives.asymmetric import ec
+
+        self.name = name
+        self.key = ec.generate_private_key(ec.SECP256R1())
+        self.auth = os.urandom(16)
+        point = self.key.public_key().public_bytes(
+            serialization.Encoding.X962, serialization.PublicFormat.UncompressedPoint
+        )
+        self.subscription = {
+            "endpoint": service.url + name,
+            "expirationTime": None,
+            "keys": {"p256dh": _b64url(point), "auth": _b64url(self.auth)},
+        }
+
+    def read(self, message: PushedMessage) -> dict:
+        import http_ece
+
+        assert message.headers["content-encoding"] == "aes128gcm"
+        plain = http_ece.decrypt(message.body, private_key=self.key, auth_secret=self.auth, version="aes128gcm")
+        return json.loads(plain)
+
+
+def _b64url(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+def vapid_signer_of(message: PushedMessage) -> str:
+    """The public key (k=) a message's VAPID header names, once its JWT's ES256 signature is checked with it."""
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.hazmat.primitives.asymmetric.utils import encode_dss_signature
+
+    scheme, _, params = message.headers["authorization"].partition(" ")
+    assert scheme == "vapid"
+    fields = dict(part.strip().split("=", 1) for part in params.split(","))
+    token, key = fields["t"], fields["k"]
+    signed, _, signature = token.rpartition(".")
+    raw = base64.urlsafe_b64decode(signature + "=" * (-len(signature) % 4))
+    point = base64.urlsafe_b64decode(key + "=" * (-len(key) % 4))
+    public = ec.EllipticCurvePublicKey.from_encoded_point(ec.SECP256R1(), point)
+    der = encode_dss_signature(int.from_bytes(raw[:32], "big"), int.from_bytes(raw[32:], "big"))
+    public.verify(der, signed.encode(), ec.ECDSA(hashes.SHA256()))  # raises InvalidSignature
+    return key
+
+
+@pytest.fixture
+def push_service() -> Iterator[PushService]:
+    with PushService() as running:
+        yield running

@@ -18,6 +18,7 @@ APPS = (
     "insights",
     "integrations",
     "passkeys",
+    "push",
     "rules",
     "workspaces",
 )

@@ -1,7 +1,7 @@
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import redirect, render
-from django.views.decorators.http import require_GET, require_POST
+from django.shortcuts import redirect
+from django.views.decorators.http import require_POST
 
 from .models import Membership
 
@@ -15,10 +15,3 @@ def switch(request: HttpRequest) -> HttpResponse:
         raise Http404("No such workspace")
     request.session["workspace_id"] = membership.workspace_id
     return redirect("home")
-
-
-@login_required
-@require_GET
-def account(request: HttpRequest) -> HttpResponse:
-    """The person's own page: one section per thing they set up for themselves (passkeys, …)."""
-    return render(request, "workspaces/account.html", {"tab": "account", "config": None})

@@ -51,6 +51,7 @@ class Notice:
     review_url: str | None  # the request's page, behind the normal login
     decide_url: str | None = None  # a one-click link, only for a recipient who reviews the workspace
     facts: list[tuple[str, str]] = field(default_factory=list)  # the card's facts, for people
+    body: str = ""  # one line under the subject, where a channel shows only that (a push notification)
     digest: list[dict] = field(default_factory=list)  # for a digest: [{"subject", "review_url"}]
     source: str = ""  # the portal's HITL_BASE_URL
 

@@ -103,6 +103,7 @@ def pages(config, decided) -> list[str]:
         f"/hitl/configs/{cfg}/settings/",
         f"/hitl/configs/{cfg}/versions/2/",
         "/hitl/insights/",
+        "/hitl/account/",
     ]
 
 

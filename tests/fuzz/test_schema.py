@@ -60,6 +60,11 @@ POSITIVE_DATA_REFUSED: dict[str, Refusal] = {
         "notify and escalate_to must name contacts of this config; escalate_to needs escalate_after_seconds; "
         "approvals_required > 1 rules out allow_run_grant",
     ),
+    "push_subscribe": Refusal(
+        frozenset({"endpoint", "keys", "keys.p256dh", "keys.auth"}),
+        "endpoint must be a push service's https URL, keys.p256dh a point on P-256 and keys.auth 16 bytes: "
+        "what a browser's PushManager makes, not any string",
+    ),
 }
 # A PATCH is judged together with the stored object's other fields: the same refusals.
 POSITIVE_DATA_REFUSED["configs_contacts_partial_update"] = POSITIVE_DATA_REFUSED["configs_contacts_create"]

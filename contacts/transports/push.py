@@ -1,0 +1,78 @@
+"""Web Push: the notice to every browser the workspace's reviewers subscribed (push/services.py).
+
+A `push` contact names no address: it reaches whoever reviews the workspace, on each browser they
+subscribed from their account page. The notification's title and body are the presenters' words
+(the subject naming the act, `notification_body`), never the arguments or a secret, and a click
+opens the request's page behind the normal login.
+
+One delivery, many browsers: a subscription the push service answers 404/410 is dropped at once;
+a transient failure (a timeout, 429, 5xx) fails the delivery as any channel's would, to be retried
+with the same message — which replaces the one a browser already shows (its tag and Topic are the
+request's id) rather than doubling it. A delivery that reached nobody — no browser subscribed,
+every one gone, or every one refusing for good — fails for good, naming why.
+
+Like Slack, this needs the database while sending (who is subscribed, dropping the dead), so a
+connection opened on a send thread is closed when the send ends.
+"""
+
+from django.db import connection
+
+from contacts.models import Delivery
+from push.models import PushSubscription
+from push.services import Message, PushFailed, push_send, subscriptions_for_reviewers
+
+from .base import Notice, Recipient, TransportError
+
+
+class PushTransport:
+    def notify(self, notice: Notice, recipient: Recipient) -> None:
+        opened_here = connection.connection is None
+        try:
+            self._send(notice)
+        finally:
+            if opened_here and not connection.in_atomic_block:
+                connection.close()
+
+    def _send(self, notice: Notice) -> None:
+        workspace_id = Delivery.objects.filter(public_id=notice.delivery_id).values_list("workspace_id", flat=True)
+        subscriptions = subscriptions_for_reviewers(workspace_id.first())
+        if not subscriptions:
+            raise TransportError("no reviewer of the workspace has subscribed a browser to push", permanent=True)
+        message = message_for(notice)
+        reached, gone, failures = 0, [], []
+        for subscription in subscriptions:
+            try:
+                push_send(subscription=subscription, message=message)
+                reached += 1
+            except PushFailed as failure:
+                if failure.gone:
+                    gone.append(failure)
+                    PushSubscription.objects.filter(pk=subscription.pk).delete()
+                else:
+                    failures.append(failure)
+        transient = [f for f in failures if not f.permanent]
+        if transient:
+            # Sent again to every browser: those that got it see their notification replaced, not doubled.
+            retry_after = max((f.retry_after or 0 for f in transient), default=0) or None
+            raise TransportError(transient[0].message, retry_after=retry_after)
+        if reached:
+            return  # a browser that refuses for good does not undo the ones that showed it
+        if failures:
+            raise TransportError(failures[0].message, permanent=True)
+        raise TransportError(
+            f"every subscribed browser was gone ({gone[0].message}); the subscriptions were dropped", permanent=True
+        )
+
+
+def message_for(notice: Notice) -> Message:
+    """The notification: the notice's subject, its one-line body, the page it opens."""
+    approval_id = notice.approval["id"] if notice.approval else ""
+    return Message(
+        title=notice.subject,
+        body=notice.body,
+        url=notice.review_url or notice.source + "/",
+        tag=approval_id or notice.delivery_id,
+    )
+
+
+TRANSPORT = PushTransport()
