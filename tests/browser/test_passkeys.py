@@ -35,6 +35,18 @@ def live_server(django_db_setup, django_db_blocker):
 
 
 @pytest.fixture
+def page(browser, live_server):
+    """A page whose requests page.route sees: the portal's service worker (scope /hitl/) would fetch the
+    decide POST itself, out of the route's reach, so it is blocked here."""
+    context = browser.new_context(
+        base_url=live_server.url, viewport={"width": 1280, "height": 900}, service_workers="block"
+    )
+    context.set_default_timeout(10_000)
+    yield context.new_page()
+    context.close()
+
+
+@pytest.fixture
 def step_up(acme, alice, live_server):
     """A published config: deletes need a passkey to approve (one approval), workers two approvals and a passkey."""
     config = make_config(acme, "Support agent", pass_information_level="full")

@@ -15,7 +15,7 @@ from tests.loopback import Cluster, vapid_signer_of, wait_for
 from ..helpers import make_member, make_workspace
 from .conftest import FakeBrowser, register, subscribe
 
-pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.django_db(transaction=True)]
 
 
 def test_every_reviewers_browser_gets_the_request_and_a_tap_opens_its_page(pushed, push_service, vapid_env):
