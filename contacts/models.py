@@ -12,6 +12,7 @@ class Channel(models.TextChoices):
     EMAIL = "email", "Email"
     SLACK = "slack", "Slack"
     WEBHOOK = "webhook", "Webhook"
+    TELEGRAM = "telegram", "Telegram"
     NONE = "none", "None"
 
 
@@ -44,7 +45,12 @@ def channel_ref_error(channel: str, channel_ref: str) -> str | None:
     if not channel_ref:
         if channel == Channel.NONE:
             return None
-        article = {Channel.EMAIL: "An email", Channel.SLACK: "A Slack", Channel.WEBHOOK: "A webhook"}.get(channel, "A")
+        article = {
+            Channel.EMAIL: "An email",
+            Channel.SLACK: "A Slack",
+            Channel.WEBHOOK: "A webhook",
+            Channel.TELEGRAM: "A Telegram",
+        }.get(channel, "A")
         return f"{article} contact needs a channel reference such as ${{HITL_APPROVERS_{channel.upper()}}}"
     if not PLACEHOLDER.match(channel_ref):
         return PLACEHOLDER_ERROR

@@ -42,4 +42,4 @@ class ContactInputSerializer(JsonInput):
 class ContactCreateSerializer(ContactInputSerializer):
     """POST: a new contact needs its channel too, and the schema says so (a PATCH may leave it out)."""
 
-    channel = _channel(required_message="A new contact needs its channel: email, slack, webhook or none.")
+    channel = _channel(required_message="A new contact needs its channel: email, slack, webhook, telegram or none.")

@@ -3,7 +3,9 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularSwaggerSplitView
 
-from . import operations, views
+from integrations import telegram_account_views
+
+from . import account, operations, views
 from .schema_view import SchemaView
 
 urlpatterns = [
@@ -15,6 +17,9 @@ urlpatterns = [
     path("login/", auth_views.LoginView.as_view(template_name="registration/login.html"), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("workspaces/", include("workspaces.urls")),
+    path("account/", account.account, name="account"),
+    path("account/telegram/code", telegram_account_views.link_code, name="telegram-account-code"),
+    path("account/telegram/unlink", telegram_account_views.unlink, name="telegram-account-unlink"),
     path("hitl/", include("rules.urls")),
     path("hitl/", include("contacts.urls")),
     path("hitl/", include("approvals.urls")),

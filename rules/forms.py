@@ -85,6 +85,7 @@ class RuleForm(forms.ModelForm):
             "approvals_required",
             "self_approval",
             "allow_run_grant",
+            "on_unreachable",
         ]
         widgets = {
             "message": forms.Textarea(attrs={"rows": 2}),
@@ -99,6 +100,7 @@ class RuleForm(forms.ModelForm):
             "approvals_required": "Approvals required",
             "self_approval": "The person the run acts for may approve it",
             "allow_run_grant": "Reviewers may approve the rest of a run at once",
+            "on_unreachable": "When nobody can be reached",
         }
         help_texts = {
             "order": "Lower numbers gate first.",
@@ -108,12 +110,16 @@ class RuleForm(forms.ModelForm):
             ),
             "allow_run_grant": "Adds “Approve for the rest of this run” to its cards (1 h by default, at most 8 h). "
             "Only for rules needing one approval.",
+            "on_unreachable": "If no notification of a request could be delivered and nobody opened it: wait for "
+            "its deadline, or end it as undeliverable (counted as rejected, never a person's rejection) after "
+            "10 minutes (HITL_UNDELIVERABLE_SECONDS).",
         }
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.fields["match"].required = False
         self.fields["approvals_required"].required = False  # left out: one approval, as before the policy
+        self.fields["on_unreachable"].required = False  # left out: wait, as before undeliverable existed
         # The model's validators say 1–5; the number input should too (the form field alone says min 0).
         self.fields["approvals_required"].widget.attrs.update(min=1, max=MAX_APPROVALS_REQUIRED)
         # The legend and hint follow the kind; changing it asks the server for the new ones (htmx).
@@ -147,6 +153,8 @@ class RuleForm(forms.ModelForm):
                 setattr(self.instance, field, data[field])
         if data.get("approvals_required") is None and "approvals_required" not in self.errors:
             data["approvals_required"] = 1
+        if not data.get("on_unreachable") and "on_unreachable" not in self.errors:
+            data["on_unreachable"] = "wait"
         return data
 
 

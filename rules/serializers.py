@@ -11,6 +11,7 @@ from .models import (
     AskIn,
     ConfigVersion,
     OnReject,
+    OnUnreachable,
     PassInformationLevel,
     RuleKind,
     RulePoint,
@@ -89,6 +90,10 @@ class RuleSerializer(serializers.Serializer):
     allow_run_grant = serializers.BooleanField(
         help_text="Whether a reviewer may approve the rest of a run at once (only with approvals_required 1).",
     )
+    on_unreachable = _choice(
+        OnUnreachable.choices,
+        help_text='"wait" (default) or "reject": end a request nobody could be reached for as undeliverable.',
+    )
 
 
 class RuleInputSerializer(JsonInput):
@@ -119,6 +124,7 @@ class RuleInputSerializer(JsonInput):
     )
     self_approval = serializers.BooleanField(required=False)
     allow_run_grant = serializers.BooleanField(required=False)
+    on_unreachable = _choice(OnUnreachable.choices, required=False)
 
     def validate_match(self, value: str | None) -> str:
         return value or ""

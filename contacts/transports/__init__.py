@@ -11,9 +11,14 @@ __all__ = ["Notice", "Recipient", "Transport", "TransportError", "address_of", "
 
 
 def transport_for(channel: str) -> Transport | None:
-    from . import email, slack, webhook
+    from . import email, slack, telegram, webhook
 
-    return {"webhook": webhook.TRANSPORT, "email": email.TRANSPORT, "slack": slack.TRANSPORT}.get(channel)
+    return {
+        "webhook": webhook.TRANSPORT,
+        "email": email.TRANSPORT,
+        "slack": slack.TRANSPORT,
+        "telegram": telegram.TRANSPORT,
+    }.get(channel)
 
 
 def address_of(recipient: Recipient) -> str | None:

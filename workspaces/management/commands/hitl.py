@@ -17,6 +17,7 @@ CLI_MODULES = [
     "approvals.cli",
     "approvals.demo_engine",
     "audit.cli",
+    "integrations.cli",
 ]
 
 
