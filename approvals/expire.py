@@ -51,7 +51,8 @@ WITH claimed AS (
       AND NOT EXISTS (
         SELECT 1 FROM {_DELIVERY_TABLE} AS dlv
         WHERE dlv.approval_id = apr.id
-          AND (dlv.status = %(sent)s OR (dlv.status = %(pending)s AND dlv.attempts = 0 AND dlv.next_attempt_at <= %(now)s))
+          AND (dlv.status = %(sent)s
+               OR (dlv.status = %(pending)s AND dlv.attempts = 0 AND dlv.next_attempt_at <= %(now)s))
       )
     LIMIT %(batch)s
     FOR UPDATE SKIP LOCKED

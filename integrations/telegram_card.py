@@ -108,7 +108,10 @@ def nudge_text(approval: ApprovalRequest, event: str) -> str:
 
 def reason_prompt(approval: ApprovalRequest, decision: str) -> str:
     label = next(label for word, label, _style in buttons(approval) if word == decision)
-    return f"{html.escape(label)}: {escape(card_title(approval))}\nReply to this message with your reason — it is passed back to the agent."
+    return (
+        f"{html.escape(label)}: {escape(card_title(approval))}\n"
+        "Reply to this message with your reason — it is passed back to the agent."
+    )
 
 
 def test_text() -> str:
