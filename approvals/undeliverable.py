@@ -6,9 +6,10 @@ opened becomes undeliverable HITL_UNDELIVERABLE_SECONDS after it was registered:
 `decision.undeliverable: true`, a reason that says nobody could be reached — never a person's
 rejection. Under `"wait"` (the default) such a request waits for its deadline like any other.
 
-"Opened" is recorded on the request (`opened_at`, once) when a signed-in member of its workspace
-loads its page, or a recipient loads its one-click link (approval_mark_opened): either means a
-person saw it, whatever the outbox managed.
+"Opened" is recorded on the request (`opened_at`, once, while pending) when a signed-in member of
+its workspace loads its page (approval_mark_opened): a person saw it, whatever the outbox managed.
+A one-click link's page does not count — mail scanners open links — but its email was delivered,
+which already counts.
 
 The sweep (approvals.tasks.sweep_overdue, every minute) picks candidates here — the rule's choice
 lives in the frozen version, read from the process's cache — and the expiry statement
@@ -32,7 +33,7 @@ BATCH = 500
 
 
 def approval_mark_opened(*, approval: ApprovalRequest) -> None:
-    """A person opened the request (its page, its one-click link): it reached someone. Once, while pending."""
+    """A member opened the request's page: it reached someone. Recorded once, while pending."""
     if approval.opened_at is None and approval.status == Status.PENDING:
         now = timezone.now()
         ApprovalRequest.objects.filter(pk=approval.pk, status=Status.PENDING, opened_at__isnull=True).update(

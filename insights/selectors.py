@@ -30,7 +30,8 @@ from .rollup import RUBBER_STAMP_SECONDS, WINDOW_DAYS, histogram_percentile, mid
 
 __all__ = ["RUBBER_STAMP_SECONDS", "WINDOW_DAYS", "Insights", "DeliveryHealth", "insights_for", "delivery_health"]
 
-OUTCOMES = ("approved", "rejected", "expired")
+# "undeliverable": expired because nobody could be reached (approvals/undeliverable.py), told apart.
+OUTCOMES = ("approved", "rejected", "expired", "undeliverable")
 ROW_FIELDS = ("day", "outcome", "config_id", "rule_id", "reviewer", "count", "fast", "failed", "seconds")
 RECENT_FAILURES = 10
 PENDING_COUNTED = 1000
@@ -155,11 +156,12 @@ def facts_directly(*, workspace_id: int, reviewer: str | None, now: datetime) ->
         "decided_by_email",
         "decided_at",
         "execution_status",
+        "undeliverable",
     )
     groups: dict[tuple, list] = defaultdict(list)
     times: dict[date, list[float]] = defaultdict(list)
     yesterday = now.astimezone(UTC).date() - timedelta(days=1)
-    for created, status, expires, config_id, rule_id, email, decided, execution in requests:
+    for created, status, expires, config_id, rule_id, email, decided, execution, undeliverable in requests:
         person = status in (Status.APPROVED, Status.REJECTED)
         if status == Status.PENDING and expires > now:
             continue  # still waiting
@@ -172,6 +174,8 @@ def facts_directly(*, workspace_id: int, reviewer: str | None, now: datetime) ->
         day = resolved.astimezone(UTC).date()
         secs = max((decided - created).total_seconds(), 0) if person else None
         outcome = Status.EXPIRED if status == Status.PENDING else status
+        if status == Status.EXPIRED and undeliverable:
+            outcome = "undeliverable"
         failed = status == Status.APPROVED and execution == "failed"
         groups[(day, str(outcome), config_id, rule_id, who)].append((secs, failed))
         if secs is not None:
@@ -293,7 +297,9 @@ def insights_for(*, workspace: Workspace, reviewer: str | None = None, now: date
             totals,
             groups["config"].setdefault(row["config_id"], Breakdown(str(row["config_id"]))),
             groups["rule"].setdefault(row["rule_id"] or "—", Breakdown(row["rule_id"] or "token caps")),
-            groups["reviewer"].setdefault(row["reviewer"] or "—", Breakdown(row["reviewer"] or "nobody (expired)")),
+            groups["reviewer"].setdefault(
+                row["reviewer"] or "—", Breakdown(row["reviewer"] or "nobody (expired or undeliverable)")
+            ),
         ):
             breakdown.counts[row["outcome"]] += row["count"]
             breakdown.fast += row["fast"]
