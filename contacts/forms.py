@@ -12,7 +12,7 @@ class ContactForm(forms.ModelForm):
         fields = ["name", "channel", "channel_ref", "secret_ref"]
         help_texts = {
             "channel_ref": "A ${HITL_…} placeholder such as ${HITL_ONCALL_EMAIL} naming the variable that holds the "
-            "address or URL; empty for None.",
+            "address, URL or chat id (Telegram); empty for None.",
             "secret_ref": "Webhook only: the ${HITL_…} variable holding its whsec_… signing secret.",
         }
 

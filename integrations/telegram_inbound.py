@@ -196,9 +196,15 @@ def _ask_reason(*, query: dict, approval: ApprovalRequest, decision: str, presse
         logger.warning("Could not ask for a reason on %s: %s", approval.public_id, error.message)
         _answer(query, f"Telegram could not ask for your reason; press again. {NOTHING_DECIDED}", alert=True)
         return
+    prompt_id = sent.get("message_id") if isinstance(sent, dict) else None
+    if not isinstance(prompt_id, int):
+        _answer(
+            query, f"Telegram did not say where it asked for your reason; press again. {NOTHING_DECIDED}", alert=True
+        )
+        return
     TelegramReasonPrompt.objects.update_or_create(
         chat_id=chat_id,
-        message_id=int(sent["message_id"]),
+        message_id=prompt_id,
         defaults={"approval": approval, "decision": decision, "telegram_user_id": presser},
     )
     _answer(query, "Reply to the bot's message with your reason.")

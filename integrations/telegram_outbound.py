@@ -32,13 +32,16 @@ def telegram_message_post(*, approval: ApprovalRequest, chat_id: str, contact_id
         reply_markup=telegram_card.keyboard(approval),
         link_preview_options={"is_disabled": True},
     )
+    message_id = result.get("message_id") if isinstance(result, dict) else None
+    if not isinstance(message_id, int):
+        raise telegram.TelegramError("Telegram answered sendMessage without a message id")
     try:
         with transaction.atomic():
             return TelegramMessage.objects.create(
                 approval=approval,
                 contact_id=contact_id,
                 chat_id=chat_id,
-                message_id=int(result["message_id"]),
+                message_id=message_id,
                 shown_status=approval.effective_status(),
             )
     except IntegrityError:  # a parallel delivery posted to the same chat first: keep that one
