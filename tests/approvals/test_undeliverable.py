@@ -182,3 +182,24 @@ def test_a_decision_after_it_ended_changes_nothing(acme, bob):
     approval, already = approval_decide(approval=approval, user=bob, decision="approve")
 
     assert already is True and approval.status == "expired" and approval.undeliverable
+
+
+def test_an_engine_waiting_on_it_is_woken_with_the_undeliverable_answer(acme, live_server, engine_api):
+    import threading
+
+    approval = register(world(acme))
+    deliveries_send_due()
+    answered: dict = {}
+
+    def long_poll() -> None:
+        answered["approval"] = engine_api.get(f"/api/v1/approvals/{approval.public_id}", params={"wait": 20}).json()
+
+    poller = threading.Thread(target=long_poll)
+    poller.start()
+    with travel(AFTER):
+        assert approval_sweep_undeliverable() == 1  # this test's own connection, not the server's
+    poller.join(timeout=25)
+
+    assert answered["approval"]["status"] == "expired"
+    assert answered["approval"]["decision"]["undeliverable"] is True
+    assert answered["approval"]["decision"]["reason"] == UNDELIVERABLE_REASON
