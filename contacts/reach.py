@@ -25,24 +25,26 @@ def missing_variables(contact: Contact) -> list[str]:
     return missing
 
 
-def unreachable_warning(rule, contacts: list[Contact]) -> str:
-    """Why nobody would be told of this rule's requests, or "" when some contact can be reached."""
+def unreachable_warning(rule, contacts: list[Contact]) -> dict | None:
+    """Why nobody would be told of this rule's requests — {"text", "variables": the unset HITL_ names} —
+    or None when some contact can be reached."""
     named = list(dict.fromkeys([*(rule.notify or []), *(rule.escalate_to or [])]))
     by_id = {contact.public_id: contact for contact in contacts}
     chosen = [by_id[i] for i in named if i in by_id]
     if not chosen:
         if getattr(rule, "on_unreachable", "wait") == "reject":
-            return (
-                "Nobody can be told of this rule's requests: it names no contact, so each one ends as "
-                "undeliverable unless someone opens it in time."
-            )
-        return ""
-    missing = {contact.name: missing_variables(contact) for contact in chosen}
-    if all(missing.values()):
-        names = sorted({name for names in missing.values() for name in names if name.startswith("HITL_")})
-        told = ", ".join(names) if names else "their variables"
-        return (
-            f"Nobody can be told of this rule's requests: none of its contacts has its variables set here ({told}). "
-            "Set them in the portal's environment before publishing."
-        )
-    return ""
+            return {
+                "text": "Nobody can be told of this rule's requests: it names no contact, so each one ends as "
+                "undeliverable unless someone opens it in time.",
+                "variables": [],
+            }
+        return None
+    missing = [missing_variables(contact) for contact in chosen]
+    if all(missing):
+        names = sorted({name for names in missing for name in names if name.startswith("HITL_")})
+        return {
+            "text": "Nobody can be told of this rule's requests: none of its contacts has its variables set here. "
+            "Set them in the portal's environment before publishing" + (":" if names else "."),
+            "variables": names,
+        }
+    return None

@@ -6,6 +6,6 @@ register = template.Library()
 
 
 @register.simple_tag
-def unreachable(rule, contacts) -> str:
+def unreachable(rule, contacts) -> dict | None:
     """The Rules tab's flag for a rule whose contacts cannot be reached (contacts.reach)."""
     return unreachable_warning(rule, contacts)
