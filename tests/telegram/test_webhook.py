@@ -321,3 +321,20 @@ def test_the_openapi_schema_describes_the_endpoint(live_server, fake_telegram):
     operation = schema["paths"]["/integrations/telegram/webhook"]["post"]
 
     assert {"200", "400", "401", "413"} <= set(operation["responses"])
+
+
+def test_a_press_costs_three_queries_more_than_the_decision_itself(fake_telegram, bob, config, request_for_deletion):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from approvals.decide import approval_decide
+    from integrations.telegram_inbound import telegram_update
+
+    with CaptureQueriesContext(connection) as deciding:
+        approval_decide(approval=make_approval(config), user=bob, decision="approve")
+    with CaptureQueriesContext(connection) as pressing:
+        telegram_update(update=press(request_for_deletion, "approve", user=BOB_TG))
+
+    assert status_of(request_for_deletion) == "approved"
+    # which request, whose Telegram account, whether they review the workspace — then the one decide service
+    assert len(pressing) <= len(deciding) + 3, [query["sql"] for query in pressing.captured_queries]
