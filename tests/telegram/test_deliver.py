@@ -166,3 +166,20 @@ def test_send_test_reaches_the_chat(fake_telegram, telegram_world):
     assert sent["chat_id"] == CHAT and sent["text"].startswith("Test message from the HITL Portal")
     row.refresh_from_db()
     assert row.status == "sent"
+
+
+def test_a_reminder_replies_to_the_card_and_an_escalation_elsewhere_posts_it_there(fake_telegram, telegram_world):
+    from approvals.models import ApprovalRequest
+    from integrations.telegram_outbound import telegram_deliver
+
+    approval = ApprovalRequest.objects.select_related("config").get(pk=register(telegram_world).pk)
+    telegram_deliver(approval=approval, event="requested", channel_ref="${HITL_TELEGRAM_APPROVERS}")
+    telegram_deliver(approval=approval, event="reminder", channel_ref="${HITL_TELEGRAM_APPROVERS}")
+    telegram_deliver(approval=approval, event="escalated", channel_ref="${HITL_TELEGRAM_LEADS}")
+
+    card, reminder, escalated = fake_telegram.calls_to("sendMessage")
+    assert reminder["reply_parameters"]["message_id"] == 100
+    assert reminder["text"].startswith("Reminder — still waiting: Delete customer T-4821, expires ")
+    assert "reply_markup" not in reminder  # one set of buttons per chat
+    assert escalated["chat_id"] == "-1009876543210" and buttons(escalated) == buttons(card)
+    assert TelegramMessage.objects.filter(approval=approval).count() == 2
