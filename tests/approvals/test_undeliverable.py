@@ -203,3 +203,19 @@ def test_an_engine_waiting_on_it_is_woken_with_the_undeliverable_answer(acme, li
     assert answered["approval"]["status"] == "expired"
     assert answered["approval"]["decision"]["undeliverable"] is True
     assert answered["approval"]["decision"]["reason"] == UNDELIVERABLE_REASON
+
+
+def test_the_cli_says_it_was_undeliverable(acme, bob):
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    approval = register(world(acme))
+    deliveries_send_due()
+    with travel(AFTER):
+        approval_sweep_undeliverable()
+    out = StringIO()
+
+    call_command("hitl", "approve", approval.public_id, "--as", "bob@acme.test", stdout=out)
+
+    assert "was Undeliverable — nobody could be reached; counted as rejected; nothing changed." in out.getvalue()
