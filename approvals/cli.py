@@ -15,7 +15,7 @@ from .decide import approval_decide
 from .exceptions import ApprovalNotFound, ReasonTooLong, SelfApproval
 from .models import ApprovalKind, ApprovalRequest, Status
 from .permissions import may_decide
-from .presenters import EXPIRED_LINE, card_title, decision_line, duration, quorum_line, visible
+from .presenters import EXPIRED_LINE, UNDELIVERABLE_LINE, card_title, decision_line, duration, quorum_line, visible
 
 
 def pending(cmd: BaseCommand, options: dict[str, Any]) -> None:
@@ -67,7 +67,7 @@ def _decide(cmd: BaseCommand, options: dict[str, Any], *, yes: bool, reason: str
         return
     if already:
         # The first decision stands; say what it was rather than failing.
-        first = line if line == EXPIRED_LINE else f"already {line[0].lower()}{line[1:]}"
+        first = line if line in (EXPIRED_LINE, UNDELIVERABLE_LINE) else f"already {line[0].lower()}{line[1:]}"
         cmd.stdout.write(f"{approval.public_id} ({title}) was {first}; nothing changed.")
     else:
         action = approval.get_decision_action_display().lower()

@@ -12,10 +12,10 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from audit.services import SYSTEM, audit_enabled, record_cte
-from contacts.models import DeliveryEvent
+from contacts.models import Delivery, DeliveryEvent, DeliveryStatus
 from contacts.outbox import Resolved, deliveries_for_resolution, resolution_tells
 
-from .models import EXPIRED_REASON, ApprovalRequest, Status
+from .models import EXPIRED_REASON, UNDELIVERABLE_REASON, ApprovalRequest, Status
 from .notify import CHANNEL
 
 _TABLE = ApprovalRequest._meta.db_table
@@ -40,6 +40,39 @@ FROM swept
 """
 _ONLY_IDS = " AND id = ANY(%(ids)s)"
 
+# Undeliverable (approvals/undeliverable.py): the same statement, its claim re-checking — under the
+# row lock — that nobody opened the request and none of its notifications went out or is still
+# about to (due, never tried); it ends now, before its deadline, marked so, with its own audit action.
+_DELIVERY_TABLE = Delivery._meta.db_table
+_UNDELIVERABLE_SQL = f"""
+WITH claimed AS (
+    SELECT id FROM {_TABLE} AS apr
+    WHERE status = %(pending)s AND expires_at > %(now)s AND opened_at IS NULL AND id = ANY(%(ids)s)
+      AND NOT EXISTS (
+        SELECT 1 FROM {_DELIVERY_TABLE} AS dlv
+        WHERE dlv.approval_id = apr.id
+          AND (dlv.status = %(sent)s
+               OR (dlv.status = %(pending)s AND dlv.attempts = 0 AND dlv.next_attempt_at <= %(now)s))
+      )
+    LIMIT %(batch)s
+    FOR UPDATE SKIP LOCKED
+), swept AS (
+    UPDATE {_TABLE} AS apr
+    SET status = %(expired)s, decided_at = %(now)s, reason = %(reason)s, decision_action = '', undeliverable = true
+    FROM claimed
+    WHERE apr.id = claimed.id AND apr.status = %(pending)s
+    RETURNING apr.id, apr.workspace_id, apr.rule_id, apr.config_id, apr.config_version, apr.public_id, apr.expires_at
+){{audit}}
+SELECT id, workspace_id, rule_id, config_id, config_version, pg_notify(%(channel)s, public_id)
+FROM swept
+"""
+_UNDELIVERABLE_AUDIT = ",\n" + record_cte(
+    "audit_undeliverable",
+    """SELECT workspace_id, %(now)s, %(actor)s, 'approval.undeliverable', public_id,
+        jsonb_build_object('reason', 'nobody could be reached', 'after_seconds', %(after)s::int)
+    FROM swept""",
+)
+
 # One unsealed `approval.expired` record per expired row, by the system, at the statement's `now`;
 # its payload {"expires_at": <the UTC deadline as Python's datetime.isoformat() writes it>}:
 # microseconds only when there are some, and "+00:00" (tests/approvals/test_expiry.py compares).
@@ -52,8 +85,12 @@ _EXPIRED_AUDIT = ",\n" + record_cte(
 )
 
 
-def _expire(*, batch_size: int, ids: list[int] | None = None) -> int:
-    """Expire up to `batch_size` overdue pending requests (only `ids`, if given); returns how many."""
+def _expire(*, batch_size: int, ids: list[int] | None = None, undeliverable_after: int | None = None) -> int:
+    """Expire up to `batch_size` overdue pending requests (only `ids`, if given); returns how many.
+
+    undeliverable_after (seconds): instead, end those of `ids` that nobody could be reached for as
+    undeliverable (approvals.undeliverable decides which are candidates; this statement re-checks).
+    """
     params = {
         "pending": Status.PENDING,
         "expired": Status.EXPIRED,
@@ -64,7 +101,13 @@ def _expire(*, batch_size: int, ids: list[int] | None = None) -> int:
         "actor": SYSTEM,
         "ids": ids,
     }
-    sql = _EXPIRE_SQL.format(only=_ONLY_IDS if ids is not None else "", audit=_EXPIRED_AUDIT if audit_enabled() else "")
+    if undeliverable_after is not None:
+        params.update(reason=UNDELIVERABLE_REASON, sent=DeliveryStatus.SENT, after=undeliverable_after)
+        sql = _UNDELIVERABLE_SQL.format(audit=_UNDELIVERABLE_AUDIT if audit_enabled() else "")
+    else:
+        sql = _EXPIRE_SQL.format(
+            only=_ONLY_IDS if ids is not None else "", audit=_EXPIRED_AUDIT if audit_enabled() else ""
+        )
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(sql, params)
         rows = cursor.fetchall()
@@ -88,6 +131,11 @@ def expire_requests(queryset: QuerySet[ApprovalRequest]) -> int:
     """Mark the overdue pending requests of `queryset` expired; returns how many were."""
     ids = list(queryset.overdue().values_list("pk", flat=True))
     return _expire(batch_size=len(ids), ids=ids) if ids else 0
+
+
+def approvals_end_undeliverable(*, ids: list[int], after_seconds: int) -> int:
+    """End the requests of `ids` nobody could be reached for as undeliverable; returns how many were."""
+    return _expire(batch_size=len(ids), ids=ids, undeliverable_after=after_seconds) if ids else 0
 
 
 def approval_sweep_overdue(*, batch_size: int = 1000) -> int:

@@ -40,12 +40,16 @@ _FRESH = {
     "execution_id": "",
     "execution_detail": "",
     "executed_at": None,
+    "opened_at": None,
+    "undeliverable": False,
 }
 _BOUND_FIELDS = [field for field in _INSERT_FIELDS if field.attname not in _FRESH]
 
 
-def _literal(value: str | None) -> str:
+def _literal(value: str | bool | None) -> str:
     """One of _FRESH's constants as SQL (never client input: those are always bound)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
     return "NULL" if value is None else "'" + value.replace("'", "''") + "'"
 
 

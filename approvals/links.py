@@ -79,6 +79,8 @@ def link_open(token: str) -> Link:
     if delivery.link_used_at is not None:
         raise LinkRefused("used", "This link was already used: each one-click link works once.")
     status = approval.effective_status()
+    if status == Status.EXPIRED and approval.undeliverable:
+        raise LinkRefused("expired", "This request ended undeliverable (nobody could be reached), so its link died.")
     if status == Status.EXPIRED:
         raise LinkRefused("expired", "This request expired before anyone answered, so its link died with it.")
     if status != Status.PENDING:

@@ -47,6 +47,14 @@ EXPIRED_REASON = (
 )
 
 
+# What the engine is told when its request reached nobody (approvals.undeliverable): an expiry, not
+# a person's refusal, and a sign that the rule's contacts need mending rather than that the call was wrong.
+UNDELIVERABLE_REASON = (
+    "Nobody could be reached: no notification of this request could be delivered and nobody opened it, "
+    "so it ended as undeliverable and counts as rejected. No person refused this call; the rule's contacts need fixing."
+)
+
+
 class ApprovalRequestQuerySet(models.QuerySet):
     def for_workspace(self, workspace: Workspace) -> "ApprovalRequestQuerySet":
         return self.filter(workspace=workspace)
@@ -128,6 +136,11 @@ class ApprovalRequest(PublicIdMixin, models.Model):
         related_name="approvals",
         db_index=False,
     )
+
+    # Reach (docs/undeliverable.md): when a person first opened the request's page (or its one-click
+    # link), and whether it ended because nobody could be told of it — an expiry, never a rejection.
+    opened_at = models.DateTimeField(null=True, blank=True)
+    undeliverable = models.BooleanField(default=False)
 
     # What the engine reported after an approval: a separate fact from the decision.
     execution_status = models.CharField(max_length=16, choices=ExecutionStatus.choices, blank=True)

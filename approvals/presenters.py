@@ -72,6 +72,12 @@ LEVEL_HINTS = {
 }
 
 EXPIRED_LINE = "Expired — nobody answered; counted as rejected"
+# approvals/undeliverable.py: no notification could be delivered and nobody opened it — not a person's "no".
+UNDELIVERABLE_LINE = "Undeliverable — nobody could be reached; counted as rejected"
+
+
+def is_undeliverable(approval: ApprovalRequest) -> bool:
+    return approval.status == Status.EXPIRED and approval.undeliverable
 
 
 def _named(noun: str, target: str) -> str:
@@ -112,6 +118,8 @@ def level_hint(level: str) -> str:
 def waited_for(approval: ApprovalRequest, now: datetime | None = None) -> timedelta | None:
     """How long the request waited for its answer (to the deadline, for an expired one)."""
     status = approval.effective_status(now)
+    if is_undeliverable(approval) and approval.decided_at:
+        return approval.decided_at - approval.created_at
     if status == Status.EXPIRED:
         return approval.expires_at - approval.created_at
     if approval.decided_at:
@@ -178,6 +186,8 @@ def when(moment: datetime | None) -> str:
 def outcome_word(approval: ApprovalRequest) -> str:
     """What was decided, in the words of the buttons: a token cap is proceeded past or stopped, not approved."""
     status = approval.effective_status()
+    if is_undeliverable(approval):
+        return "Undeliverable"
     if approval.kind == ApprovalKind.TOKEN_CAP and status in (Status.APPROVED, Status.REJECTED):
         return "Proceeded past cap" if status == Status.APPROVED else "Stopped"
     return Status(status).label
@@ -185,6 +195,8 @@ def outcome_word(approval: ApprovalRequest) -> str:
 
 def decided_by(approval: ApprovalRequest) -> str:
     """'by X at T' (after the outcome's badge in the history), or why nobody did."""
+    if is_undeliverable(approval):
+        return f"nobody could be reached; counted as rejected at {when(approval.decided_at)}"
     if approval.effective_status() == Status.EXPIRED:
         return "nobody answered; counted as rejected"
     if approval.is_pending():
@@ -195,6 +207,8 @@ def decided_by(approval: ApprovalRequest) -> str:
 def decision_line(approval: ApprovalRequest) -> str:
     """'Approved by X at T', 'Stopped by X at T' (a token cap), or the expired line."""
     status = approval.effective_status()
+    if is_undeliverable(approval):
+        return UNDELIVERABLE_LINE
     if status == Status.EXPIRED:
         return EXPIRED_LINE
     if status == Status.PENDING:
@@ -304,6 +318,8 @@ def act_subject(approval: ApprovalRequest, event: str) -> str:
     if event == "decided":
         return f"{approval.get_status_display()}: {title}"
     if event == "expired":
+        if is_undeliverable(approval):
+            return f"Undeliverable, nobody could be reached: {title}"
         return f"Expired, nobody answered: {title}"
     return ask
 

@@ -7,7 +7,16 @@ from rest_framework import serializers
 
 from rules.models import PassInformationLevel
 
-from .models import EXPIRED_REASON, Action, ApprovalKind, ApprovalRequest, ExecutionStatus, Scope, Status
+from .models import (
+    EXPIRED_REASON,
+    UNDELIVERABLE_REASON,
+    Action,
+    ApprovalKind,
+    ApprovalRequest,
+    ExecutionStatus,
+    Scope,
+    Status,
+)
 from .selectors import approving_votes
 
 
@@ -19,6 +28,9 @@ class DecisionSerializer(serializers.Serializer):
     decided_at = serializers.DateTimeField()
     reason = serializers.CharField(allow_blank=True)
     expired = serializers.BooleanField()
+    undeliverable = serializers.BooleanField(
+        help_text="expired because no notification could be delivered and nobody opened it (never a person's rejection)"
+    )
     grant_id = serializers.CharField(allow_null=True, help_text="the run grant (grt_…) that approved it, or null")
 
 
@@ -82,13 +94,16 @@ def _decision(approval: ApprovalRequest, now) -> dict | None:
     if status == Status.PENDING:
         return None
     if status == Status.EXPIRED:
+        undeliverable = approval.undeliverable and approval.status == Status.EXPIRED
         return {
             "outcome": "rejected",
             "action": approval.halt_action,
             "decided_by": None,
-            "decided_at": _iso(approval.expires_at),
-            "reason": EXPIRED_REASON,
+            # An undeliverable request ended when it was found so, before its deadline.
+            "decided_at": _iso(approval.decided_at if undeliverable else approval.expires_at),
+            "reason": UNDELIVERABLE_REASON if undeliverable else EXPIRED_REASON,
             "expired": True,
+            "undeliverable": undeliverable,
             "grant_id": None,
         }
     return {
@@ -98,6 +113,7 @@ def _decision(approval: ApprovalRequest, now) -> dict | None:
         "decided_at": _iso(approval.decided_at),
         "reason": approval.reason,
         "expired": False,
+        "undeliverable": False,
         "grant_id": approval.grant_id,
     }
 

@@ -3,6 +3,7 @@
 import logging
 
 from .expire import approval_sweep_overdue
+from .undeliverable import approval_sweep_undeliverable
 
 logger = logging.getLogger(__name__)
 
@@ -20,4 +21,8 @@ def sweep_overdue() -> int:
             break
     if total:
         logger.info("Expired %d overdue approval request(s)", total)
-    return total
+    # Requests nobody could be reached for end too, once their rule's wait for a reader is over.
+    undeliverable = approval_sweep_undeliverable()
+    if undeliverable:
+        logger.info("Ended %d undeliverable approval request(s)", undeliverable)
+    return total + undeliverable

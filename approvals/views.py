@@ -29,6 +29,7 @@ from .links import LinkRefused, link_open
 from .models import Status
 from .permissions import DECIDERS_ONLY, may_decide
 from .presenters import decided_line, decision_line, quorum_line
+from .undeliverable import approval_mark_opened
 
 
 def _queue_context(request: HttpRequest) -> dict:
@@ -154,6 +155,8 @@ def detail(request: HttpRequest, public_id: str) -> HttpResponse:
     except ApprovalNotFound as missing:
         raise Http404(missing.message) from None
     approval = approval_expire_if_overdue(approval=approval)
+    # A member read it: the request reached a person, whatever its notifications did (undeliverable).
+    approval_mark_opened(approval=approval)
     deliveries = Delivery.objects.filter(approval=approval).order_by("created_at", "id")
     ctx = {
         "tab": "approvals",

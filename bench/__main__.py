@@ -17,7 +17,7 @@ import time
 import urllib.parse
 from datetime import UTC, datetime
 
-from bench import adapters, audit, long_poll, notify, pages, policy, poll, push, registration, sweep
+from bench import adapters, audit, long_poll, notify, pages, policy, poll, push, registration, sweep, telegram
 from bench.floors import Floors
 from bench.harness import RESULTS, Bench, Section, World, log, recreate_database, setup_django, sql
 from bench.report import table
@@ -31,9 +31,9 @@ ON_BIG_TABLE: list[Section] = [pages.big]
 # On the million rows, with the portal under gunicorn (bench/server.py: `load`, `paired`).
 WITH_SERVER: list[Section] = [registration.run, poll.run, long_poll.run, adapters.run, policy.run]
 # After the server has stopped (sections that change many rows).
-AFTER_SERVER: list[Section] = [sweep.run, notify.run, push.run]
+AFTER_SERVER: list[Section] = [sweep.run, notify.run, push.run, telegram.run]
 # `--only NAME`: that section alone on an empty table (it starts what it needs), to try it quickly.
-ALONE: dict[str, Section] = {"notify": notify.run, "push": push.run}
+ALONE: dict[str, Section] = {"notify": notify.run, "push": push.run, "telegram": telegram.run}
 
 
 def main() -> None:

@@ -12,8 +12,8 @@ class ContactForm(forms.ModelForm):
         fields = ["name", "channel", "channel_ref", "secret_ref"]
         help_texts = {
             "channel_ref": "A ${HITL_…} placeholder such as ${HITL_ONCALL_EMAIL} naming the variable that holds the "
-            "address or URL; empty for None and Web Push (which notifies every browser the workspace's reviewers "
-            "subscribed on their account page).",
+            "address, URL or chat id (Telegram); empty for None and Web Push (which notifies every browser the "
+            "workspace's reviewers subscribed on their account page).",
             "secret_ref": "Webhook only: the ${HITL_…} variable holding its whsec_… signing secret.",
         }
 

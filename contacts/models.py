@@ -13,6 +13,7 @@ class Channel(models.TextChoices):
     SLACK = "slack", "Slack"
     WEBHOOK = "webhook", "Webhook"
     PUSH = "push", "Web Push"
+    TELEGRAM = "telegram", "Telegram"
     NONE = "none", "None"
 
 
@@ -54,7 +55,12 @@ def channel_ref_error(channel: str, channel_ref: str) -> str | None:
     if not channel_ref:
         if channel in NO_ADDRESS:
             return None
-        article = {Channel.EMAIL: "An email", Channel.SLACK: "A Slack", Channel.WEBHOOK: "A webhook"}.get(channel, "A")
+        article = {
+            Channel.EMAIL: "An email",
+            Channel.SLACK: "A Slack",
+            Channel.WEBHOOK: "A webhook",
+            Channel.TELEGRAM: "A Telegram",
+        }.get(channel, "A")
         return f"{article} contact needs a channel reference such as ${{HITL_APPROVERS_{channel.upper()}}}"
     if not PLACEHOLDER.match(channel_ref):
         return PLACEHOLDER_ERROR

@@ -31,7 +31,7 @@ from .transports import Notice, Recipient, TransportError, transport_for
 logger = logging.getLogger(__name__)
 
 # Channels that reach people: the fatigue rule (digest) applies to them; machines get every event.
-PEOPLE_CHANNELS = (Channel.EMAIL, Channel.SLACK, Channel.PUSH)
+PEOPLE_CHANNELS = (Channel.EMAIL, Channel.SLACK, Channel.PUSH, Channel.TELEGRAM)
 FATIGUE_LIMIT = 5  # more requests than this for one contact within a minute → the rest as one digest
 CLAIM_BATCH = 50
 # Sends in flight at once per worker: endpoints are slow far more often than we are.

@@ -42,4 +42,6 @@ class ContactInputSerializer(JsonInput):
 class ContactCreateSerializer(ContactInputSerializer):
     """POST: a new contact needs its channel too, and the schema says so (a PATCH may leave it out)."""
 
-    channel = _channel(required_message="A new contact needs its channel: email, slack, webhook, push or none.")
+    channel = _channel(
+        required_message="A new contact needs its channel: email, slack, webhook, push, telegram or none."
+    )

@@ -322,6 +322,18 @@ HITL_SLACK_BOT_TOKEN = os.environ.get("HITL_SLACK_BOT_TOKEN", "")
 HITL_SLACK_SIGNING_SECRET = os.environ.get("HITL_SLACK_SIGNING_SECRET", "")
 HITL_SLACK_API_URL = os.environ.get("HITL_SLACK_API_URL", "https://slack.com/api/")
 
+# Telegram bot (docs/telegram.md): the bot token and the webhook's secret come from the environment
+# only. The Bot API's base URL is configurable so tests can point at a fake on loopback.
+HITL_TELEGRAM_BOT_TOKEN = os.environ.get("HITL_TELEGRAM_BOT_TOKEN", "")
+HITL_TELEGRAM_WEBHOOK_SECRET = os.environ.get("HITL_TELEGRAM_WEBHOOK_SECRET", "")
+# The bot's @username (without @), for the account page's t.me link; optional.
+HITL_TELEGRAM_BOT_USERNAME = os.environ.get("HITL_TELEGRAM_BOT_USERNAME", "").lstrip("@")
+HITL_TELEGRAM_API_URL = os.environ.get("HITL_TELEGRAM_API_URL", "https://api.telegram.org").rstrip("/")
+
+# A request nobody could be told of, and nobody opened, ends this long after it was registered when
+# its rule says on_unreachable: "reject" (docs/undeliverable.md).
+HITL_UNDELIVERABLE_SECONDS = envint("HITL_UNDELIVERABLE_SECONDS", "600")
+
 Q_CLUSTER = {
     "name": "hitl",
     "orm": "default",

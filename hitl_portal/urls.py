@@ -3,6 +3,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularSwaggerSplitView
 
+from integrations import telegram_account_views
 from push import views as push_views
 from workspaces import account
 
@@ -18,6 +19,8 @@ urlpatterns = [
     path("login/", auth_views.LoginView.as_view(template_name="registration/login.html"), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("workspaces/", include("workspaces.urls")),
+    path("hitl/account/telegram/code", telegram_account_views.link_code, name="telegram-account-code"),
+    path("hitl/account/telegram/unlink", telegram_account_views.unlink, name="telegram-account-unlink"),
     path("hitl/", include("rules.urls")),
     path("hitl/", include("contacts.urls")),
     path("hitl/", include("approvals.urls")),

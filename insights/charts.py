@@ -9,7 +9,16 @@ from datetime import date
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
-COLOURS = {"approved": "#2e7d32", "rejected": "#c62828", "expired": "#9e9e9e", "p50": "#1565c0", "p90": "#ef6c00"}
+# Undeliverable (nobody could be reached) is its own outcome, apart from plain expiry.
+OUTCOME_ORDER = ("approved", "rejected", "expired", "undeliverable")
+COLOURS = {
+    "approved": "#2e7d32",
+    "rejected": "#c62828",
+    "expired": "#9e9e9e",
+    "undeliverable": "#6a1b9a",
+    "p50": "#1565c0",
+    "p90": "#ef6c00",
+}
 WIDTH, HEIGHT, LEFT, BOTTOM, TOP = 720, 180, 48, 22, 8
 
 
@@ -46,7 +55,7 @@ def _axis(days: list[date], top_label: str, plot_h: int) -> list[str]:
 
 
 def outcomes_per_day(days: list[date], per_day: dict) -> SafeString:
-    """Stacked bars: approved, rejected and expired requests of each day."""
+    """Stacked bars: approved, rejected, expired and undeliverable requests of each day."""
     plot_h = HEIGHT - TOP - BOTTOM
     peak = max((sum(per_day[day].values()) for day in days), default=0) or 1
     step = (WIDTH - LEFT) / len(days)
@@ -54,9 +63,9 @@ def outcomes_per_day(days: list[date], per_day: dict) -> SafeString:
     for index, day in enumerate(days):
         x, y = LEFT + index * step + 1, TOP + plot_h
         counts = per_day[day]
-        title = f"{day:%a %d %b}: " + ", ".join(f"{counts[o]:,} {o}" for o in ("approved", "rejected", "expired"))
+        title = f"{day:%a %d %b}: " + ", ".join(f"{counts[o]:,} {o}" for o in OUTCOME_ORDER)
         body.append(f"<g><title>{escape(title)}</title>")
-        for outcome in ("approved", "rejected", "expired"):
+        for outcome in OUTCOME_ORDER:
             h = counts[outcome] / peak * plot_h
             if h:
                 y -= h
@@ -65,7 +74,7 @@ def outcomes_per_day(days: list[date], per_day: dict) -> SafeString:
                     f'fill="{COLOURS[outcome]}"/>'
                 )
         body.append("</g>")
-    return _svg(body, "Approved, rejected and expired requests per day")
+    return _svg(body, "Approved, rejected, expired and undeliverable requests per day")
 
 
 def decision_times(days: list[date], p50: dict, p90: dict, approximate: set | frozenset = frozenset()) -> SafeString:
@@ -105,9 +114,9 @@ def breakdown_bars(rows: list) -> SafeString:
             f"{escape(row.label[:34])}</text>"
         )
         x = label_w
-        title = f"{row.label}: " + ", ".join(f"{row.counts[o]:,} {o}" for o in ("approved", "rejected", "expired"))
+        title = f"{row.label}: " + ", ".join(f"{row.counts[o]:,} {o}" for o in OUTCOME_ORDER)
         body.append(f"<g><title>{escape(title)}</title>")
-        for outcome in ("approved", "rejected", "expired"):
+        for outcome in OUTCOME_ORDER:
             w = row.counts[outcome] / peak * (WIDTH - label_w - 60)
             if w:
                 body.append(

@@ -46,7 +46,9 @@ TABLE = ApprovalRequest._meta.db_table
 # read only the rows resolved in the range: rolling up an hour, or the current hour live, costs an
 # hour's traffic whatever the size of the table.
 RESOLVED_SQL = f"""
-    SELECT decided_at AS resolved_at, status AS outcome, config_id, rule_id,
+    SELECT decided_at AS resolved_at,
+           CASE WHEN status = 'expired' AND undeliverable THEN 'undeliverable' ELSE status END AS outcome,
+           config_id, rule_id,
            CASE WHEN status IN ('approved', 'rejected') THEN decided_by_email ELSE '' END AS reviewer,
            CASE WHEN status IN ('approved', 'rejected')
                 THEN greatest(extract(epoch FROM decided_at - created_at)::float8, 0) END AS secs,

@@ -30,7 +30,8 @@ from .rollup import RUBBER_STAMP_SECONDS, WINDOW_DAYS, histogram_percentile, mid
 
 __all__ = ["RUBBER_STAMP_SECONDS", "WINDOW_DAYS", "Insights", "DeliveryHealth", "insights_for", "delivery_health"]
 
-OUTCOMES = ("approved", "rejected", "expired")
+# "undeliverable": expired because nobody could be reached (approvals/undeliverable.py), told apart.
+OUTCOMES = ("approved", "rejected", "expired", "undeliverable")
 ROW_FIELDS = ("day", "outcome", "config_id", "rule_id", "reviewer", "count", "fast", "failed", "seconds")
 RECENT_FAILURES = 10
 PENDING_COUNTED = 1000
@@ -218,7 +219,9 @@ def insights_for(*, workspace: Workspace, reviewer: str | None = None, now: date
             totals,
             groups["config"].setdefault(row["config_id"], Breakdown(str(row["config_id"]))),
             groups["rule"].setdefault(row["rule_id"] or "—", Breakdown(row["rule_id"] or "token caps")),
-            groups["reviewer"].setdefault(row["reviewer"] or "—", Breakdown(row["reviewer"] or "nobody (expired)")),
+            groups["reviewer"].setdefault(
+                row["reviewer"] or "—", Breakdown(row["reviewer"] or "nobody (expired or undeliverable)")
+            ),
         ):
             breakdown.counts[row["outcome"]] += row["count"]
             breakdown.fast += row["fast"]

@@ -1,8 +1,10 @@
 from django.urls import path
 
+from .telegram_views import TelegramWebhookView
 from .views import SlackInteractionsView
 
 app_name = "integrations"
 urlpatterns = [
     path("slack/interactions", SlackInteractionsView.as_view(), name="slack-interactions"),
+    path("telegram/webhook", TelegramWebhookView.as_view(), name="telegram-webhook"),
 ]

@@ -86,6 +86,7 @@ class RuleForm(forms.ModelForm):
             "self_approval",
             "allow_run_grant",
             "require_passkey",
+            "on_unreachable",
         ]
         widgets = {
             "message": forms.Textarea(attrs={"rows": 2}),
@@ -101,6 +102,7 @@ class RuleForm(forms.ModelForm):
             "self_approval": "The person the run acts for may approve it",
             "allow_run_grant": "Reviewers may approve the rest of a run at once",
             "require_passkey": "Approving needs the reviewer's passkey",
+            "on_unreachable": "When nobody can be reached",
         }
         help_texts = {
             "order": "Lower numbers gate first.",
@@ -112,12 +114,16 @@ class RuleForm(forms.ModelForm):
             "Only for rules needing one approval.",
             "require_passkey": "Approving is then done on the request's page with a passkey registered on the "
             "reviewer's account page; the API, CLI, Slack and email links may only reject.",
+            "on_unreachable": "If no notification of a request could be delivered and nobody opened it: wait for "
+            "its deadline, or end it as undeliverable (counted as rejected, never a person's rejection) after "
+            "10 minutes (HITL_UNDELIVERABLE_SECONDS).",
         }
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.fields["match"].required = False
         self.fields["approvals_required"].required = False  # left out: one approval, as before the policy
+        self.fields["on_unreachable"].required = False  # left out: wait, as before undeliverable existed
         # The model's validators say 1–5; the number input should too (the form field alone says min 0).
         self.fields["approvals_required"].widget.attrs.update(min=1, max=MAX_APPROVALS_REQUIRED)
         # The legend and hint follow the kind; changing it asks the server for the new ones (htmx).
@@ -151,6 +157,8 @@ class RuleForm(forms.ModelForm):
                 setattr(self.instance, field, data[field])
         if data.get("approvals_required") is None and "approvals_required" not in self.errors:
             data["approvals_required"] = 1
+        if not data.get("on_unreachable") and "on_unreachable" not in self.errors:
+            data["on_unreachable"] = "wait"
         return data
 
 

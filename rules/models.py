@@ -43,6 +43,13 @@ class OnReject(models.TextChoices):
     HALT = "halt", "Halt"
 
 
+class OnUnreachable(models.TextChoices):
+    """What a request does when none of its notifications could be delivered and nobody opened it."""
+
+    WAIT = "wait", "Wait for its deadline"
+    REJECT = "reject", "End it as undeliverable"
+
+
 ANY = "*"
 MCP_SERVER_ID = re.compile(r"^mcp_[A-Za-z0-9_-]+$")
 # The noun each kind's message uses ("A worker rule needs its match selector …").
@@ -90,6 +97,7 @@ FROZEN_RULE_DEFAULTS = {
     "self_approval": False,
     "allow_run_grant": False,
     "require_passkey": False,
+    "on_unreachable": "wait",
 }
 FROZEN_CONTACT_DEFAULTS = {"secret_ref": ""}
 
@@ -227,6 +235,13 @@ class Rule(PublicIdMixin, models.Model):
     require_passkey = models.BooleanField(
         default=False, help_text="Does approving need the reviewer's passkey, on the portal's page?"
     )
+    on_unreachable = models.CharField(
+        max_length=8,
+        choices=OnUnreachable.choices,
+        default=OnUnreachable.WAIT,
+        help_text="When nobody could be told of a request and nobody opened it: wait for its deadline, "
+        "or end it as undeliverable after HITL_UNDELIVERABLE_SECONDS.",
+    )
     # Fixed for now, stored so the model can grow.
     ask_in = models.CharField(max_length=16, choices=AskIn.choices, default=AskIn.CONSOLE, editable=False)
     on_reject = models.CharField(max_length=16, choices=OnReject.choices, default=OnReject.HALT, editable=False)
@@ -312,4 +327,5 @@ class Rule(PublicIdMixin, models.Model):
             "self_approval": self.self_approval,
             "allow_run_grant": self.allow_run_grant,
             "require_passkey": self.require_passkey,
+            "on_unreachable": self.on_unreachable,
         }

@@ -11,6 +11,7 @@ from .models import (
     AskIn,
     ConfigVersion,
     OnReject,
+    OnUnreachable,
     PassInformationLevel,
     RuleKind,
     RulePoint,
@@ -93,6 +94,10 @@ class RuleSerializer(serializers.Serializer):
         help_text="Whether approving needs a fresh passkey assertion by the reviewer, made on the request's page "
         "(every other way to approve answers 403 `passkey_required`; rejecting never needs one).",
     )
+    on_unreachable = _choice(
+        OnUnreachable.choices,
+        help_text='"wait" (default) or "reject": end a request nobody could be reached for as undeliverable.',
+    )
 
 
 class RuleInputSerializer(JsonInput):
@@ -124,6 +129,7 @@ class RuleInputSerializer(JsonInput):
     self_approval = serializers.BooleanField(required=False)
     allow_run_grant = serializers.BooleanField(required=False)
     require_passkey = serializers.BooleanField(required=False)
+    on_unreachable = _choice(OnUnreachable.choices, required=False)
 
     def validate_match(self, value: str | None) -> str:
         return value or ""

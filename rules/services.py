@@ -28,6 +28,7 @@ RULE_FIELDS = (
     "self_approval",
     "allow_run_grant",
     "require_passkey",
+    "on_unreachable",
 )
 CONFIG_FIELDS = ("name", "pass_information_level", "token_cap_per_turn", "token_cap_mode")
 

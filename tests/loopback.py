@@ -493,3 +493,102 @@ def vapid_signer_of(message: PushedMessage) -> str:
 def push_service() -> Iterator[PushService]:
     with PushService() as running:
         yield running
+
+
+# -- Telegram's Bot API --------------------------------------------------------------------------------
+
+
+@dataclass
+class FakeTelegram:
+    """A fake Telegram Bot API: records what the portal calls (POST /bot<token>/<method>), answers like Telegram.
+
+    The portal's client is pointed at it through HITL_TELEGRAM_API_URL (integrations' `fake_telegram`).
+    """
+
+    token: str = "123456:TEST-bot-token"
+    calls: list[Call] = field(default_factory=list)
+    throttled: dict[str, list[int]] = field(default_factory=dict)  # method → retry_after values to answer
+    failing: dict[str, list[tuple[int, str]]] = field(default_factory=dict)  # method → (status, description)
+
+    def __post_init__(self):
+        self._lock = threading.Lock()
+        self._ids = itertools.count(100)
+        self._server: ThreadingHTTPServer | None = None
+
+    def reset(self) -> None:
+        with self._lock:
+            for recorded in (self.calls, self.throttled, self.failing):
+                recorded.clear()
+            self._ids = itertools.count(100)
+
+    def throttle(self, method: str, retry_after: int) -> None:
+        self.throttled.setdefault(method, []).append(retry_after)
+
+    def fail(self, method: str, status: int, description: str) -> None:
+        self.failing.setdefault(method, []).append((status, description))
+
+    def calls_to(self, method: str) -> list[dict]:
+        with self._lock:
+            return [call.params for call in self.calls if call.method == method]
+
+    @property
+    def url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def start(self) -> "FakeTelegram":
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                parts = urlsplit(self.path).path.strip("/").split("/")
+                token = parts[0].removeprefix("bot") if parts and parts[0].startswith("bot") else ""
+                method = parts[1] if len(parts) > 1 else ""
+                length = int(self.headers.get("Content-Length") or 0)
+                raw = self.rfile.read(length) if length else b""
+                params = json.loads(raw) if raw else {}
+                status, body = fake._answer(method, params, token)
+                data = json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args):
+                pass
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+
+    def _answer(self, method: str, params: dict, token: str) -> tuple[int, dict]:
+        with self._lock:
+            self.calls.append(Call(method=method, params=params, authorization=token))
+            if token != self.token:
+                return 401, {"ok": False, "error_code": 401, "description": "Unauthorized"}
+            if self.throttled.get(method):
+                wait = self.throttled[method].pop(0)
+                return 429, {
+                    "ok": False,
+                    "error_code": 429,
+                    "description": f"Too Many Requests: retry after {wait}",
+                    "parameters": {"retry_after": wait},
+                }
+            if self.failing.get(method):
+                status, description = self.failing[method].pop(0)
+                return status, {"ok": False, "error_code": status, "description": description}
+            if method == "sendMessage":
+                message_id = next(self._ids)
+                chat = {"id": int(params["chat_id"]) if str(params.get("chat_id", "")).lstrip("-").isdigit() else 0}
+                return 200, {"ok": True, "result": {"message_id": message_id, "chat": chat, "text": params.get("text")}}
+            if method == "editMessageText":
+                return 200, {"ok": True, "result": {"message_id": params.get("message_id")}}
+            if method in ("answerCallbackQuery", "setWebhook"):
+                return 200, {"ok": True, "result": True}
+            return 404, {"ok": False, "error_code": 404, "description": "Not Found: method not found"}

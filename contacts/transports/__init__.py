@@ -11,13 +11,14 @@ __all__ = ["Notice", "Recipient", "Transport", "TransportError", "address_of", "
 
 
 def transport_for(channel: str) -> Transport | None:
-    from . import email, push, slack, webhook
+    from . import email, push, slack, telegram, webhook
 
     return {
         "webhook": webhook.TRANSPORT,
         "email": email.TRANSPORT,
         "slack": slack.TRANSPORT,
         "push": push.TRANSPORT,
+        "telegram": telegram.TRANSPORT,
     }.get(channel)
 
 

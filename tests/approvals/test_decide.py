@@ -108,6 +108,7 @@ def test_it_answers_a_decision_after_the_deadline_with_the_expired_state(bob_api
         "decided_at": body["expires_at"],
         "reason": EXPIRED_REASON,
         "expired": True,
+        "undeliverable": False,
         "grant_id": None,
     }
     assert ApprovalRequest.objects.get(pk=approval.pk).status == Status.EXPIRED

@@ -126,6 +126,7 @@ def test_it_sees_expiry_on_read_with_no_worker(engine_api, bob_api, pending):
         "decided_at": pending["expires_at"],
         "reason": EXPIRED_REASON,
         "expired": True,
+        "undeliverable": False,
         "grant_id": None,
     }
     assert "Nobody answered" in approval["decision"]["reason"]

@@ -34,11 +34,12 @@ def facts_directly(*, workspace_id: int, reviewer: str | None, now: datetime) ->
         "decided_by_email",
         "decided_at",
         "execution_status",
+        "undeliverable",
     )
     groups: dict[tuple, list] = defaultdict(list)
     times: dict[date, list[float]] = defaultdict(list)
     yesterday = now.astimezone(UTC).date() - timedelta(days=1)
-    for created, status, expires, config_id, rule_id, email, decided, execution in requests:
+    for created, status, expires, config_id, rule_id, email, decided, execution, undeliverable in requests:
         person = status in (Status.APPROVED, Status.REJECTED)
         if status == Status.PENDING and expires > now:
             continue  # still waiting
@@ -51,6 +52,8 @@ def facts_directly(*, workspace_id: int, reviewer: str | None, now: datetime) ->
         day = resolved.astimezone(UTC).date()
         secs = max((decided - created).total_seconds(), 0) if person else None
         outcome = Status.EXPIRED if status == Status.PENDING else status
+        if status == Status.EXPIRED and undeliverable:
+            outcome = "undeliverable"
         failed = status == Status.APPROVED and execution == "failed"
         groups[(day, str(outcome), config_id, rule_id, who)].append((secs, failed))
         if secs is not None:

@@ -18,6 +18,7 @@ CLI_MODULES = [
     "approvals.demo_engine",
     "audit.cli",
     "push.cli",
+    "integrations.cli",
 ]
 
 
