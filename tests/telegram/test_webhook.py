@@ -268,7 +268,6 @@ def test_pressing_a_request_decided_elsewhere_tells_the_first_decision(
     assert alert(fake_telegram)["text"].startswith("Already approved by alice@acme.test at ")
 
 
-@pytest.mark.postgres
 def test_two_presses_at_once_make_one_decision_and_both_messages_agree(live_server, fake_telegram, telegram_world):
     approval = register(telegram_world, rule_id=telegram_world["rule_to_both"].public_id, target="mcp_billing")
     deliveries_send_due()
