@@ -273,6 +273,11 @@ def facts(approval: ApprovalRequest, *, urls: "CardUrls | None" = None) -> list[
     shown.append(Fact("expires", "Expires", when(approval.expires_at)))
     if approval.message:
         shown.append(Fact("message", "Rule says", visible_lines(approval.message), long=True))
+    if approval.condition_error:
+        # Failed closed: the rule's condition could not say whether to ask, so a person is asked.
+        shown.append(
+            Fact("condition_error", "Condition failed", f"Asked because {visible(approval.condition_error)}", long=True)
+        )
     if approval.summary:
         shown.append(Fact("summary", "Summary", visible_lines(approval.summary), long=True))
     if approval.arguments is not None:
@@ -390,6 +395,7 @@ def card(approval: ApprovalRequest, *, user, reviewers: list[str], urls: CardUrl
         "expires_when": shown["expires"],
         "expires_in": timeuntil_filter(approval.expires_at),
         "message": shown.get("message", ""),
+        "condition_error": shown.get("condition_error", ""),
         "caller": shown["caller"],
         "workspace_scope": approval.scope == "workspace",
         "target": shown.get("target", "—"),

@@ -11,6 +11,8 @@ from django.db.models import Q
 from hitl_portal.ids import PublicIdMixin
 from workspaces.models import Workspace
 
+from .conditions import condition_error
+
 
 class PassInformationLevel(models.TextChoices):
     NONE = "none", "None — target and operation"
@@ -41,6 +43,11 @@ class AskIn(models.TextChoices):
 
 class OnReject(models.TextChoices):
     HALT = "halt", "Halt"
+
+
+class RuleMode(models.TextChoices):
+    GATE = "gate", "Gate — pause the call for a person"
+    SHADOW = "shadow", "Shadow — never pause; count what it would have asked"
 
 
 ANY = "*"
@@ -84,6 +91,8 @@ FROZEN_RULE_DEFAULTS = {
     "approvals_required": 1,
     "self_approval": False,
     "allow_run_grant": False,
+    "condition": "",
+    "mode": "gate",
 }
 FROZEN_CONTACT_DEFAULTS = {"secret_ref": ""}
 
@@ -217,6 +226,9 @@ class Rule(PublicIdMixin, models.Model):
     allow_run_grant = models.BooleanField(
         default=False, help_text="May a reviewer approve the rest of a run at once (rules needing one approval only)?"
     )
+    # A CEL expression (rules/conditions.py): the rule asks only about calls it holds for; blank is every call.
+    condition = models.TextField(blank=True, default="")
+    mode = models.CharField(max_length=8, choices=RuleMode.choices, default=RuleMode.GATE)
     # Fixed for now, stored so the model can grow.
     ask_in = models.CharField(max_length=16, choices=AskIn.choices, default=AskIn.CONSOLE, editable=False)
     on_reject = models.CharField(max_length=16, choices=OnReject.choices, default=OnReject.HALT, editable=False)
@@ -245,6 +257,10 @@ class Rule(PublicIdMixin, models.Model):
         errors.update(self._contact_errors())
         if self.allow_run_grant and (self.approvals_required or 1) > 1:
             errors["allow_run_grant"] = NO_GRANT_WITH_QUORUM
+        # Kept as typed (a refusal's position counts from its first character); only blank is no condition.
+        self.condition = self.condition if (self.condition or "").strip() else ""
+        if error := condition_error(self.condition):
+            errors["condition"] = error
         if errors:
             raise ValidationError(errors)
 
@@ -296,4 +312,34 @@ class Rule(PublicIdMixin, models.Model):
             "approvals_required": self.approvals_required,
             "self_approval": self.self_approval,
             "allow_run_grant": self.allow_run_grant,
+            "condition": self.condition,
+            "mode": self.mode,
         }
+
+
+class RuleCount(models.TextChoices):
+    ALLOWED = "allowed", "Let through by its condition"
+    SHADOW = "shadow", "Would have asked (shadow rule)"
+
+
+class RuleDayCount(models.Model):
+    """Registrations a rule let through without storing a request, per rule, day and why.
+
+    A condition that is false stores nothing (API.md, "Policy") and a shadow rule queues nothing:
+    these counts are all that is kept of them, for the Rules tab, insights and the dry run.
+    One row per (config, rule, day, kind), counted up by an upsert in the registration's statement.
+    """
+
+    config = models.ForeignKey(Config, on_delete=models.CASCADE, related_name="rule_counts", db_index=False)
+    rule_id = models.CharField(max_length=24)
+    day = models.DateField()
+    kind = models.CharField(max_length=8, choices=RuleCount.choices)
+    count = models.PositiveBigIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["config", "rule_id", "day", "kind"], name="one_count_per_rule_day_kind")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.rule_id} {self.day} {self.kind}: {self.count}"

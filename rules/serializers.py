@@ -6,6 +6,7 @@ from contacts.serializers import ContactSerializer
 from hitl_portal.fields import JsonInput
 from hitl_portal.pagination import page_serializer
 
+from .conditions import CONDITION_MAX
 from .models import (
     MAX_APPROVALS_REQUIRED,
     AskIn,
@@ -13,6 +14,7 @@ from .models import (
     OnReject,
     PassInformationLevel,
     RuleKind,
+    RuleMode,
     RulePoint,
     TokenCapMode,
 )
@@ -89,6 +91,14 @@ class RuleSerializer(serializers.Serializer):
     allow_run_grant = serializers.BooleanField(
         help_text="Whether a reviewer may approve the rest of a run at once (only with approvals_required 1).",
     )
+    condition = serializers.CharField(
+        allow_blank=True,
+        help_text="A CEL expression over target, operation, caller, requested_by, run_id, arguments and now: the "
+        "rule asks only about calls it is true for (blank: every call).",
+    )
+    mode = _choice(
+        RuleMode.choices, help_text="gate pauses the call; shadow never pauses, it counts what it would ask."
+    )
 
 
 class RuleInputSerializer(JsonInput):
@@ -119,6 +129,14 @@ class RuleInputSerializer(JsonInput):
     )
     self_approval = serializers.BooleanField(required=False)
     allow_run_grant = serializers.BooleanField(required=False)
+    # Compiled by Rule.clean, whose refusal names the position; the length is refused here first.
+    condition = serializers.CharField(
+        max_length=CONDITION_MAX, allow_blank=True, allow_null=True, trim_whitespace=False, required=False
+    )
+    mode = _choice(RuleMode.choices, required=False)
+
+    def validate_condition(self, value: str | None) -> str:
+        return value or ""
 
     def validate_match(self, value: str | None) -> str:
         return value or ""
