@@ -74,7 +74,7 @@ def grant_revoke(*, grant: Grant, user: AbstractBaseUser | None = None) -> Grant
             actor=actor_of(user=user),
             action="grant.revoked",
             object=grant.public_id,
-            data={"run_id": grant.run_id},
+            data={"run_id": grant.run_id} if grant.run_id else {"scope": grant.scope, "rule_id": grant.rule_id},
         )
     grant.refresh_from_db()
     return grant
