@@ -27,9 +27,12 @@ from .serializers import (
     RuleInputSerializer,
     RulePage,
     RuleSerializer,
+    SimulateSerializer,
+    SimulationSerializer,
     VersionPage,
     VersionSerializer,
 )
+from .simulate import config_simulate
 
 TAG = ["configs"]
 ERRORS = {
@@ -256,3 +259,23 @@ class PinView(AdminView):
             raise Http404 from None
         version = ConfigVersion.objects.select_related("config", "published_by").get(pk=version.pk)
         return _version_response(version, version.number)
+
+
+class SimulateView(AdminView):
+    @extend_schema(
+        tags=TAG,
+        summary="Dry run of the draft against the last N days",
+        operation_id="configs_simulate",
+        description=(
+            "The draft's rules held against the requests stored and the shadow and condition counts of the last "
+            "`days` days (today included, UTC): per rule, how many it would still ask about, no longer ask about, "
+            "and newly ask about. Changes nothing; read only."
+        ),
+        request=SimulateSerializer,
+        responses={200: SimulationSerializer, **BAD_INPUT, **ERRORS},
+    )
+    def post(self, request: Request, cfg: str) -> Response:
+        config = _config(request, cfg)
+        data = SimulateSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        return Response(config_simulate(config=config, days=data.validated_data["days"]))

@@ -12,4 +12,5 @@ urlpatterns = [
     path("configs/<str:cfg>/versions", api.VersionListView.as_view(), name="api-versions"),
     path("configs/<str:cfg>/versions/<int:number>", api.VersionDetailView.as_view(), name="api-version"),
     path("configs/<str:cfg>/pin", api.PinView.as_view(), name="api-pin"),
+    path("configs/<str:cfg>/simulate", api.SimulateView.as_view(), name="api-simulate"),
 ]

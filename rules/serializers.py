@@ -180,3 +180,31 @@ ConfigPage = page_serializer(ConfigSerializer(many=True), "ConfigPage")
 RulePage = page_serializer(RuleSerializer(many=True), "RulePage")
 VersionPage = page_serializer(VersionSerializer(many=True), "VersionPage")
 ContactPage = page_serializer(ContactSerializer(many=True), "ContactPage")
+
+
+class SimulateSerializer(JsonInput):
+    days = serializers.IntegerField(
+        min_value=1,
+        max_value=30,
+        error_messages={"min_value": "days is from 1 to 30.", "max_value": "days is from 1 to 30."},
+    )
+
+
+class SimulationCountsSerializer(serializers.Serializer):
+    would_ask = serializers.IntegerField(help_text="stored requests the draft's rule would still ask about")
+    no_longer_asked = serializers.IntegerField(help_text="stored requests it would no longer ask about")
+    newly_asked = serializers.IntegerField(help_text="calls let through unstored that it would now ask about")
+    asked_before = serializers.IntegerField(help_text="requests stored in those days")
+
+
+class SimulationRuleSerializer(SimulationCountsSerializer):
+    rule_id = serializers.CharField()
+    in_draft = serializers.BooleanField(help_text="false: a rule of the history the draft no longer has")
+    condition_error = serializers.CharField(allow_null=True, help_text="the draft condition failed on some call")
+
+
+class SimulationSerializer(serializers.Serializer):
+    days = serializers.IntegerField()
+    since = serializers.DateTimeField(help_text="the first moment counted (midnight UTC)")
+    rules = SimulationRuleSerializer(many=True)
+    total = SimulationCountsSerializer()
