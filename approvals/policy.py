@@ -30,7 +30,7 @@ def registration_policy(*, version, rule: dict, approval: ApprovalRequest, now: 
     """
     try:
         condition = condition_of(version, rule)
-        asks = condition is None or condition_holds(condition, _variables(approval, now=now))
+        asks = condition is None or condition_holds(condition, variables_for(approval, now=now))
         error = ""
     except ConditionFailed as failure:
         asks, error = True, str(failure)
@@ -45,7 +45,7 @@ def registration_policy(*, version, rule: dict, approval: ApprovalRequest, now: 
     return ""
 
 
-def _variables(approval: ApprovalRequest, *, now: datetime.datetime) -> dict:
+def variables_for(approval: ApprovalRequest, *, now: datetime.datetime) -> dict:
     return variables_of(
         target=approval.target,
         operation=approval.operation,

@@ -1,4 +1,4 @@
-from django.urls import path
+from django.urls import path, re_path
 
 from . import api
 
@@ -13,4 +13,10 @@ urlpatterns = [
     path("configs/<str:cfg>/versions/<int:number>", api.VersionDetailView.as_view(), name="api-version"),
     path("configs/<str:cfg>/pin", api.PinView.as_view(), name="api-pin"),
     path("configs/<str:cfg>/simulate", api.SimulateView.as_view(), name="api-simulate"),
+    path("configs/<str:cfg>/proposals", api.ProposalListView.as_view(), name="api-proposals"),
+    re_path(
+        r"^configs/(?P<cfg>[^/]+)/proposals/(?P<prp>[^/]+)/(?P<action>accept|dismiss)$",
+        api.ProposalResolveView.as_view(),
+        name="api-proposal-resolve",
+    ),
 ]

@@ -7,6 +7,7 @@ from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
+from django.utils import timezone
 
 from hitl_portal.ids import PublicIdMixin
 from workspaces.models import Workspace
@@ -343,3 +344,40 @@ class RuleDayCount(models.Model):
 
     def __str__(self) -> str:
         return f"{self.rule_id} {self.day} {self.kind}: {self.count}"
+
+
+class ProposalStatus(models.TextChoices):
+    OPEN = "open", "Open — waiting for an admin"
+    ACCEPTED = "accepted", "Accepted into the draft"
+    DISMISSED = "dismissed", "Dismissed"
+
+
+class ConditionProposal(PublicIdMixin, models.Model):
+    """ "Approve always" from a card: a reviewer proposes a condition that would have let the call through.
+
+    Never live on its own: an admin accepts it into the draft (the rule's condition changes there),
+    then publishes as usual; or dismisses it.
+    """
+
+    config = models.ForeignKey(Config, on_delete=models.CASCADE, related_name="proposals")
+    public_id = models.CharField(max_length=24, unique=True, editable=False)
+    public_id_prefix = "prp"
+    rule = models.ForeignKey(Rule, on_delete=models.CASCADE, related_name="proposals")
+    condition = models.TextField()
+    # The condition the rule had in the version the request was registered under, for the admin to compare.
+    condition_before = models.TextField(blank=True)
+    approval_public_id = models.CharField(max_length=24)  # the request approved with it (apr_…)
+    proposed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+", db_index=False
+    )
+    proposed_by_email = models.CharField(max_length=254)
+    created_at = models.DateTimeField(default=timezone.now)
+    status = models.CharField(max_length=10, choices=ProposalStatus.choices, default=ProposalStatus.OPEN)
+    resolved_by_email = models.CharField(max_length=254, blank=True)
+    resolved_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.public_id} on {self.rule_id}"
