@@ -375,6 +375,7 @@ def card(approval: ApprovalRequest, *, user, reviewers: list[str], urls: CardUrl
     from django.template.defaultfilters import timeuntil_filter
     from django.utils.timezone import template_localtime
 
+    from .always import always_suggestion
     from .permissions import refuses_self_approval
     from .selectors import may_still_approve
 
@@ -386,6 +387,7 @@ def card(approval: ApprovalRequest, *, user, reviewers: list[str], urls: CardUrl
     self_refused = refuses_self_approval(approval=approval, user=user)
     quorum = approval.approvals_required > 1
     email = getattr(user, "email", "")
+    voted = quorum and any(vote.reviewer_email == email for vote in approval.votes.all())
     return {
         "id": approval.public_id,
         "token_cap": token_cap,
@@ -427,9 +429,11 @@ def card(approval: ApprovalRequest, *, user, reviewers: list[str], urls: CardUrl
             still_may_approve_line(may_still_approve(approval=approval, reviewers=reviewers)) if quorum else ""
         ),
         "self_refused": self_refused,
-        "voted": quorum and any(vote.reviewer_email == email for vote in approval.votes.all()),
+        "voted": voted,
         "decide_url": urls.fill(urls.decide, approval.public_id),
         "grant": approval.allow_run_grant and not self_refused and not token_cap,
+        # "Approve always": the condition the box starts with (approvals/always.py).
+        "always": "" if token_cap or self_refused or (quorum and voted) else always_suggestion(approval),
         "durations": GRANT_DURATIONS,
     }
 

@@ -4,7 +4,8 @@ from django import forms
 from django.urls import reverse
 from django.utils.safestring import mark_safe
 
-from .models import ANY, MAX_APPROVALS_REQUIRED, Config, Rule, RuleKind
+from .conditions import CONDITION_MAX
+from .models import ANY, MAX_APPROVALS_REQUIRED, Config, Rule, RuleKind, RuleMode
 
 # The "Which one" legend and the selector's hint per kind; htmx swaps them in as the kind changes
 # (views.which_one, rules/_which_one.html), so this table is their only copy.
@@ -85,9 +86,13 @@ class RuleForm(forms.ModelForm):
             "approvals_required",
             "self_approval",
             "allow_run_grant",
+            "condition",
+            "mode",
         ]
         widgets = {
             "message": forms.Textarea(attrs={"rows": 2}),
+            "condition": forms.Textarea(attrs={"rows": 3, "spellcheck": "false", "maxlength": CONDITION_MAX}),
+            "mode": forms.RadioSelect,
         }
         labels = {
             "kind": "Boundary",
@@ -99,6 +104,8 @@ class RuleForm(forms.ModelForm):
             "approvals_required": "Approvals required",
             "self_approval": "The person the run acts for may approve it",
             "allow_run_grant": "Reviewers may approve the rest of a run at once",
+            "condition": "Only when (CEL)",
+            "mode": "Mode",
         }
         help_texts = {
             "order": "Lower numbers gate first.",
@@ -108,11 +115,16 @@ class RuleForm(forms.ModelForm):
             ),
             "allow_run_grant": "Adds “Approve for the rest of this run” to its cards (1 h by default, at most 8 h). "
             "Only for rules needing one approval.",
+            "condition": "Ask only about calls this is true for; empty asks about every call. It reads target, "
+            "operation, caller, requested_by, run_id, arguments (null below level full) and now.",
+            "mode": "Shadow never pauses a call: it counts what it would have asked, to try a rule first.",
         }
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.fields["match"].required = False
+        self.fields["mode"].required = False  # a form without the field (older pages, tests) keeps the rule a gate
+        self.fields["mode"].choices = RuleMode.choices
         self.fields["approvals_required"].required = False  # left out: one approval, as before the policy
         # The model's validators say 1–5; the number input should too (the form field alone says min 0).
         self.fields["approvals_required"].widget.attrs.update(min=1, max=MAX_APPROVALS_REQUIRED)
@@ -147,6 +159,10 @@ class RuleForm(forms.ModelForm):
                 setattr(self.instance, field, data[field])
         if data.get("approvals_required") is None and "approvals_required" not in self.errors:
             data["approvals_required"] = 1
+        if not data.get("mode"):
+            data["mode"] = self.instance.mode or RuleMode.GATE
+        data["condition"] = data.get("condition") or ""
+        self.instance.condition = data["condition"]
         return data
 
 
