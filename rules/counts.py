@@ -3,7 +3,7 @@
 import datetime
 
 from django.db import connection
-from django.db.models import Sum
+from django.db.models import Q, Sum
 from django.utils import timezone
 
 from .models import RuleCount, RuleDayCount
@@ -39,11 +39,24 @@ def rule_counts(*, config_pk: int, kind: str, days: int, now: datetime.datetime 
     return {row["rule_id"]: row["total"] for row in rows}
 
 
-def shadow_counts_by_config(*, config_pks: list[int], days: int) -> dict[tuple[int, str], int]:
-    """(config pk, rule id) → shadow counts of the last `days` days, for insights."""
+def workspace_rule_counts(*, workspace_id: int, days: int) -> list[dict]:
+    """Per config and rule, the last `days` days' shadow and condition counts, largest first (insights)."""
     rows = (
-        RuleDayCount.objects.filter(config_id__in=config_pks, kind=RuleCount.SHADOW, day__gte=since_day(days))
-        .values("config_id", "rule_id")
-        .annotate(total=Sum("count"))
+        RuleDayCount.objects.filter(config__workspace_id=workspace_id, day__gte=since_day(days))
+        .values("config__name", "config__public_id", "rule_id")
+        .annotate(
+            shadow=Sum("count", filter=Q(kind=RuleCount.SHADOW)),
+            allowed=Sum("count", filter=Q(kind=RuleCount.ALLOWED)),
+        )
     )
-    return {(row["config_id"], row["rule_id"]): row["total"] for row in rows}
+    out = [
+        {
+            "config": row["config__name"],
+            "config_id": row["config__public_id"],
+            "rule_id": row["rule_id"],
+            "shadow": row["shadow"] or 0,
+            "allowed": row["allowed"] or 0,
+        }
+        for row in rows
+    ]
+    return sorted(out, key=lambda row: -(row["shadow"] + row["allowed"]))[:50]
