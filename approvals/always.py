@@ -15,16 +15,17 @@ from .policy import variables_for
 from .versions import frozen_versions
 
 
-def _frozen_condition(approval: ApprovalRequest) -> str:
-    version = frozen_versions.get(approval.config_id, approval.config_version)
+def _frozen_condition(approval: ApprovalRequest, versions: dict | None = None) -> str:
+    key = (approval.config_id, approval.config_version)
+    version = versions.get(key) if versions is not None else frozen_versions.get(*key)
     rule = version.rule(approval.rule_id) if version is not None else None
     return (rule or {}).get("condition", "")
 
 
-def always_suggestion(approval: ApprovalRequest) -> str:
-    """What the card's "Approve always" box starts with."""
+def always_suggestion(approval: ApprovalRequest, *, versions: dict | None = None) -> str:
+    """What the card's "Approve always" box starts with (`versions`: a page's, read at once by frozen_versions.many)."""
     return suggested_condition(
-        current=_frozen_condition(approval),
+        current=_frozen_condition(approval, versions),
         target=approval.target,
         operation=approval.operation,
         caller=approval.caller,

@@ -369,7 +369,9 @@ class CardUrls:
         return out
 
 
-def card(approval: ApprovalRequest, *, user, reviewers: list[str], urls: CardUrls | None = None) -> dict:
+def card(
+    approval: ApprovalRequest, *, user, reviewers: list[str], urls: CardUrls | None = None, versions: dict | None = None
+) -> dict:
     """Everything a pending request's card shows to `user`, worked out once (templates/approvals/_card.html)."""
     from django.template.defaultfilters import date as date_filter
     from django.template.defaultfilters import timeuntil_filter
@@ -433,11 +435,17 @@ def card(approval: ApprovalRequest, *, user, reviewers: list[str], urls: CardUrl
         "decide_url": urls.fill(urls.decide, approval.public_id),
         "grant": approval.allow_run_grant and not self_refused and not token_cap,
         # "Approve always": the condition the box starts with (approvals/always.py).
-        "always": "" if token_cap or self_refused or (quorum and voted) else always_suggestion(approval),
+        "always": ""
+        if token_cap or self_refused or (quorum and voted)
+        else always_suggestion(approval, versions=versions),
         "durations": GRANT_DURATIONS,
     }
 
 
 def cards(approvals: list[ApprovalRequest], *, user, reviewers: list[str]) -> list[dict]:
+    from .versions import frozen_versions
+
     urls = CardUrls()
-    return [card(approval, user=user, reviewers=reviewers, urls=urls) for approval in approvals]
+    # Their frozen rules' conditions ("Approve always"), every version read in at most one query.
+    versions = frozen_versions.many({(approval.config_id, approval.config_version) for approval in approvals})
+    return [card(approval, user=user, reviewers=reviewers, urls=urls, versions=versions) for approval in approvals]

@@ -40,6 +40,7 @@ _BINDING = re.compile(r"\.\s*(?:" + "|".join(_MACROS) + r")\s*\(\s*([A-Za-z_][A-
 _MACRO_CALL = re.compile(r"\.\s*(?:" + "|".join(_MACROS) + r")\s*\(")
 _STRING = re.compile(r"""(?s)[rR]?(\"\"\".*?\"\"\"|'''.*?'''|"(?:\\.|[^"\\\n])*"|'(?:\\.|[^'\\\n])*')""")
 _PARSER_POSITION = re.compile(r"<input>:(\d+):(\d+):\s*(.*)")
+_NEVER_CAUGHT = (KeyboardInterrupt, SystemExit, GeneratorExit)
 
 # The worked examples the rule editor shows (docs/policy.md has them too).
 EXAMPLES = [
@@ -134,7 +135,9 @@ def condition_compile(source: str) -> Condition:
         raise refusal
     try:
         program = cel.compile(source)
-    except Exception as error:  # the binding raises ValueError, or a Rust panic's own type on odd input
+    except _NEVER_CAUGHT:
+        raise
+    except BaseException as error:  # the binding raises ValueError; a Rust panic, pyo3's PanicException
         raise _parse_error(source, error) from None
     bound = set(_BINDING.findall(code))
     for name in program.variables():
@@ -190,7 +193,9 @@ def condition_holds(condition: Condition, variables: dict) -> bool:
     started = time.perf_counter()
     try:
         result = condition.program.execute(context)
-    except Exception as error:
+    except _NEVER_CAUGHT:
+        raise
+    except BaseException as error:  # a Rust panic arrives as pyo3's PanicException, a BaseException
         raise ConditionFailed(_evaluation_message(error)) from None
     limit_ms = settings.HITL_CONDITION_TIME_LIMIT_MS
     spent_ms = (time.perf_counter() - started) * 1000
