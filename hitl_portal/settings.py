@@ -252,6 +252,11 @@ SPECTACULAR_SETTINGS = {
         "ApprovalStatusEnum": "approvals.models.Status",
         "ExecutionStatusEnum": "approvals.models.ExecutionStatus",
         "PassInformationLevelEnum": "rules.models.PassInformationLevel",
+        "RuleModeEnum": "rules.models.RuleMode",
+        "TokenCapModeEnum": "rules.models.TokenCapMode",
+        "GrantScopeEnum": "approvals.models.GrantScope",
+        "TokenCapScopeEnum": "approvals.models.Scope",
+        "RuleWindowScopeEnum": [("rule", "rule")],
     },
 }
 
