@@ -28,6 +28,7 @@ from workspaces.permissions import IsEngine, IsEngineOrReviewer
 
 from . import selectors
 from .engine_serializers import (
+    AllowedSerializer,
     GateRegistrationSerializer,
     InertSerializer,
     KindSerializer,
@@ -40,6 +41,7 @@ from .engine_serializers import (
 from .expire import approval_expire_if_overdue
 from .models import ApprovalKind, ApprovalRequest, Status
 from .outcome import approval_report_outcome
+from .policy import SHADOW, allowed_notice
 from .register import INERT_NOTICE, approval_register
 from .serializers import ApprovalRequestSerializer, approval_as_dict
 
@@ -152,6 +154,7 @@ def _registration_schema():
         serializers={
             **{status: ApprovalRequestSerializer for status in Status.values},
             "inert": InertSerializer,
+            "allowed": AllowedSerializer,
         },
         resource_type_field_name="status",
     )
@@ -167,7 +170,8 @@ def _registration_schema():
                 replay_or_inert,
                 description=(
                     "An idempotent replay (the request first created), or `status: inert`: HITL is inert, nothing "
-                    "was stored, the call may proceed."
+                    "was stored, the call may proceed; or `status: allowed`: the rule's condition is false for this "
+                    "call, or the rule is a shadow rule (`shadow: true`) — nothing was stored, the call may proceed."
                 ),
                 examples=[
                     OpenApiExample("inert", value={"status": "inert", "notice": INERT_NOTICE}, response_only=True)
@@ -209,6 +213,13 @@ def registration_answer(*, actor: Actor | None, idempotency_header: str | None, 
         fingerprint=_fingerprint(body) if idempotency_key else "",
         **_validated_registration(body),  # the serializer's fields are the service's keyword arguments
     )
+    if registration.allowed:
+        shadow = registration.allowed == SHADOW
+        return 200, {
+            "status": "allowed",
+            "notice": allowed_notice(registration.rule_id, shadow=shadow),
+            "shadow": shadow,
+        }
     if registration.approval is None:
         return 200, {"status": "inert", "notice": INERT_NOTICE}
     return (201 if registration.created else 200), approval_as_dict(registration.approval)

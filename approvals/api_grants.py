@@ -1,21 +1,26 @@
-"""Run grants (API.md, Reviewers): list them, revoke one. Created by a decision with `grant: run`."""
+"""Run grants (API.md, Reviewers) and rule windows (API.md, Policy): list them, revoke one, open a window.
+
+A run grant is created by a decision with `grant: run`; a rule window by an admin's POST here."""
 
 import datetime
 
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers
+from rest_framework.exceptions import PermissionDenied
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from hitl_portal.errors import ErrorSerializer
+from hitl_portal.fields import JsonInput
 from hitl_portal.pagination import PAGE_PARAMETERS, CursorPagination, page_serializer
 from hitl_portal.query import QueryBooleanField, QuerySerializer
 
 from . import selectors
 from .grants import grant_revoke
-from .models import Grant
+from .models import Grant, GrantScope
 from .permissions import MayDecide
+from .windows import REASON_MAX, rule_window_create
 
 TAG = ["grants"]
 
@@ -32,7 +37,9 @@ class GrantSerializer(serializers.Serializer):
     id = serializers.CharField(help_text="grt_…")
     config_id = serializers.CharField()
     rule_id = serializers.CharField()
-    run_id = serializers.CharField()
+    scope = serializers.ChoiceField(choices=GrantScope.values, help_text="run: a run grant; rule: a rule window")
+    run_id = serializers.CharField(allow_null=True, help_text="the run a run grant covers; null for a rule window")
+    reason = serializers.CharField(allow_null=True, help_text="why a rule window was opened; null for a run grant")
     granted_by = serializers.EmailField()
     created_at = serializers.DateTimeField()
     expires_at = serializers.DateTimeField()
@@ -48,7 +55,9 @@ def grant_as_dict(grant: Grant) -> dict:
         "id": grant.public_id,
         "config_id": grant.config.public_id,
         "rule_id": grant.rule_id,
-        "run_id": grant.run_id,
+        "scope": grant.scope,
+        "run_id": grant.run_id or None,
+        "reason": grant.reason if grant.scope == GrantScope.RULE else None,
         "granted_by": grant.granted_by_email,
         "created_at": _iso(grant.created_at),
         "expires_at": _iso(grant.expires_at),
@@ -75,13 +84,26 @@ ERRORS = {
 }
 
 
+class WindowInputSerializer(JsonInput):
+    scope = serializers.ChoiceField(
+        choices=[GrantScope.RULE.value],
+        error_messages={
+            "invalid_choice": "Only a rule window (scope rule) is opened here; a run grant comes with an approval "
+            '(decision approve, grant "run").'
+        },
+    )
+    rule_id = serializers.CharField(max_length=24)
+    expires_at = serializers.DateTimeField(help_text="at most 7 days from now")
+    reason = serializers.CharField(max_length=REASON_MAX)
+
+
 class GrantListView(APIView):
     permission_classes = [MayDecide]
 
     @extend_schema(
         tags=TAG,
         operation_id="grants_list",
-        summary="List run grants",
+        summary="List run grants and rule windows",
         description="Newest first. `active=true`: only live grants (not revoked, not expired); `false`: only the "
         "others.",
         parameters=[
@@ -102,6 +124,37 @@ class GrantListView(APIView):
         page = paginator.paginate_queryset(grants, request)
         return paginator.get_paginated_response([grant_as_dict(grant) for grant in page])
 
+    @extend_schema(
+        tags=TAG,
+        operation_id="grants_open_window",
+        summary="Open a rule window (admins)",
+        description="Every registration under the rule until `expires_at` (at most 7 days) is stored already "
+        "approved with this grant (`decision.grant_id`), like a run grant. Audited as `grant.created`; revoke it "
+        "with DELETE like any grant.",
+        request=WindowInputSerializer,
+        responses={
+            201: GrantSerializer,
+            400: _error("Not scope rule, an unknown rule, an expiry in the past or beyond 7 days, or no reason."),
+            401: _error("No or an unknown bearer token."),
+            403: _error("Not an admin of the workspace."),
+        },
+    )
+    def post(self, request: Request) -> Response:
+        actor = request.actor
+        if not actor.is_admin:
+            raise PermissionDenied("Only a workspace admin may open a rule window.")
+        serializer = WindowInputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        grant = rule_window_create(
+            workspace=actor.workspace,
+            user=request.user,
+            rule_id=data["rule_id"],
+            expires_at=data["expires_at"],
+            reason=data["reason"],
+        )
+        return Response(grant_as_dict(grant), status=201)
+
 
 class GrantDetailView(APIView):
     permission_classes = [MayDecide]
@@ -109,7 +162,7 @@ class GrantDetailView(APIView):
     @extend_schema(
         tags=TAG,
         operation_id="grants_revoke",
-        summary="Revoke a run grant",
+        summary="Revoke a run grant or a rule window",
         description="At once: the next registration of that run pends again. Revoking an ended grant changes "
         "nothing and also answers 204.",
         responses={204: None, **ERRORS, 404: _error("No such grant in this workspace.")},

@@ -12,9 +12,11 @@ from hitl_portal.errors import ErrorSerializer
 from hitl_portal.fields import JsonInput
 from hitl_portal.pagination import PAGE_PARAMETERS, CursorPagination, cursor_refused, page_serializer
 from hitl_portal.query import QuerySerializer
+from rules.conditions import CONDITION_MAX
 from rules.models import RuleKind
 
 from . import selectors
+from .always import always_check, always_record
 from .decide import DECISIONS, REASON_MAX, approval_decide
 from .grants import GRANT_TTL_DEFAULT, GRANT_TTL_MAX, GRANT_TTL_MIN
 from .models import ApprovalKind, ApprovalRequest, Status
@@ -130,6 +132,14 @@ class DecisionInput(JsonInput):
         help_text=f"how long the run grant lives ({GRANT_TTL_MIN}–{GRANT_TTL_MAX}; default {GRANT_TTL_DEFAULT})",
     )
 
+    propose_condition = serializers.CharField(
+        required=False,
+        max_length=CONDITION_MAX,
+        trim_whitespace=False,
+        help_text='with approve: "approve always" — propose this condition (false for this call) to the rule\'s '
+        "draft, for an admin to accept and publish; never live on its own",
+    )
+
     def validate(self, data: dict) -> dict:
         if "grant_ttl_seconds" in data and "grant" not in data:
             raise serializers.ValidationError({"grant_ttl_seconds": ['grant_ttl_seconds goes with "grant": "run".']})
@@ -149,6 +159,12 @@ class DecisionOutput(ApprovalRequestSerializer):
     )
     already_voted = serializers.BooleanField(
         help_text="true when this reviewer had already approved this still pending quorum request: nothing changed"
+    )
+    proposal_id = serializers.CharField(
+        required=False,
+        allow_null=True,
+        help_text="with propose_condition: the proposal (prp_…) put in the draft for an admin, null if the approval "
+        "did not count (already decided)",
     )
 
     def to_representation(self, instance: ApprovalRequest) -> dict:
@@ -186,6 +202,9 @@ class DecisionView(APIView):
         self.check_object_permissions(request, approval)
         body = DecisionInput(data=request.data)
         body.is_valid(raise_exception=True)
+        proposed = body.validated_data.get("propose_condition")
+        if proposed is not None:
+            rule = always_check(approval=approval, decision=body.validated_data["decision"], condition=proposed)
         approval, already = approval_decide(
             approval=approval,
             user=request.actor.user,
@@ -194,10 +213,14 @@ class DecisionView(APIView):
             grant_ttl_seconds=body.grant_ttl(),
         )
         pending = approval.status == Status.PENDING
-        return Response(
-            {
-                **approval_as_dict(approval),
-                "already_decided": already and not pending,
-                "already_voted": already and pending,
-            }
-        )
+        answer = {
+            **approval_as_dict(approval),
+            "already_decided": already and not pending,
+            "already_voted": already and pending,
+        }
+        if proposed is not None:
+            proposal = always_record(
+                approval=approval, rule=rule, condition=proposed, user=request.actor.user, already=already
+            )
+            answer["proposal_id"] = proposal.public_id if proposal else None
+        return Response(answer)

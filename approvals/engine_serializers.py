@@ -168,6 +168,14 @@ class InertSerializer(serializers.Serializer):
     notice = serializers.CharField()
 
 
+class AllowedSerializer(serializers.Serializer):
+    """The answer when the rule lets the call through unstored: its condition is false, or it is a shadow rule."""
+
+    status = serializers.ChoiceField(choices=["allowed"])
+    notice = serializers.CharField()
+    shadow = serializers.BooleanField(help_text="true: a shadow rule counted the call; false: its condition is false")
+
+
 class OutcomeSerializer(serializers.Serializer):
     status = choice("status", ExecutionStatus.choices)
     execution_id = text("execution_id", 255, required=False, allow_blank=True)

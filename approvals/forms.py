@@ -3,6 +3,7 @@ from typing import Any
 
 from django import forms
 
+from rules.conditions import CONDITION_MAX
 from rules.models import Config, RuleKind
 
 from .decide import DECISIONS
@@ -25,14 +26,23 @@ class DecisionForm(forms.Form):
     )
     grant = forms.ChoiceField(choices=[("run", "run")], required=False)
     grant_ttl_seconds = forms.IntegerField(min_value=GRANT_TTL_MIN, max_value=GRANT_TTL_MAX, required=False)
+    # "Approve always" is its own button (`always=1`), with the condition to propose in its box.
+    always = forms.BooleanField(required=False)
+    propose_condition = forms.CharField(required=False, strip=False, max_length=CONDITION_MAX)
 
     def clean(self) -> dict:
         data = super().clean()
+        if data.get("always"):
+            data["decision"] = "approve"
         if data.get("grant"):
             data["decision"] = data.get("decision") or "approve"
         elif not data.get("decision") and "decision" not in self.errors:
             self.add_error("decision", "Press one of the buttons: approve or reject (proceed or stop).")
         return data
+
+    def proposed_condition(self) -> str | None:
+        """The condition "Approve always" proposes, or None for a plain decision."""
+        return self.cleaned_data.get("propose_condition", "") if self.cleaned_data.get("always") else None
 
     def grant_ttl(self) -> int | None:
         if not self.cleaned_data.get("grant"):

@@ -74,7 +74,7 @@ def grant_revoke(*, grant: Grant, user: AbstractBaseUser | None = None) -> Grant
             actor=actor_of(user=user),
             action="grant.revoked",
             object=grant.public_id,
-            data={"run_id": grant.run_id},
+            data={"run_id": grant.run_id} if grant.run_id else {"scope": grant.scope, "rule_id": grant.rule_id},
         )
     grant.refresh_from_db()
     return grant
@@ -91,7 +91,8 @@ live_grants_until = ListenedCache()
 
 
 def may_have_live_grant(approval: ApprovalRequest, *, now: datetime) -> bool:
-    """False only when this process knows the request's run has no live grant under its rule."""
+    """False only when this process knows the request has no live grant under its rule: neither a run
+    grant of its run (where the rule allows them) nor a rule window (kept under the run id "")."""
     key = (approval.config_id, approval.rule_id)
     runs = live_grants_until.get(key)
     if runs is None:
@@ -101,5 +102,5 @@ def may_have_live_grant(approval: ApprovalRequest, *, now: datetime) -> bool:
         live = Grant.objects.live(now).filter(config_id=approval.config_id, rule_id=approval.rule_id)
         runs = dict(live.values("run_id").annotate(until=Max("expires_at")).values_list("run_id", "until"))
         live_grants_until.put(key, runs, generation)
-    until = runs.get(approval.run_id)
-    return until is not None and until > now
+    untils = [runs.get(""), runs.get(approval.run_id) if approval.allow_run_grant else None]
+    return any(until is not None and until > now for until in untils)

@@ -110,8 +110,9 @@ def _registered(approval: ApprovalRequest, *, engine_key: ApiToken) -> AuditEntr
     )
 
 
-# A rule that allows run grants inserts through this form of the same statement: a CTE reads the
-# live grant of (config, rule, run) and the row goes in already approved when there is one. Still
+# A request that may fall under a grant inserts through this form of the same statement: a CTE reads
+# the live run grant of (config, rule, run) or rule window of (config, rule), and the row goes in
+# already approved when there is one. Still
 # one statement and one round trip, so a request no grant covers pays only an index probe (bench/policy.py).
 # The grant's columns are scalar subqueries of `live` inside a plain VALUES row: an INSERT … SELECT
 # joined to `live` costs PostgreSQL more to plan and run (bench/policy.py).
@@ -123,13 +124,14 @@ _GRANTED = {
     "decided_by_email": f"COALESCE((SELECT granted_by_email FROM live), {_literal(_FRESH['decided_by_email'])})",
     "decision_action": f"COALESCE((SELECT '{Action.RESUME.value}'::varchar FROM live), "
     f"{_literal(_FRESH['decision_action'])})",
-    "reason": "COALESCE((SELECT 'Approved for the rest of this run by ' || granted_by_email || ' (' || public_id "
-    f"|| ')' FROM live), {_literal(_FRESH['reason'])})",
+    "reason": "COALESCE((SELECT CASE WHEN scope = 'rule' THEN 'Approved under the rule window of ' "
+    "|| granted_by_email || ' (' || public_id || '): ' || reason ELSE 'Approved for the rest of this run by ' "
+    f"|| granted_by_email || ' (' || public_id || ')' END FROM live), {_literal(_FRESH['reason'])})",
 }
 _GRANTED_INSERT_CTES = """
 live AS (
-    SELECT public_id, granted_by_id, granted_by_email FROM {grants}
-    WHERE config_id = %s AND rule_id = %s AND run_id = %s AND revoked_at IS NULL AND expires_at > %s
+    SELECT public_id, granted_by_id, granted_by_email, scope, reason FROM {grants}
+    WHERE config_id = %s AND rule_id = %s AND run_id IN (%s, '') AND revoked_at IS NULL AND expires_at > %s
       AND (%s OR lower(granted_by_email) <> lower(%s))
     ORDER BY expires_at DESC
     LIMIT 1
@@ -171,10 +173,12 @@ def insert_request(approval: ApprovalRequest, *, engine_key: ApiToken, deliverie
     params = [values[field.attname] for field in _BOUND_FIELDS]
     for index, field in _NEEDS_PREPARING:
         params[index] = field.get_db_prep_save(params[index], connection)
-    probe = approval.allow_run_grant and may_have_live_grant(approval, now=now)
+    # Any gate may fall in a rule window (run id ""); a run grant counts only where the rule allows them.
+    probe = approval.kind == ApprovalKind.GATE and may_have_live_grant(approval, now=now)
     if probe:
         # A grant never approves for the person the run acts for when the rule wants four eyes.
-        lookup = [approval.config_id, approval.rule_id, approval.run_id, now]
+        run_id = approval.run_id if approval.allow_run_grant else ""
+        lookup = [approval.config_id, approval.rule_id, run_id, now]
         lookup += [approval.self_approval or not approval.requested_by, approval.requested_by]
         ctes = [_GRANTED_INSERT_CTES]
         params = lookup + _granted_params(params, now=now)

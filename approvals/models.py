@@ -141,6 +141,8 @@ class ApprovalRequest(PublicIdMixin, models.Model):
     # link), and whether it ended because nobody could be told of it — an expiry, never a rejection.
     opened_at = models.DateTimeField(null=True, blank=True)
     undeliverable = models.BooleanField(default=False)
+    # Why the rule's condition could not be evaluated: the request failed closed (pends) and its card says so.
+    condition_error = models.CharField(max_length=500, blank=True)
 
     # What the engine reported after an approval: a separate fact from the decision.
     execution_status = models.CharField(max_length=16, choices=ExecutionStatus.choices, blank=True)
@@ -231,9 +233,16 @@ class GrantQuerySet(models.QuerySet):
         return self.filter(revoked_at__isnull=True, expires_at__gt=now or timezone.now())
 
 
+class GrantScope(models.TextChoices):
+    RUN = "run", "Run — the rest of one run"
+    RULE = "rule", "Rule — every call under the rule (a rule window)"
+
+
 class Grant(PublicIdMixin, models.Model):
     """ "Approve for the rest of this run": later requests of (config, rule, run) are approved at once.
 
+    Or a rule window (scope rule, run_id ""): every request under (config, rule) until it expires,
+    granted by an admin with a reason rather than by approving a request.
     Requests it covers are still stored (approved, with this grant and its reviewer) so the trail
     misses nothing; `uses` counts them. Revoking sets revoked_at; a grant is never deleted.
     """
@@ -243,9 +252,13 @@ class Grant(PublicIdMixin, models.Model):
     public_id_prefix = "grt"
     config = models.ForeignKey(Config, on_delete=models.CASCADE, related_name="grants", db_index=False)
     rule_id = models.CharField(max_length=24)
-    run_id = models.CharField(max_length=500)
-    # The request whose approval created it (not counted in its uses).
-    approval = models.ForeignKey(ApprovalRequest, on_delete=models.PROTECT, related_name="+", db_index=False)
+    scope = models.CharField(max_length=8, choices=GrantScope.choices, default=GrantScope.RUN)
+    run_id = models.CharField(max_length=500, blank=True)  # "" for a rule window
+    reason = models.CharField(max_length=2000, blank=True)  # a rule window's, as its admin gave it
+    # The request whose approval created a run grant (not counted in its uses); none for a rule window.
+    approval = models.ForeignKey(
+        ApprovalRequest, null=True, blank=True, on_delete=models.PROTECT, related_name="+", db_index=False
+    )
     granted_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+", db_index=False
     )
@@ -266,6 +279,12 @@ class Grant(PublicIdMixin, models.Model):
                 name="grant_live",
             ),
             models.Index(fields=["workspace", "-created_at"], name="grant_list"),
+        ]
+        constraints = [
+            models.CheckConstraint(
+                condition=(Q(scope="run") & ~Q(run_id="")) | (Q(scope="rule") & Q(run_id="")),
+                name="grant_run_or_rule_window",
+            )
         ]
 
     def __str__(self) -> str:

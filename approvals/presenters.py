@@ -289,6 +289,11 @@ def facts(approval: ApprovalRequest, *, urls: "CardUrls | None" = None) -> list[
     shown.append(Fact("expires", "Expires", when(approval.expires_at)))
     if approval.message:
         shown.append(Fact("message", "Rule says", visible_lines(approval.message), long=True))
+    if approval.condition_error:
+        # Failed closed: the rule's condition could not say whether to ask, so a person is asked.
+        shown.append(
+            Fact("condition_error", "Condition failed", f"Asked because {visible(approval.condition_error)}", long=True)
+        )
     if approval.summary:
         shown.append(Fact("summary", "Summary", visible_lines(approval.summary), long=True))
     if approval.arguments is not None:
@@ -397,12 +402,15 @@ class CardUrls:
         return out
 
 
-def card(approval: ApprovalRequest, *, user, reviewers: list[str], urls: CardUrls | None = None) -> dict:
+def card(
+    approval: ApprovalRequest, *, user, reviewers: list[str], urls: CardUrls | None = None, versions: dict | None = None
+) -> dict:
     """Everything a pending request's card shows to `user`, worked out once (templates/approvals/_card.html)."""
     from django.template.defaultfilters import date as date_filter
     from django.template.defaultfilters import timeuntil_filter
     from django.utils.timezone import template_localtime
 
+    from .always import always_suggestion
     from .permissions import refuses_self_approval
     from .selectors import may_still_approve
 
@@ -414,6 +422,7 @@ def card(approval: ApprovalRequest, *, user, reviewers: list[str], urls: CardUrl
     self_refused = refuses_self_approval(approval=approval, user=user)
     quorum = approval.approvals_required > 1
     email = getattr(user, "email", "")
+    voted = quorum and any(vote.reviewer_email == email for vote in approval.votes.all())
     return {
         "id": approval.public_id,
         "token_cap": token_cap,
@@ -423,6 +432,7 @@ def card(approval: ApprovalRequest, *, user, reviewers: list[str], urls: CardUrl
         "expires_when": shown["expires"],
         "expires_in": timeuntil_filter(approval.expires_at),
         "message": shown.get("message", ""),
+        "condition_error": shown.get("condition_error", ""),
         "caller": shown["caller"],
         "workspace_scope": approval.scope == "workspace",
         "target": shown.get("target", "—"),
@@ -454,14 +464,22 @@ def card(approval: ApprovalRequest, *, user, reviewers: list[str], urls: CardUrl
             still_may_approve_line(may_still_approve(approval=approval, reviewers=reviewers)) if quorum else ""
         ),
         "self_refused": self_refused,
-        "voted": quorum and any(vote.reviewer_email == email for vote in approval.votes.all()),
+        "voted": voted,
         "decide_url": urls.fill(urls.decide, approval.public_id),
         "grant": approval.allow_run_grant and not self_refused and not token_cap,
+        # "Approve always": the condition the box starts with (approvals/always.py).
+        "always": ""
+        if token_cap or self_refused or (quorum and voted)
+        else always_suggestion(approval, versions=versions),
         "durations": GRANT_DURATIONS,
         "passkey": "step_up" in shown,
     }
 
 
 def cards(approvals: list[ApprovalRequest], *, user, reviewers: list[str]) -> list[dict]:
+    from .versions import frozen_versions
+
     urls = CardUrls()
-    return [card(approval, user=user, reviewers=reviewers, urls=urls) for approval in approvals]
+    # Their frozen rules' conditions ("Approve always"), every version read in at most one query.
+    versions = frozen_versions.many({(approval.config_id, approval.config_version) for approval in approvals})
+    return [card(approval, user=user, reviewers=reviewers, urls=urls, versions=versions) for approval in approvals]

@@ -21,6 +21,7 @@ from .digest import call_digest
 from .exceptions import IdempotencyKeyReused
 from .insert import insert_request
 from .models import ApprovalKind, ApprovalRequest, Scope
+from .policy import registration_policy
 from .versions import frozen_versions
 
 INERT_NOTICE = "HITL: inert (Free plan or no enabled rules) — the call may proceed"
@@ -32,6 +33,9 @@ class Registration:
 
     approval: ApprovalRequest | None
     created: bool
+    # approvals.policy.ALLOWED or SHADOW when the rule let the call through unstored (its condition, its mode).
+    allowed: str = ""
+    rule_id: str = ""
 
 
 def approval_register(
@@ -123,6 +127,9 @@ def approval_register(
         approval.summary = summary
         approval.arguments = arguments
         approval.call_digest = call_digest(target=target, operation=operation, arguments=arguments)
+        allowed = registration_policy(version=version, rule=rule, approval=approval, now=now)
+        if allowed:
+            return Registration(approval=None, created=False, allowed=allowed, rule_id=rule["id"])
     else:
         # A token cap is not a rule, so it parks the run on any paid plan; on Free there is no queue to park in.
         if not workspace.hitl_available:

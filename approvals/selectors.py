@@ -127,7 +127,9 @@ def grants_for(workspace: Workspace, *, active: bool | None = None, now: datetim
         grants = grants.live(now)
     elif active is False:
         grants = grants.exclude(pk__in=Grant.objects.live(now).values("pk"))
-    return grants.annotate(uses=Count("approvals", filter=~Q(approvals__pk=F("approval_id"))))
+    # A rule window was created by no request: every request it names is a use.
+    used = Q(approval_id__isnull=True) | ~Q(approvals__pk=F("approval_id"))
+    return grants.annotate(uses=Count("approvals", filter=used))
 
 
 def with_kind(queryset: QuerySet, kind: str) -> QuerySet:

@@ -78,6 +78,9 @@ class ApprovalRequestSerializer(serializers.Serializer):
     requested_by = serializers.EmailField(allow_null=True, help_text="the person the run acts for (four eyes)")
     approvals_required = serializers.IntegerField(help_text="distinct reviewers who must approve (from the rule)")
     approvals = ApprovingVoteSerializer(many=True, help_text="the approving votes so far, oldest first")
+    condition_error = serializers.CharField(
+        allow_null=True, help_text="why the rule's condition could not be evaluated (the request failed closed)"
+    )
 
     def to_representation(self, instance: ApprovalRequest) -> dict:
         return approval_as_dict(instance)
@@ -163,4 +166,5 @@ def approval_as_dict(approval: ApprovalRequest, now: datetime.datetime | None = 
         "requested_by": approval.requested_by or None,
         "approvals_required": approval.approvals_required,
         "approvals": [{**vote, "at": _iso(vote["at"])} for vote in approving_votes(approval, now)],
+        "condition_error": approval.condition_error or None,
     }

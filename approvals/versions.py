@@ -69,6 +69,11 @@ class FrozenVersions:
         for version in ConfigVersion.objects.filter(query).select_related("config"):
             self._keep(version)
 
+    def many(self, keys: set[tuple[int, int]]) -> dict[tuple[int, int], ConfigVersion | None]:
+        """The (config pk, number) versions, those not kept yet read in one query (a page of cards)."""
+        self.load(keys)
+        return {key: self._by_key.get(key) for key in keys}
+
     def clear(self) -> None:
         with self._lock:
             self._by_key.clear()

@@ -4,7 +4,7 @@ from datetime import date, timedelta
 
 from django.conf import settings
 from django.contrib import messages
-from django.core.exceptions import PermissionDenied
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import Http404, HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import redirect, render
 from django.utils.http import url_has_allowed_host_and_scheme
@@ -20,6 +20,7 @@ from rules.selectors import configs_for
 from workspaces.decorators import member_required
 
 from . import presenters, selectors
+from .always import always_check, always_record
 from .decide import approval_decide, link_decide
 from .exceptions import ApprovalNotFound, SelfApproval, WrongDecision
 from .expire import approval_expire_if_overdue
@@ -81,7 +82,9 @@ def decide(request: HttpRequest, public_id: str) -> HttpResponse:
     form = DecisionForm(request.POST)
     error = ""
     if form.is_valid():
+        proposed = form.proposed_condition()
         try:
+            rule = always_check(approval=approval, decision="approve", condition=proposed) if proposed else None
             approval, already = approval_decide(
                 approval=approval,
                 user=request.user,
@@ -91,10 +94,14 @@ def decide(request: HttpRequest, public_id: str) -> HttpResponse:
                 # The page alone can pass step-up: its script signs a challenge bound to this request.
                 step_up=step_up_from(request.POST.get("passkey_assertion", "")),
             )
+            if rule is not None:
+                always_record(approval=approval, rule=rule, condition=proposed, user=request.user, already=already)
         except WrongDecision as wrong:
             error = wrong.message
         except (SelfApproval, PasskeyRequired, PasskeyRefused) as refused:
             error = refused.message
+        except ValidationError as refused:  # the proposed condition (approvals/always.py)
+            error = " ".join(refused.messages)
     else:
         error = " ".join(e for errors in form.errors.values() for e in errors)
     if error or approval.status == Status.PENDING:

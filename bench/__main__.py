@@ -17,7 +17,21 @@ import time
 import urllib.parse
 from datetime import UTC, datetime
 
-from bench import adapters, audit, long_poll, notify, pages, policy, poll, push, registration, sweep, telegram
+from bench import (
+    adapters,
+    audit,
+    conditions,
+    long_poll,
+    notify,
+    pages,
+    policy,
+    poll,
+    push,
+    registration,
+    simulate,
+    sweep,
+    telegram,
+)
 from bench.floors import Floors
 from bench.harness import RESULTS, Bench, Section, World, log, recreate_database, setup_django, sql
 from bench.report import table
@@ -29,7 +43,15 @@ ON_EMPTY_TABLE: list[Section] = [pages.near_empty]
 # On the million rows, in-process.
 ON_BIG_TABLE: list[Section] = [pages.big]
 # On the million rows, with the portal under gunicorn (bench/server.py: `load`, `paired`).
-WITH_SERVER: list[Section] = [registration.run, poll.run, long_poll.run, adapters.run, policy.run]
+WITH_SERVER: list[Section] = [
+    registration.run,
+    poll.run,
+    long_poll.run,
+    adapters.run,
+    policy.run,
+    conditions.run,
+    simulate.run,
+]
 # After the server has stopped (sections that change many rows).
 AFTER_SERVER: list[Section] = [sweep.run, notify.run, push.run, telegram.run]
 # `--only NAME`: that section alone on an empty table (it starts what it needs), to try it quickly.

@@ -251,6 +251,11 @@ SPECTACULAR_SETTINGS = {
         "ApprovalStatusEnum": "approvals.models.Status",
         "ExecutionStatusEnum": "approvals.models.ExecutionStatus",
         "PassInformationLevelEnum": "rules.models.PassInformationLevel",
+        "RuleModeEnum": "rules.models.RuleMode",
+        "TokenCapModeEnum": "rules.models.TokenCapMode",
+        "GrantScopeEnum": "approvals.models.GrantScope",
+        "TokenCapScopeEnum": "approvals.models.Scope",
+        "RuleWindowScopeEnum": [("rule", "rule")],
     },
 }
 
@@ -264,6 +269,10 @@ APPROVAL_TTL_SECONDS = 24 * 60 * 60
 APPROVAL_MAX_WAIT_SECONDS = 30
 # docs/api.md, Operations: each key may hold this many waits at once (per server process); one more → 429.
 HITL_MAX_WAITS_PER_KEY = envint("HITL_MAX_WAITS_PER_KEY", "1000")
+# A rule condition slower than this to evaluate counts as an error: its request fails closed (pends).
+HITL_CONDITION_TIME_LIMIT_MS = envint("HITL_CONDITION_TIME_LIMIT_MS", "50")
+# The dry run of a draft (rules/simulate.py) gives up after this long rather than load the database.
+HITL_SIMULATE_TIMEOUT_SECONDS = envint("HITL_SIMULATE_TIMEOUT_SECONDS", "20")
 # The Approvals tab refreshes its queue this often (tests shorten it).
 APPROVALS_REFRESH_SECONDS = envint("APPROVALS_REFRESH_SECONDS", "10")
 

@@ -6,6 +6,7 @@ from django.shortcuts import render
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
+from rules.counts import workspace_rule_counts
 from workspaces.decorators import member_required
 
 from . import charts
@@ -51,4 +52,6 @@ def insights(request: HttpRequest) -> HttpResponse:
             delivery_chart=charts.delivery_bars(health.channels) if health else None,
             colours=charts.COLOURS,
         )
+        if reviewer is None:  # admins: what shadow rules would have asked and conditions let through
+            ctx["policy_counts"] = workspace_rule_counts(workspace_id=workspace.pk, days=7)
     return render(request, "insights/insights.html", ctx)

@@ -6,7 +6,7 @@ The workspace scoping is in `_config`: another workspace's config answers 404 li
 
 from django.http import Http404
 from drf_spectacular.utils import OpenApiResponse, extend_schema
-from rest_framework import status
+from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -16,7 +16,8 @@ from hitl_portal.pagination import PAGE_PARAMETERS, CursorPagination
 from workspaces.permissions import IsAdmin
 
 from . import selectors, services
-from .models import Config, ConfigVersion, Rule
+from .models import Config, ConfigVersion, ProposalStatus, Rule
+from .proposals import proposal_as_dict, proposal_for, proposal_resolve
 from .serializers import (
     ConfigCreateSerializer,
     ConfigPage,
@@ -27,9 +28,12 @@ from .serializers import (
     RuleInputSerializer,
     RulePage,
     RuleSerializer,
+    SimulateSerializer,
+    SimulationSerializer,
     VersionPage,
     VersionSerializer,
 )
+from .simulate import config_simulate
 
 TAG = ["configs"]
 ERRORS = {
@@ -256,3 +260,65 @@ class PinView(AdminView):
             raise Http404 from None
         version = ConfigVersion.objects.select_related("config", "published_by").get(pk=version.pk)
         return _version_response(version, version.number)
+
+
+class SimulateView(AdminView):
+    @extend_schema(
+        tags=TAG,
+        summary="Dry run of the draft against the last N days",
+        operation_id="configs_simulate",
+        description=(
+            "The draft's rules held against the requests stored and the shadow and condition counts of the last "
+            "`days` days (today included, UTC): per rule, how many it would still ask about, no longer ask about, "
+            "and newly ask about. Changes nothing; read only."
+        ),
+        request=SimulateSerializer,
+        responses={200: SimulationSerializer, **BAD_INPUT, **ERRORS},
+    )
+    def post(self, request: Request, cfg: str) -> Response:
+        config = _config(request, cfg)
+        data = SimulateSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        return Response(config_simulate(config=config, days=data.validated_data["days"]))
+
+
+class ProposalSerializer(serializers.Serializer):
+    id = serializers.CharField(help_text="prp_…")
+    rule_id = serializers.CharField()
+    condition = serializers.CharField()
+    condition_before = serializers.CharField(allow_blank=True)
+    approval_id = serializers.CharField()
+    proposed_by = serializers.EmailField()
+    created_at = serializers.DateTimeField()
+    status = serializers.ChoiceField(choices=ProposalStatus.values)
+    resolved_by = serializers.EmailField(allow_null=True)
+    resolved_at = serializers.DateTimeField(allow_null=True)
+
+
+class ProposalListView(AdminView):
+    @extend_schema(
+        tags=TAG,
+        summary="Conditions proposed by reviewers with approve always (open ones first)",
+        operation_id="configs_proposals_list",
+        responses={200: ProposalSerializer(many=True), **ERRORS},
+    )
+    def get(self, request: Request, cfg: str) -> Response:
+        config = _config(request, cfg)
+        proposals = config.proposals.select_related("rule").order_by("status", "-created_at")[:200]
+        return Response([proposal_as_dict(proposal) for proposal in proposals])
+
+
+class ProposalResolveView(AdminView):
+    @extend_schema(
+        tags=TAG,
+        summary="Accept a proposal into the draft, or dismiss it",
+        operation_id="configs_proposals_resolve",
+        description="`accept` sets the draft rule's condition to the proposal's (publish to make it live); "
+        "`dismiss` drops it. A resolved proposal stays as it was.",
+        request=None,
+        responses={200: ProposalSerializer, **ERRORS},
+    )
+    def post(self, request: Request, cfg: str, prp: str, action: str) -> Response:
+        proposal = proposal_for(config=_config(request, cfg), public_id=prp)
+        proposal = proposal_resolve(proposal=proposal, user=request.actor.user, accept=action == "accept")
+        return Response(proposal_as_dict(proposal))

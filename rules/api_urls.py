@@ -1,4 +1,4 @@
-from django.urls import path
+from django.urls import path, re_path
 
 from . import api
 
@@ -12,4 +12,11 @@ urlpatterns = [
     path("configs/<str:cfg>/versions", api.VersionListView.as_view(), name="api-versions"),
     path("configs/<str:cfg>/versions/<int:number>", api.VersionDetailView.as_view(), name="api-version"),
     path("configs/<str:cfg>/pin", api.PinView.as_view(), name="api-pin"),
+    path("configs/<str:cfg>/simulate", api.SimulateView.as_view(), name="api-simulate"),
+    path("configs/<str:cfg>/proposals", api.ProposalListView.as_view(), name="api-proposals"),
+    re_path(
+        r"^configs/(?P<cfg>[^/]+)/proposals/(?P<prp>[^/]+)/(?P<action>accept|dismiss)$",
+        api.ProposalResolveView.as_view(),
+        name="api-proposal-resolve",
+    ),
 ]

@@ -4,7 +4,8 @@ from django import forms
 from django.urls import reverse
 from django.utils.safestring import mark_safe
 
-from .models import ANY, MAX_APPROVALS_REQUIRED, Config, Rule, RuleKind
+from .conditions import CONDITION_MAX
+from .models import ANY, MAX_APPROVALS_REQUIRED, Config, Rule, RuleKind, RuleMode
 
 # The "Which one" legend and the selector's hint per kind; htmx swaps them in as the kind changes
 # (views.which_one, rules/_which_one.html), so this table is their only copy.
@@ -87,9 +88,13 @@ class RuleForm(forms.ModelForm):
             "allow_run_grant",
             "require_passkey",
             "on_unreachable",
+            "condition",
+            "mode",
         ]
         widgets = {
             "message": forms.Textarea(attrs={"rows": 2}),
+            "condition": forms.Textarea(attrs={"rows": 3, "spellcheck": "false", "maxlength": CONDITION_MAX}),
+            "mode": forms.RadioSelect,
         }
         labels = {
             "kind": "Boundary",
@@ -103,6 +108,8 @@ class RuleForm(forms.ModelForm):
             "allow_run_grant": "Reviewers may approve the rest of a run at once",
             "require_passkey": "Approving needs the reviewer's passkey",
             "on_unreachable": "When nobody can be reached",
+            "condition": "Only when (CEL)",
+            "mode": "Mode",
         }
         help_texts = {
             "order": "Lower numbers gate first.",
@@ -117,11 +124,16 @@ class RuleForm(forms.ModelForm):
             "on_unreachable": "If no notification of a request could be delivered and nobody opened it: wait for "
             "its deadline, or end it as undeliverable (counted as rejected, never a person's rejection) after "
             "10 minutes (HITL_UNDELIVERABLE_SECONDS).",
+            "condition": "Ask only about calls this is true for; empty asks about every call. It reads target, "
+            "operation, caller, requested_by, run_id, arguments (null below level full) and now.",
+            "mode": "Shadow never pauses a call: it counts what it would have asked, to try a rule first.",
         }
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.fields["match"].required = False
+        self.fields["mode"].required = False  # a form without the field (older pages, tests) keeps the rule a gate
+        self.fields["mode"].choices = RuleMode.choices
         self.fields["approvals_required"].required = False  # left out: one approval, as before the policy
         self.fields["on_unreachable"].required = False  # left out: wait, as before undeliverable existed
         # The model's validators say 1–5; the number input should too (the form field alone says min 0).
@@ -159,6 +171,10 @@ class RuleForm(forms.ModelForm):
             data["approvals_required"] = 1
         if not data.get("on_unreachable") and "on_unreachable" not in self.errors:
             data["on_unreachable"] = "wait"
+        if not data.get("mode"):
+            data["mode"] = self.instance.mode or RuleMode.GATE
+        data["condition"] = data.get("condition") or ""
+        self.instance.condition = data["condition"]
         return data
 
 

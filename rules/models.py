@@ -7,9 +7,12 @@ from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
+from django.utils import timezone
 
 from hitl_portal.ids import PublicIdMixin
 from workspaces.models import Workspace
+
+from .conditions import condition_error
 
 
 class PassInformationLevel(models.TextChoices):
@@ -48,6 +51,11 @@ class OnUnreachable(models.TextChoices):
 
     WAIT = "wait", "Wait for its deadline"
     REJECT = "reject", "End it as undeliverable"
+
+
+class RuleMode(models.TextChoices):
+    GATE = "gate", "Gate — pause the call for a person"
+    SHADOW = "shadow", "Shadow — never pause; count what it would have asked"
 
 
 ANY = "*"
@@ -98,6 +106,8 @@ FROZEN_RULE_DEFAULTS = {
     "allow_run_grant": False,
     "require_passkey": False,
     "on_unreachable": "wait",
+    "condition": "",
+    "mode": "gate",
 }
 FROZEN_CONTACT_DEFAULTS = {"secret_ref": ""}
 
@@ -242,6 +252,9 @@ class Rule(PublicIdMixin, models.Model):
         help_text="When nobody could be told of a request and nobody opened it: wait for its deadline, "
         "or end it as undeliverable after HITL_UNDELIVERABLE_SECONDS.",
     )
+    # A CEL expression (rules/conditions.py): the rule asks only about calls it holds for; blank is every call.
+    condition = models.TextField(blank=True, default="")
+    mode = models.CharField(max_length=8, choices=RuleMode.choices, default=RuleMode.GATE)
     # Fixed for now, stored so the model can grow.
     ask_in = models.CharField(max_length=16, choices=AskIn.choices, default=AskIn.CONSOLE, editable=False)
     on_reject = models.CharField(max_length=16, choices=OnReject.choices, default=OnReject.HALT, editable=False)
@@ -275,6 +288,10 @@ class Rule(PublicIdMixin, models.Model):
             errors["allow_run_grant"] = NO_GRANT_WITH_QUORUM
         elif self.allow_run_grant and self.require_passkey:
             errors["allow_run_grant"] = NO_GRANT_WITH_PASSKEY
+        # Kept as typed (a refusal's position counts from its first character); only blank is no condition.
+        self.condition = self.condition if (self.condition or "").strip() else ""
+        if error := condition_error(self.condition):
+            errors["condition"] = error
         if errors:
             raise ValidationError(errors)
 
@@ -328,4 +345,71 @@ class Rule(PublicIdMixin, models.Model):
             "allow_run_grant": self.allow_run_grant,
             "require_passkey": self.require_passkey,
             "on_unreachable": self.on_unreachable,
+            "condition": self.condition,
+            "mode": self.mode,
         }
+
+
+class RuleCount(models.TextChoices):
+    ALLOWED = "allowed", "Let through by its condition"
+    SHADOW = "shadow", "Would have asked (shadow rule)"
+
+
+class RuleDayCount(models.Model):
+    """Registrations a rule let through without storing a request, per rule, day and why.
+
+    A condition that is false stores nothing (API.md, "Policy") and a shadow rule queues nothing:
+    these counts are all that is kept of them, for the Rules tab, insights and the dry run.
+    One row per (config, rule, day, kind), counted up by an upsert in the registration's statement.
+    """
+
+    config = models.ForeignKey(Config, on_delete=models.CASCADE, related_name="rule_counts", db_index=False)
+    rule_id = models.CharField(max_length=24)
+    day = models.DateField()
+    kind = models.CharField(max_length=8, choices=RuleCount.choices)
+    count = models.PositiveBigIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["config", "rule_id", "day", "kind"], name="one_count_per_rule_day_kind")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.rule_id} {self.day} {self.kind}: {self.count}"
+
+
+class ProposalStatus(models.TextChoices):
+    OPEN = "open", "Open — waiting for an admin"
+    ACCEPTED = "accepted", "Accepted into the draft"
+    DISMISSED = "dismissed", "Dismissed"
+
+
+class ConditionProposal(PublicIdMixin, models.Model):
+    """ "Approve always" from a card: a reviewer proposes a condition that would have let the call through.
+
+    Never live on its own: an admin accepts it into the draft (the rule's condition changes there),
+    then publishes as usual; or dismisses it.
+    """
+
+    config = models.ForeignKey(Config, on_delete=models.CASCADE, related_name="proposals")
+    public_id = models.CharField(max_length=24, unique=True, editable=False)
+    public_id_prefix = "prp"
+    rule = models.ForeignKey(Rule, on_delete=models.CASCADE, related_name="proposals")
+    condition = models.TextField()
+    # The condition the rule had in the version the request was registered under, for the admin to compare.
+    condition_before = models.TextField(blank=True)
+    approval_public_id = models.CharField(max_length=24)  # the request approved with it (apr_…)
+    proposed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+", db_index=False
+    )
+    proposed_by_email = models.CharField(max_length=254)
+    created_at = models.DateTimeField(default=timezone.now)
+    status = models.CharField(max_length=10, choices=ProposalStatus.choices, default=ProposalStatus.OPEN)
+    resolved_by_email = models.CharField(max_length=254, blank=True)
+    resolved_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.public_id} on {self.rule_id}"

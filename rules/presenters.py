@@ -14,3 +14,12 @@ def policy_words(rule: Rule | dict) -> str:
     if frozen["require_passkey"]:
         parts.append("passkey to approve")
     return " · ".join(parts)
+
+
+def condition_words(rule: Rule | dict) -> str:
+    """'shadow · only when caller == "x"' · 'every call': how a rule's mode and condition read."""
+    frozen = rule.frozen() if isinstance(rule, Rule) else rule
+    parts = ["shadow"] if frozen.get("mode") == "shadow" else []
+    condition = (frozen.get("condition") or "").strip()
+    parts.append(f"only when {condition}" if condition else "every call")
+    return " · ".join(parts)

@@ -6,6 +6,7 @@ from contacts.serializers import ContactSerializer
 from hitl_portal.fields import JsonInput
 from hitl_portal.pagination import page_serializer
 
+from .conditions import CONDITION_MAX
 from .models import (
     MAX_APPROVALS_REQUIRED,
     AskIn,
@@ -14,6 +15,7 @@ from .models import (
     OnUnreachable,
     PassInformationLevel,
     RuleKind,
+    RuleMode,
     RulePoint,
     TokenCapMode,
 )
@@ -98,6 +100,14 @@ class RuleSerializer(serializers.Serializer):
         OnUnreachable.choices,
         help_text='"wait" (default) or "reject": end a request nobody could be reached for as undeliverable.',
     )
+    condition = serializers.CharField(
+        allow_blank=True,
+        help_text="A CEL expression over target, operation, caller, requested_by, run_id, arguments and now: the "
+        "rule asks only about calls it is true for (blank: every call).",
+    )
+    mode = _choice(
+        RuleMode.choices, help_text="gate pauses the call; shadow never pauses, it counts what it would ask."
+    )
 
 
 class RuleInputSerializer(JsonInput):
@@ -130,6 +140,14 @@ class RuleInputSerializer(JsonInput):
     allow_run_grant = serializers.BooleanField(required=False)
     require_passkey = serializers.BooleanField(required=False)
     on_unreachable = _choice(OnUnreachable.choices, required=False)
+    # Compiled by Rule.clean, whose refusal names the position; the length is refused here first.
+    condition = serializers.CharField(
+        max_length=CONDITION_MAX, allow_blank=True, allow_null=True, trim_whitespace=False, required=False
+    )
+    mode = _choice(RuleMode.choices, required=False)
+
+    def validate_condition(self, value: str | None) -> str:
+        return value or ""
 
     def validate_match(self, value: str | None) -> str:
         return value or ""
@@ -173,3 +191,31 @@ ConfigPage = page_serializer(ConfigSerializer(many=True), "ConfigPage")
 RulePage = page_serializer(RuleSerializer(many=True), "RulePage")
 VersionPage = page_serializer(VersionSerializer(many=True), "VersionPage")
 ContactPage = page_serializer(ContactSerializer(many=True), "ContactPage")
+
+
+class SimulateSerializer(JsonInput):
+    days = serializers.IntegerField(
+        min_value=1,
+        max_value=30,
+        error_messages={"min_value": "days is from 1 to 30.", "max_value": "days is from 1 to 30."},
+    )
+
+
+class SimulationCountsSerializer(serializers.Serializer):
+    would_ask = serializers.IntegerField(help_text="stored requests the draft's rule would still ask about")
+    no_longer_asked = serializers.IntegerField(help_text="stored requests it would no longer ask about")
+    newly_asked = serializers.IntegerField(help_text="calls let through unstored that it would now ask about")
+    asked_before = serializers.IntegerField(help_text="requests stored in those days")
+
+
+class SimulationRuleSerializer(SimulationCountsSerializer):
+    rule_id = serializers.CharField()
+    in_draft = serializers.BooleanField(help_text="false: a rule of the history the draft no longer has")
+    condition_error = serializers.CharField(allow_null=True, help_text="the draft condition failed on some call")
+
+
+class SimulationSerializer(serializers.Serializer):
+    days = serializers.IntegerField()
+    since = serializers.DateTimeField(help_text="the first moment counted (midnight UTC)")
+    rules = SimulationRuleSerializer(many=True)
+    total = SimulationCountsSerializer()

@@ -29,6 +29,8 @@ RULE_FIELDS = (
     "allow_run_grant",
     "require_passkey",
     "on_unreachable",
+    "condition",
+    "mode",
 )
 CONFIG_FIELDS = ("name", "pass_information_level", "token_cap_per_turn", "token_cap_mode")
 

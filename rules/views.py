@@ -16,6 +16,7 @@ from . import selectors, services
 from .exceptions import NothingToPublish, PlanRequired
 from .forms import MATCH_HINT_ID, ConfigForm, PinForm, PublishForm, RuleForm, SettingsForm, which_one_for
 from .models import Config, ConfigVersion, Rule
+from .policy_views import editor_context, policy_context
 
 
 def config_page_context(request: HttpRequest, config: Config, tab: str, configs: list[Config] | None = None) -> dict:
@@ -106,6 +107,7 @@ def _rules_page(
     context["nothing_to_publish"] = selectors.nothing_to_publish(
         draft, versions[0] if versions else None, config.pinned_version
     )
+    context.update(policy_context(config, context["rules"]))
     return render(request, "rules/rules.html", context, status=status)
 
 
@@ -137,6 +139,7 @@ def _rule_editor(request: HttpRequest, cfg: str, *, rul: str | None) -> HttpResp
         return redirect("rules:rules", config.public_id)
     context = config_page_context(request, config, "rules")
     context.update(form=form, rule=None if rul is None else rule)
+    context.update(editor_context(form["condition"].value() or ""))
     return render(request, "rules/rule_edit.html", context, status=400 if form.errors else 200)
 
 

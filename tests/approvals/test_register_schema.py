@@ -25,9 +25,12 @@ def test_the_200_of_register_is_a_oneof_with_a_status_discriminator(schema):
 
     assert union["discriminator"]["propertyName"] == "status"
     mapping = union["discriminator"]["mapping"]
-    assert set(mapping) == {*Status.values, "inert"}
-    assert {ref for status, ref in mapping.items() if status != "inert"} == {"#/components/schemas/ApprovalRequest"}
+    assert set(mapping) == {*Status.values, "inert", "allowed"}
+    assert {ref for status, ref in mapping.items() if status not in ("inert", "allowed")} == {
+        "#/components/schemas/ApprovalRequest"
+    }
     assert mapping["inert"] == "#/components/schemas/Inert"
+    assert mapping["allowed"] == "#/components/schemas/Allowed"  # a condition false, or a shadow rule
     assert sorted(one["$ref"] for one in union["oneOf"]) == sorted(set(mapping.values()))
 
 
@@ -36,9 +39,10 @@ def test_each_status_value_names_one_shape(schema):
     components = schema["components"]["schemas"]
     declared = {
         name: set(components[components[name]["properties"]["status"]["$ref"].rsplit("/", 1)[1]]["enum"])
-        for name in ("ApprovalRequest", "Inert")
+        for name in ("ApprovalRequest", "Inert", "Allowed")
     }
 
     assert declared["Inert"] == {"inert"}
+    assert declared["Allowed"] == {"allowed"}
     assert declared["ApprovalRequest"] == set(Status.values)
     assert not declared["Inert"] & declared["ApprovalRequest"]
