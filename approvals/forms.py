@@ -5,6 +5,7 @@ from django import forms
 
 from rules.models import Config, RuleKind
 
+from . import edits
 from .decide import DECISIONS
 from .grants import GRANT_TTL_DEFAULT, GRANT_TTL_MAX, GRANT_TTL_MIN
 from .models import ApprovalKind, Status
@@ -25,6 +26,8 @@ class DecisionForm(forms.Form):
     )
     grant = forms.ChoiceField(choices=[("run", "run")], required=False)
     grant_ttl_seconds = forms.IntegerField(min_value=GRANT_TTL_MIN, max_value=GRANT_TTL_MAX, required=False)
+    # The card's arguments editor (rules with allow_edit): the JSON to run instead, as typed.
+    arguments = forms.CharField(required=False, strip=False, widget=forms.Textarea)
 
     def clean(self) -> dict:
         data = super().clean()
@@ -33,6 +36,12 @@ class DecisionForm(forms.Form):
         elif not data.get("decision") and "decision" not in self.errors:
             self.add_error("decision", "Press one of the buttons: approve or reject (proceed or stop).")
         return data
+
+    def edit(self) -> tuple[object, bool]:
+        """(arguments, edit) for approval_decide: the editor's JSON when it was sent with an approval."""
+        if "arguments" not in self.data or self.cleaned_data.get("decision") != "approve":
+            return None, False
+        return edits.parse_edited(self.cleaned_data["arguments"]), True
 
     def grant_ttl(self) -> int | None:
         if not self.cleaned_data.get("grant"):

@@ -40,6 +40,9 @@ _FRESH = {
     "execution_id": "",
     "execution_detail": "",
     "executed_at": None,
+    "approved_arguments": None,
+    "approved_digest": "",
+    "execution_digest": "",
 }
 _BOUND_FIELDS = [field for field in _INSERT_FIELDS if field.attname not in _FRESH]
 

@@ -7,6 +7,7 @@ from rest_framework import serializers
 
 from rules.models import PassInformationLevel
 
+from .edits import decision_arguments, decision_digest, digest_matches, was_edited
 from .models import EXPIRED_REASON, Action, ApprovalKind, ApprovalRequest, ExecutionStatus, Scope, Status
 from .selectors import approving_votes
 
@@ -20,6 +21,14 @@ class DecisionSerializer(serializers.Serializer):
     reason = serializers.CharField(allow_blank=True)
     expired = serializers.BooleanField()
     grant_id = serializers.CharField(allow_null=True, help_text="the run grant (grt_…) that approved it, or null")
+    arguments = serializers.JSONField(
+        allow_null=True,
+        help_text="the call decided on: what was approved, which the engine runs (the proposal's unless edited)",
+    )
+    call_digest = serializers.CharField(
+        allow_null=True, help_text="that call's digest (computed as call_digest is); null for a token cap"
+    )
+    edited = serializers.BooleanField(help_text="true when a reviewer approved other arguments than proposed")
 
 
 class ApprovingVoteSerializer(serializers.Serializer):
@@ -33,6 +42,11 @@ class ExecutionSerializer(serializers.Serializer):
     execution_id = serializers.CharField(allow_null=True)
     detail = serializers.CharField(allow_blank=True)
     reported_at = serializers.DateTimeField()
+    call_digest = serializers.CharField(allow_null=True, help_text="the digest the engine reported running, or null")
+    digest_matches = serializers.BooleanField(
+        allow_null=True,
+        help_text="whether the reported call_digest is decision.call_digest (null when none was reported)",
+    )
 
 
 class ApprovalRequestSerializer(serializers.Serializer):
@@ -90,6 +104,9 @@ def _decision(approval: ApprovalRequest, now) -> dict | None:
             "reason": EXPIRED_REASON,
             "expired": True,
             "grant_id": None,
+            "arguments": decision_arguments(approval),
+            "call_digest": decision_digest(approval),
+            "edited": False,
         }
     return {
         "outcome": status,
@@ -99,6 +116,10 @@ def _decision(approval: ApprovalRequest, now) -> dict | None:
         "reason": approval.reason,
         "expired": False,
         "grant_id": approval.grant_id,
+        # The call decided on: what runs when approved (the proposal unless a reviewer edited it).
+        "arguments": decision_arguments(approval),
+        "call_digest": decision_digest(approval),
+        "edited": was_edited(approval),
     }
 
 
@@ -110,6 +131,8 @@ def _execution(approval: ApprovalRequest) -> dict | None:
         "execution_id": approval.execution_id or None,
         "detail": approval.execution_detail,
         "reported_at": _iso(approval.executed_at),
+        "call_digest": approval.execution_digest or None,
+        "digest_matches": digest_matches(approval),
     }
 
 

@@ -85,6 +85,7 @@ class RuleForm(forms.ModelForm):
             "approvals_required",
             "self_approval",
             "allow_run_grant",
+            "allow_edit",
         ]
         widgets = {
             "message": forms.Textarea(attrs={"rows": 2}),
@@ -99,6 +100,7 @@ class RuleForm(forms.ModelForm):
             "approvals_required": "Approvals required",
             "self_approval": "The person the run acts for may approve it",
             "allow_run_grant": "Reviewers may approve the rest of a run at once",
+            "allow_edit": "Reviewers may approve with edited arguments",
         }
         help_texts = {
             "order": "Lower numbers gate first.",
@@ -108,6 +110,8 @@ class RuleForm(forms.ModelForm):
             ),
             "allow_run_grant": "Adds “Approve for the rest of this run” to its cards (1 h by default, at most 8 h). "
             "Only for rules needing one approval.",
+            "allow_edit": "Adds an arguments editor to its cards: the engine runs what the reviewer approved. "
+            "Only for rules needing one approval, in a config passing the exact arguments (level full).",
         }
 
     def __init__(self, *args, **kwargs) -> None:

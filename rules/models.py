@@ -60,6 +60,16 @@ NO_GRANT_WITH_QUORUM = (
     "A run grant approves later requests on one reviewer's word, so a rule that needs more than one "
     "approval cannot allow it: set approvals_required to 1, or allow_run_grant to false."
 )
+# Approve with edits (docs/api.md): one reviewer's changed arguments run, so one reviewer decides, and
+# only a config passing the exact arguments (level full) shows the reviewer anything to edit.
+EDIT_NEEDS_ONE_APPROVAL = (
+    "Approving with edits runs one reviewer's changed arguments, so a rule that needs more than one approval "
+    "cannot allow it: set approvals_required to 1, or allow_edit to false."
+)
+EDIT_NEEDS_FULL = (
+    "Approving with edits needs the exact arguments on the card: set the config's pass information level to "
+    "full first, or allow_edit to false."
+)
 
 
 def match_error(kind: str, match: str) -> str | None:
@@ -84,6 +94,7 @@ FROZEN_RULE_DEFAULTS = {
     "approvals_required": 1,
     "self_approval": False,
     "allow_run_grant": False,
+    "allow_edit": False,
 }
 FROZEN_CONTACT_DEFAULTS = {"secret_ref": ""}
 
@@ -116,6 +127,20 @@ class Config(PublicIdMixin, models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} ({self.public_id})"
+
+    def clean(self) -> None:
+        # A rule allowing edits needs the exact arguments (level full): lowering the level would leave it
+        # offering an editor over arguments nobody passes, so the level waits until no rule allows edits.
+        if self.pk and self.pass_information_level != PassInformationLevel.FULL:
+            editing = list(self.rules.filter(allow_edit=True).values_list("public_id", flat=True)[:5])
+            if editing:
+                raise ValidationError(
+                    {
+                        "pass_information_level": f"{', '.join(editing)} allow{'s' if len(editing) == 1 else ''} "
+                        "approving with edits, which needs level full: set allow_edit to false on "
+                        f"{'it' if len(editing) == 1 else 'them'} first."
+                    }
+                )
 
     @property
     def token_caps(self) -> dict:
@@ -217,6 +242,10 @@ class Rule(PublicIdMixin, models.Model):
     allow_run_grant = models.BooleanField(
         default=False, help_text="May a reviewer approve the rest of a run at once (rules needing one approval only)?"
     )
+    allow_edit = models.BooleanField(
+        default=False,
+        help_text="May a reviewer approve a call with changed arguments (one approval, level full only)?",
+    )
     # Fixed for now, stored so the model can grow.
     ask_in = models.CharField(max_length=16, choices=AskIn.choices, default=AskIn.CONSOLE, editable=False)
     on_reject = models.CharField(max_length=16, choices=OnReject.choices, default=OnReject.HALT, editable=False)
@@ -232,6 +261,9 @@ class Rule(PublicIdMixin, models.Model):
             models.CheckConstraint(
                 condition=Q(approvals_required=1) | Q(allow_run_grant=False), name="rule_no_grant_with_quorum"
             ),
+            models.CheckConstraint(
+                condition=Q(approvals_required=1) | Q(allow_edit=False), name="rule_no_edit_with_quorum"
+            ),
         ]
 
     def __str__(self) -> str:
@@ -245,6 +277,11 @@ class Rule(PublicIdMixin, models.Model):
         errors.update(self._contact_errors())
         if self.allow_run_grant and (self.approvals_required or 1) > 1:
             errors["allow_run_grant"] = NO_GRANT_WITH_QUORUM
+        if self.allow_edit:
+            if (self.approvals_required or 1) > 1:
+                errors["allow_edit"] = EDIT_NEEDS_ONE_APPROVAL
+            elif self.config_id and self.config.pass_information_level != PassInformationLevel.FULL:
+                errors["allow_edit"] = EDIT_NEEDS_FULL
         if errors:
             raise ValidationError(errors)
 
@@ -296,4 +333,5 @@ class Rule(PublicIdMixin, models.Model):
             "approvals_required": self.approvals_required,
             "self_approval": self.self_approval,
             "allow_run_grant": self.allow_run_grant,
+            "allow_edit": self.allow_edit,
         }

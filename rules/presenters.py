@@ -11,4 +11,6 @@ def policy_words(rule: Rule | dict) -> str:
     parts.append("requester may approve" if frozen["self_approval"] else "four eyes")
     if frozen["allow_run_grant"]:
         parts.append("run grants")
+    if frozen.get("allow_edit"):
+        parts.append("edits allowed")
     return " · ".join(parts)

@@ -89,6 +89,10 @@ class RuleSerializer(serializers.Serializer):
     allow_run_grant = serializers.BooleanField(
         help_text="Whether a reviewer may approve the rest of a run at once (only with approvals_required 1).",
     )
+    allow_edit = serializers.BooleanField(
+        help_text="Whether a reviewer may approve a call with edited arguments (only with approvals_required 1 "
+        "and pass information level full).",
+    )
 
 
 class RuleInputSerializer(JsonInput):
@@ -119,6 +123,7 @@ class RuleInputSerializer(JsonInput):
     )
     self_approval = serializers.BooleanField(required=False)
     allow_run_grant = serializers.BooleanField(required=False)
+    allow_edit = serializers.BooleanField(required=False)
 
     def validate_match(self, value: str | None) -> str:
         return value or ""

@@ -27,6 +27,7 @@ RULE_FIELDS = (
     "approvals_required",
     "self_approval",
     "allow_run_grant",
+    "allow_edit",
 )
 CONFIG_FIELDS = ("name", "pass_information_level", "token_cap_per_turn", "token_cap_mode")
 
