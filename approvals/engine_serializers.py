@@ -162,8 +162,8 @@ class OutcomeSerializer(serializers.Serializer):
     call_digest = serializers.RegexField(
         r"^[0-9a-f]{64}$",
         required=False,
-        help_text="the call_digest of what ran (hex SHA-256, as docs/api.md computes it); one that is not "
-        "decision.call_digest is recorded as execution.digest_matches false",
+        help_text="the call_digest of what ran (hex SHA-256, computed as the request's call_digest is); one that "
+        "is not decision.call_digest is recorded as execution.digest_matches false",
         error_messages={"invalid": "call_digest must be a hex SHA-256 (64 characters 0-9a-f) of what ran."},
     )
 

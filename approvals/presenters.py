@@ -497,5 +497,12 @@ def mismatch_warning(approval: ApprovalRequest) -> str:
     return edits.mismatch_warning(approval)
 
 
+def edit_in_portal_url(approval: ApprovalRequest) -> str:
+    """Where a channel that cannot edit (Slack, email) sends a reviewer to approve with edits ("" where none)."""
+    if not (edits.may_edit(approval) and approval.is_pending()):
+        return ""
+    return f"{review_url(approval)}#edit-{approval.public_id}"
+
+
 def edited_line(approval: ApprovalRequest) -> str:
     return "Approved with edits" if edits.was_edited(approval) else ""

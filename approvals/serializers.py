@@ -80,6 +80,12 @@ class ApprovalRequestSerializer(serializers.Serializer):
     requested_by = serializers.EmailField(allow_null=True, help_text="the person the run acts for (four eyes)")
     approvals_required = serializers.IntegerField(help_text="distinct reviewers who must approve (from the rule)")
     approvals = ApprovingVoteSerializer(many=True, help_text="the approving votes so far, oldest first")
+    allow_edit = serializers.BooleanField(
+        help_text="whether a reviewer may approve it with edited arguments (the frozen rule's allow_edit)"
+    )
+    arguments_schema = serializers.JSONField(
+        allow_null=True, help_text="the engine's JSON Schema of the arguments, which edits are checked against"
+    )
 
     def to_representation(self, instance: ApprovalRequest) -> dict:
         return approval_as_dict(instance)
@@ -170,4 +176,6 @@ def approval_as_dict(approval: ApprovalRequest, now: datetime.datetime | None = 
         "requested_by": approval.requested_by or None,
         "approvals_required": approval.approvals_required,
         "approvals": [{**vote, "at": _iso(vote["at"])} for vote in approving_votes(approval, now)],
+        "allow_edit": approval.allow_edit,
+        "arguments_schema": approval.arguments_schema,
     }

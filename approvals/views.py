@@ -19,7 +19,7 @@ from workspaces.decorators import member_required
 from . import presenters, selectors
 from .decide import approval_decide, link_decide
 from .edits import may_edit
-from .exceptions import ApprovalNotFound, SelfApproval, WrongDecision
+from .exceptions import ApprovalNotFound, EditedArgumentsInvalid, SelfApproval, WrongDecision
 from .expire import approval_expire_if_overdue
 from .forms import DecisionForm, HistoryFilterForm
 from .grants import grant_revoke as grant_revoke_service
@@ -89,6 +89,8 @@ def decide(request: HttpRequest, public_id: str) -> HttpResponse:
                 arguments=arguments,
                 edit=edit,
             )
+        except EditedArgumentsInvalid as invalid:
+            error = f"{invalid.field}: {invalid.message}"  # the path in the arguments, as the API names it
         except WrongDecision as wrong:
             error = wrong.message
         except SelfApproval as refused:
