@@ -91,7 +91,7 @@ def _facts(approval: ApprovalRequest) -> list[dict]:
     for fact in shown:
         if fact.key == "message":
             blocks.append(_section(f"> {escape(fact.value)}"))
-        elif fact.key == "arguments":
+        elif fact.key in ("arguments", "approved_arguments"):
             blocks.append(_section(f"*{fact.label}*\n```{escape(_clip(fact.value, SECTION_MAX - 40))}```"))
         elif fact.long:
             blocks.append(_section(f"*{fact.label}*\n{escape(fact.value)}"))

@@ -1,6 +1,8 @@
 """Approve with edits over real HTTP (API.md, "Approve with edits"): the rule's allow_edit, the registration's
 arguments_schema, a reviewer's edited arguments, the digests, the outcome's reported digest, grants, audit."""
 
+import json
+
 import pytest
 from django.urls import reverse
 
@@ -295,3 +297,33 @@ def test_another_workspaces_request_cannot_be_edited(engine_api, charlie_api, ac
     config = edit_config(acme, alice)
     approval = register(engine_api, config)
     assert decide(charlie_api, approval, arguments=REFUND).status_code == 404
+
+
+# The CLI ---------------------------------------------------------------------------------------------
+
+
+def test_the_cli_approves_with_edits_and_names_a_failing_path(engine_api, acme, alice, bob):
+    from io import StringIO
+
+    from django.core.management import call_command
+    from django.core.management.base import CommandError
+
+    config = edit_config(acme, alice)
+    approval = register(engine_api, config)
+    with pytest.raises(CommandError, match=r"arguments\.amount_cents: 0 is less than the minimum of 1"):
+        call_command(
+            "hitl",
+            "approve",
+            approval["id"],
+            "--as",
+            "bob@acme.test",
+            "--arguments",
+            '{"customer_id": "T-4821", "amount_cents": 0}',
+        )
+    out = StringIO()
+    edited = {"customer_id": "T-4821", "amount_cents": 5}
+    call_command(
+        "hitl", "approve", approval["id"], "--as", "bob@acme.test", "--arguments", json.dumps(edited), stdout=out
+    )
+    assert f"the engine runs call digest {digest(edited)}" in out.getvalue()
+    assert ApprovalRequest.objects.get(public_id=approval["id"]).approved_arguments == edited
