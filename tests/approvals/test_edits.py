@@ -327,3 +327,36 @@ def test_the_cli_approves_with_edits_and_names_a_failing_path(engine_api, acme, 
     )
     assert f"the engine runs call digest {digest(edited)}" in out.getvalue()
     assert ApprovalRequest.objects.get(public_id=approval["id"]).approved_arguments == edited
+
+
+# The OpenAPI schema ----------------------------------------------------------------------------------
+
+
+def test_the_schema_describes_edits_and_real_answers_match_it(anonymous_api, engine_api, bob_api, acme, alice):
+    from tests.schema import Schema
+
+    schema = Schema.served(anonymous_api)
+    components = schema.document["components"]["schemas"]
+    assert {"arguments", "call_digest", "edited"} <= set(components["Decision"]["properties"])
+    assert {"call_digest", "digest_matches"} <= set(components["Execution"]["properties"])
+    assert {"allow_edit", "arguments_schema"} <= set(components["ApprovalRequest"]["properties"])
+    assert "arguments_schema" in components["GateRegistrationRequest"]["properties"]
+    assert "arguments" in components["DecisionInputRequest"]["properties"]
+    assert "call_digest" in components["OutcomeRequest"]["properties"]
+    assert "allow_edit" in components["Rule"]["properties"]
+
+    config = edit_config(acme, alice)
+    body = gate_body(config, target="mcp_billing", operation="refund", arguments=REFUND, arguments_schema=REFUND_SCHEMA)
+    schema.check_request("post", "/api/v1/approvals", body)
+    created = engine_api.post("/api/v1/approvals", body)
+    schema.check_response("post", "/api/v1/approvals", created)
+    edit = {"decision": "approve", "arguments": {**REFUND, "amount_cents": 7}}
+    schema.check_request("post", "/api/v1/approvals/{apr}/decision", edit)
+    decided = bob_api.post(f"/api/v1/approvals/{created.json()['id']}/decision", edit)
+    schema.check_response("post", "/api/v1/approvals/{apr}/decision", decided)
+    refused = bob_api.post(f"/api/v1/approvals/{created.json()['id']}/decision", {**edit, "arguments": {}})
+    schema.check_response("post", "/api/v1/approvals/{apr}/decision", refused)
+    outcome = {"status": "executed", "call_digest": created.json()["call_digest"]}
+    schema.check_request("post", "/api/v1/approvals/{apr}/outcome", outcome)
+    reported = engine_api.post(f"/api/v1/approvals/{created.json()['id']}/outcome", outcome)
+    schema.check_response("post", "/api/v1/approvals/{apr}/outcome", reported)
