@@ -16,6 +16,9 @@ from dataclasses import dataclass
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
+from referencing import Registry
+from referencing.exceptions import Unresolvable
+from referencing.jsonschema import DRAFT202012
 
 from .digest import call_digest
 from .exceptions import EditedArgumentsInvalid, EditNotAllowed
@@ -48,6 +51,48 @@ def arguments_schema_problem(schema: object) -> str | None:
     except SchemaError as error:
         where = _path("arguments_schema", error.absolute_path)
         return f"arguments_schema is not a JSON Schema (draft 2020-12): at {where}, {_short(error.message)}"
+    return _reference_problem(schema) if isinstance(schema, dict) else None
+
+
+def _reference_problem(schema: dict) -> str | None:
+    """Every `$ref` must point inside the schema itself: the portal fetches nothing, and a reference it
+    cannot follow would leave every edit unchecked."""
+    resolver = Registry().with_resource("", DRAFT202012.create_resource(schema)).resolver()
+    stack = [schema]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            for key, value in node.items():
+                if key in ("$ref", "$dynamicRef") and isinstance(value, str):
+                    if not value.startswith("#"):
+                        return (
+                            f"arguments_schema refers to {_short(value)}: only references inside it (#/…) are followed."
+                        )
+                    try:
+                        resolver.lookup(value)
+                    except Unresolvable:
+                        return f"arguments_schema refers to {_short(value)}, which is not in it."
+                else:
+                    stack.append(value)
+        elif isinstance(node, list):
+            stack.extend(node)
+    return None
+
+
+def arguments_schema_check_problem(schema: object, arguments: object) -> str | None:
+    """Why the proposal itself cannot be checked against `schema` (a reference looping on itself), or None.
+
+    Checking the engine's own arguments once, at registration, finds such a schema before a reviewer edits.
+    """
+    if schema is None:
+        return None
+    try:
+        for _ in Draft202012Validator(schema).iter_errors(arguments):
+            pass
+    except RecursionError:
+        return "arguments_schema refers to itself without end: it cannot check any arguments."
+    except Unresolvable as error:
+        return f"arguments_schema cannot be followed: {_short(str(error))}"
     return None
 
 
@@ -117,8 +162,17 @@ def schema_errors(approval: ApprovalRequest, arguments: object) -> dict[str, str
     if approval.arguments_schema is None:
         return {}
     validator = Draft202012Validator(approval.arguments_schema)
+    try:
+        errors = list(validator.iter_errors(arguments))
+    except (RecursionError, Unresolvable):
+        # Registration refuses such a schema (arguments_schema_check_problem); an edit that reaches a loop the
+        # proposal never did is refused, never run unchecked.
+        return {
+            "arguments": "The request's arguments_schema cannot check these arguments: it refers to itself "
+            "without end along them. Approve as proposed, or reject."
+        }
     found: dict[str, str] = {}
-    for error in sorted(validator.iter_errors(arguments), key=lambda error: list(map(str, error.absolute_path))):
+    for error in sorted(errors, key=lambda error: list(map(str, error.absolute_path))):
         path = _path("arguments", _error_path(error))
         found.setdefault(path, _short(error.message))
     return found

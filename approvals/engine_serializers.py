@@ -12,7 +12,7 @@ from hitl_portal.query import QuerySerializer
 from rules.models import PassInformationLevel
 from rules.serializers import RuleSerializer, TokenCapsSerializer
 
-from .edits import FINITE, arguments_schema_problem, json_value_problem
+from .edits import FINITE, arguments_schema_check_problem, arguments_schema_problem, json_value_problem
 from .models import ApprovalKind, ExecutionStatus, Scope
 from .serializers import ApprovalRequestSerializer
 
@@ -117,6 +117,12 @@ class GateRegistrationSerializer(_RegistrationBase):
         if problem:
             raise serializers.ValidationError(problem)
         return value
+
+    def validate(self, data: dict) -> dict:
+        problem = arguments_schema_check_problem(data.get("arguments_schema"), data.get("arguments"))
+        if problem:
+            raise serializers.ValidationError({"arguments_schema": problem})
+        return data
 
     def validate_arguments_schema(self, value: object) -> object:
         if value is None:

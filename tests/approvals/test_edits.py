@@ -103,6 +103,9 @@ def test_allow_edit_needs_one_approval_and_level_full(alice_api, acme):
         {"properties": {"amount_cents": {"minimum": "one"}}},  # a keyword of the wrong type
         "an object, please",
         {"description": "x" * (17 * 1024)},  # over 16 KiB
+        {"$ref": "https://schemas.example.com/refund.json"},  # the portal fetches nothing
+        {"properties": {"amount_cents": {"$ref": "#/$defs/missing"}}},  # a reference to nowhere
+        {"$defs": {"loop": {"$ref": "#/$defs/loop"}}, "$ref": "#/$defs/loop"},  # loops on the proposal itself
     ],
 )
 def test_a_registration_whose_arguments_schema_is_not_a_json_schema_is_refused(engine_api, acme, alice, schema):
@@ -189,6 +192,15 @@ def test_edited_arguments_that_fail_the_schema_are_refused_naming_the_path(engin
     fixed = decide(bob_api, approval, arguments={**REFUND, "amount_cents": 99_999})
     assert fixed.status_code == 200
     assert fixed.json()["decision"]["arguments"]["amount_cents"] == 99_999
+
+
+def test_an_edit_that_walks_into_a_loop_of_the_schema_is_refused_not_a_server_error(engine_api, bob_api, acme, alice):
+    config = edit_config(acme, alice)
+    looping = {"type": "object", "properties": {"note": {"$ref": "#/properties/note"}}}
+    approval = register(engine_api, config, arguments={"amount_cents": 1}, arguments_schema=looping)
+    refused = decide(bob_api, approval, arguments={"amount_cents": 1, "note": "x"})
+    assert refused.status_code == 400
+    assert "itself without end" in error_of(refused)["fields"]["arguments"]
 
 
 def test_without_a_schema_any_storable_json_may_be_approved(engine_api, bob_api, acme, alice):
