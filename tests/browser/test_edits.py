@@ -104,3 +104,23 @@ def test_a_rule_without_edits_shows_no_editor(page, bob, engine_api, acme, alice
     card = page.locator(f"#card-{approval['id']}")
     expect(card.get_by_role("button", name="Approve", exact=True)).to_be_visible()
     expect(card.locator(".edit-arguments")).to_have_count(0)
+
+
+@pytest.mark.server_env(APPROVALS_REFRESH_SECONDS="1")
+def test_an_edit_in_progress_survives_the_queues_refreshes(page, bob, engine_api, acme, alice):
+    config = edit_config(acme, alice)
+    approval = register(engine_api, config)
+    login(page, "bob@acme.test")
+    page.goto(QUEUE)
+    card = page.locator(f"#card-{approval['id']}")
+    editor = card.get_by_label("Arguments to run (JSON)")
+    editor.fill(edited_text(30_000))
+    expect(card.locator(".diff-added")).to_contain_text('"amount_cents": 30000')
+    for _ in range(2):
+        with page.expect_response(lambda r: r.url.endswith("/hitl/approvals/queue/")):
+            pass
+    expect(editor).to_have_value(edited_text(30_000))
+    expect(card.locator(".diff-added")).to_contain_text('"amount_cents": 30000')
+    card.get_by_role("button", name="Approve", exact=True).click()
+    expect(page.locator(f"#decided-{approval['id']}")).to_contain_text("Approved by bob@acme.test")
+    assert ApprovalRequest.objects.get(public_id=approval["id"]).approved_arguments["amount_cents"] == 30_000
