@@ -276,9 +276,11 @@ def facts(approval: ApprovalRequest, *, urls: "CardUrls | None" = None) -> list[
         shown.append(Fact("message", "Rule says", visible_lines(approval.message), long=True))
     if approval.summary:
         shown.append(Fact("summary", "Summary", visible_lines(approval.summary), long=True))
+    edited = edits.was_edited(approval)
     if approval.arguments is not None:
-        shown.append(Fact("arguments", "Arguments", pretty_json(approval.arguments), long=True))
-    if edits.was_edited(approval):
+        label = "Proposed arguments" if edited else "Arguments"  # edited, the approved ones are what runs
+        shown.append(Fact("arguments", label, pretty_json(approval.arguments), long=True))
+    if edited:
         approved = pretty_json(edits.decision_arguments(approval))
         shown.append(Fact("approved_arguments", "Approved arguments (edited)", approved, long=True))
     if warning := edits.mismatch_warning(approval):
