@@ -11,11 +11,13 @@ them words a rule of their own.
 """
 
 import difflib
+import functools
 import json
 from dataclasses import dataclass
 
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import SchemaError
+import re2
+from jsonschema import Draft202012Validator, validators
+from jsonschema.exceptions import SchemaError, ValidationError
 from referencing import Registry
 from referencing.exceptions import Unresolvable
 from referencing.jsonschema import DRAFT202012
@@ -31,6 +33,44 @@ FINITE = "arguments must be JSON with finite numbers only (a number like 1e400 o
 MESSAGE_MAX = 300
 # The card shows this many schema errors at once (the API names every path in `fields`).
 ERRORS_SHOWN = 20
+
+
+# The schema's regular expressions run on RE2 (linear time), not Python's backtracking `re`: a pattern
+# the engine wrote (`^(a+)+$`) must not hold a worker for minutes over a reviewer's edit or the proposal.
+_RE2_OPTIONS = re2.Options()
+_RE2_OPTIONS.log_errors = False  # a pattern RE2 refuses is the engine's 400, not a line in our log
+
+
+@functools.lru_cache(maxsize=512)
+def _regex(pattern: str):
+    return re2.compile(pattern, options=_RE2_OPTIONS)
+
+
+def _matches(pattern: str, text: str) -> bool:
+    try:
+        return _regex(pattern).search(text) is not None
+    except re2.error:
+        return False  # refused at registration; should one slip through, it fails closed (no match)
+
+
+def _pattern(validator, pattern, instance, schema):
+    if validator.is_type(instance, "string") and not _matches(pattern, instance):
+        yield ValidationError(f"{_short(repr(instance))} does not match {pattern!r}")
+
+
+def _pattern_properties(validator, patterns, instance, schema):
+    if not validator.is_type(instance, "object"):
+        return
+    for pattern, subschema in patterns.items():
+        for key, value in instance.items():
+            if _matches(pattern, key):
+                yield from validator.descend(value, subschema, path=key, schema_path=pattern)
+
+
+# Draft 2020-12 with its two regular-expression keywords on RE2; every check below uses it.
+ArgumentsValidator = validators.extend(
+    Draft202012Validator, {"pattern": _pattern, "patternProperties": _pattern_properties}
+)
 
 
 # The schema, at registration ---------------------------------------------------------------------
@@ -51,7 +91,37 @@ def arguments_schema_problem(schema: object) -> str | None:
     except SchemaError as error:
         where = _path("arguments_schema", error.absolute_path)
         return f"arguments_schema is not a JSON Schema (draft 2020-12): at {where}, {_short(error.message)}"
-    return _reference_problem(schema) if isinstance(schema, dict) else None
+    return (_reference_problem(schema) or _pattern_problem(schema)) if isinstance(schema, dict) else None
+
+
+# Keywords whose values are instances (data), not schemas: a "pattern" key inside them is not a regex.
+_DATA_KEYWORDS = frozenset({"const", "enum", "default", "examples"})
+
+
+def _pattern_problem(schema: dict) -> str | None:
+    """Every regular expression (pattern, patternProperties) must be one RE2 runs: no lookaround or
+    backreferences, which are also what makes a pattern take exponential time."""
+    stack = [schema]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, list):
+            stack.extend(node)
+            continue
+        if not isinstance(node, dict):
+            continue
+        patterns = [node["pattern"]] if isinstance(node.get("pattern"), str) else []
+        if isinstance(node.get("patternProperties"), dict):
+            patterns += list(node["patternProperties"])
+        for pattern in patterns:
+            try:
+                _regex(pattern)
+            except re2.error:
+                return (
+                    f"arguments_schema's pattern {_short(repr(pattern))} is not one the portal runs: use a regular "
+                    "expression without lookaround or backreferences (RE2 syntax)."
+                )
+        stack.extend(value for key, value in node.items() if key not in _DATA_KEYWORDS)
+    return None
 
 
 def _reference_problem(schema: dict) -> str | None:
@@ -87,7 +157,7 @@ def arguments_schema_check_problem(schema: object, arguments: object) -> str | N
     if schema is None:
         return None
     try:
-        for _ in Draft202012Validator(schema).iter_errors(arguments):
+        for _ in ArgumentsValidator(schema).iter_errors(arguments):
             pass
     except RecursionError:
         return "arguments_schema refers to itself without end: it cannot check any arguments."
@@ -161,7 +231,7 @@ def schema_errors(approval: ApprovalRequest, arguments: object) -> dict[str, str
         return {"arguments": problem}
     if approval.arguments_schema is None:
         return {}
-    validator = Draft202012Validator(approval.arguments_schema)
+    validator = ArgumentsValidator(approval.arguments_schema)
     try:
         errors = list(validator.iter_errors(arguments))
     except (RecursionError, Unresolvable):

@@ -372,3 +372,20 @@ def test_the_schema_describes_edits_and_real_answers_match_it(anonymous_api, eng
     schema.check_request("post", "/api/v1/approvals/{apr}/outcome", outcome)
     reported = engine_api.post(f"/api/v1/approvals/{created.json()['id']}/outcome", outcome)
     schema.check_response("post", "/api/v1/approvals/{apr}/outcome", reported)
+
+
+def test_a_backtracking_pattern_runs_in_linear_time_and_lookaround_is_refused(engine_api, bob_api, acme, alice):
+    config = edit_config(acme, alice)
+    catastrophic = {"type": "object", "properties": {"note": {"type": "string", "pattern": "^(a+)+$"}}}
+    approval = register(engine_api, config, arguments={"note": "a" * 60_000 + "!"}, arguments_schema=catastrophic)
+    refused = decide(bob_api, approval, arguments={"note": "a" * 60_000 + "?"})  # Python's re would take ages
+    assert refused.status_code == 400 and "arguments.note" in error_of(refused)["fields"]
+    assert decide(bob_api, approval, arguments={"note": "aaa"}).json()["decision"]["edited"] is True
+
+    lookahead = {"properties": {"note": {"pattern": "^(?=a)a$"}}}
+    body = gate_body(config, target="mcp_billing", operation="refund", arguments=REFUND, arguments_schema=lookahead)
+    response = engine_api.post("/api/v1/approvals", body)
+    assert response.status_code == 400 and "RE2" in error_of(response)["fields"]["arguments_schema"]
+    keyed = {"patternProperties": {"^(?!x)": {"type": "string"}}}
+    body["arguments_schema"] = keyed
+    assert engine_api.post("/api/v1/approvals", body).status_code == 400
