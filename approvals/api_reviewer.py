@@ -139,6 +139,12 @@ class DecisionInput(JsonInput):
         help_text='with approve: "approve always" — propose this condition (false for this call) to the rule\'s '
         "draft, for an admin to accept and publish; never live on its own",
     )
+    arguments = serializers.JSONField(
+        required=False,
+        allow_null=True,
+        help_text="with approve, on a rule with allow_edit: the arguments to run instead of the proposal, "
+        "checked against the request's arguments_schema (a failing path is named: arguments.amount_cents)",
+    )
 
     def validate(self, data: dict) -> dict:
         if "grant_ttl_seconds" in data and "grant" not in data:
@@ -183,11 +189,18 @@ class DecisionView(APIView):
         "`already_voted: true`. Four eyes: the request's `requested_by` may not approve unless the rule allows "
         "self-approval (403 `self_approval`). `grant: run` approves the rest of the run (rules with "
         "`allow_run_grant` only). Step-up: approving under a rule with `require_passkey` is done on the request's "
-        "page with a passkey; here it answers 403 `passkey_required` with `error.url`, the page. Rejecting needs none.",
+        "page with a passkey; here it answers 403 `passkey_required` with `error.url`, the page. Rejecting needs none. "
+        "`arguments` approves other arguments than proposed (rules with `allow_edit` "
+        "only): the request keeps its proposal, `decision.arguments` / `decision.call_digest` / `decision.edited` "
+        "say what was approved.",
         request=DecisionInput,
         responses={
             200: DecisionOutput,
-            400: _error("Bad JSON, an unknown decision, the wrong pair for the request's kind, or a reason over 2000."),
+            400: _error(
+                "Bad JSON, an unknown decision, the wrong pair for the request's kind, a reason over 2000, or "
+                "`arguments` where the rule does not allow edits or that fail the request's arguments_schema "
+                "(`fields` names each failing path, such as `arguments.amount_cents`)."
+            ),
             401: _error("No or an unknown bearer token."),
             403: _error(
                 "An engine key, not a reviewer or admin of the workspace, or `self_approval`: the run acts for "
@@ -211,6 +224,8 @@ class DecisionView(APIView):
             decision=body.validated_data["decision"],
             reason=body.validated_data["reason"],
             grant_ttl_seconds=body.grant_ttl(),
+            arguments=body.validated_data.get("arguments"),
+            edit="arguments" in body.validated_data,
         )
         pending = approval.status == Status.PENDING
         answer = {

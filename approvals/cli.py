@@ -10,9 +10,9 @@ from passkeys.exceptions import PasskeyRequired
 from workspaces.access import actor_for_user
 from workspaces.cli import get_user, get_workspace
 
-from . import selectors
+from . import edits, selectors
 from .decide import approval_decide
-from .exceptions import ApprovalNotFound, ReasonTooLong, SelfApproval
+from .exceptions import ApprovalNotFound, EditedArgumentsInvalid, EditNotAllowed, ReasonTooLong, SelfApproval
 from .models import ApprovalKind, ApprovalRequest, Status
 from .permissions import may_decide
 from .presenters import EXPIRED_LINE, UNDELIVERABLE_LINE, card_title, decision_line, duration, quorum_line, visible
@@ -42,7 +42,7 @@ def pending(cmd: BaseCommand, options: dict[str, Any]) -> None:
         cmd.stdout.write("No pending requests.")
 
 
-def _decide(cmd: BaseCommand, options: dict[str, Any], *, yes: bool, reason: str) -> None:
+def _decide(cmd: BaseCommand, options: dict[str, Any], *, yes: bool, reason: str, edited: str | None = None) -> None:
     try:
         approval = selectors.approval_get(workspace=None, public_id=options["id"])
     except ApprovalNotFound:
@@ -55,8 +55,19 @@ def _decide(cmd: BaseCommand, options: dict[str, Any], *, yes: bool, reason: str
     else:
         decision = "approve" if yes else "reject"
     try:
-        approval, already = approval_decide(approval=approval, user=user, decision=decision, reason=reason)
-    except (SelfApproval, ReasonTooLong, PasskeyRequired) as refused:
+        # --arguments: approve these instead of the proposal (rules with allow_edit; approvals/edits.py checks them).
+        arguments = edits.parse_edited(edited) if edited is not None else None
+        approval, already = approval_decide(
+            approval=approval,
+            user=user,
+            decision=decision,
+            reason=reason,
+            arguments=arguments,
+            edit=edited is not None,
+        )
+    except EditedArgumentsInvalid as invalid:
+        raise CommandError("; ".join(f"{path}: {message}" for path, message in invalid.fields.items())) from None
+    except (SelfApproval, ReasonTooLong, PasskeyRequired, EditNotAllowed) as refused:
         raise CommandError(refused.message) from None
     title = card_title(approval)
     line = decision_line(approval)
@@ -74,10 +85,12 @@ def _decide(cmd: BaseCommand, options: dict[str, Any], *, yes: bool, reason: str
         cmd.stdout.write(f"{line}: {approval.public_id} ({title}) — the engine will {action}.")
     if approval.reason and approval.effective_status() != Status.EXPIRED:
         cmd.stdout.write(f"Reason: {visible(approval.reason)}")
+    if edits.was_edited(approval):
+        cmd.stdout.write(f"Approved with edits: the engine runs call digest {edits.decision_digest(approval)}.")
 
 
 def approve(cmd: BaseCommand, options: dict[str, Any]) -> None:
-    _decide(cmd, options, yes=True, reason=options.get("note") or "")
+    _decide(cmd, options, yes=True, reason=options.get("note") or "", edited=options.get("arguments"))
 
 
 def deny(cmd: BaseCommand, options: dict[str, Any]) -> None:
@@ -93,6 +106,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     a.add_argument("id", metavar="APR")
     a.add_argument("--as", dest="as_email", metavar="EMAIL", required=True, help="the reviewer deciding")
     a.add_argument("--note", default="", help="an optional note, recorded with the decision")
+    a.add_argument(
+        "--arguments",
+        metavar="JSON",
+        help="approve these arguments instead of the proposal (rules with allow_edit; checked against the schema)",
+    )
     a.set_defaults(handler=approve)
 
     d = subparsers.add_parser("deny", help="reject a request (stop the run, for a token cap request)")

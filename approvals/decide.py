@@ -17,6 +17,7 @@ from contacts.outbox import deliveries_for_resolution
 from hitl_portal.ids import new_public_id
 from passkeys.stepup import StepUp, step_up_check
 
+from .edits import ApprovedCall, approved_call
 from .exceptions import ReasonTooLong, SelfApproval, WrongDecision
 from .expire import approval_expire_if_overdue
 from .grants import grant_check, grant_create
@@ -44,6 +45,8 @@ def approval_decide(
     reason: str = "",
     grant_ttl_seconds: int | None = None,
     step_up: StepUp | None = None,
+    arguments: object = None,
+    edit: bool = False,
 ) -> tuple[ApprovalRequest, bool]:
     """Decide, or vote on, a request. Returns it as it now is, and whether nothing changed.
 
@@ -59,6 +62,8 @@ def approval_decide(
     - `reason`: at most REASON_MAX characters (ReasonTooLong), whichever door it came through.
     - Step-up: approving under a rule with `require_passkey` needs `step_up`, a passkey assertion bound to
       this request, which only its page can give (passkeys.stepup; PasskeyRequired / PasskeyRefused).
+    - `edit`: approve `arguments` instead of the proposal (approvals/edits.py says where that is allowed
+      and checks them); the request keeps its proposal, the decision records what was approved.
     """
     if decision not in DECISIONS:
         raise WrongDecision(f"decision must be one of {', '.join(DECISIONS)}")
@@ -70,6 +75,7 @@ def approval_decide(
         raise ReasonTooLong(f"The reason is {len(reason):,} characters; keep it to {REASON_MAX:,}.")
     if grant_ttl_seconds is not None:
         grant_check(approval=approval, decision=decision, ttl_seconds=grant_ttl_seconds)
+    approved = approved_call(approval=approval, decision=decision, arguments=arguments, edit=edit)
     if status == Status.APPROVED and refuses_self_approval(approval=approval, user=user):
         raise SelfApproval(
             f"{approval.public_id} acts for {approval.requested_by}, and its rule needs another reviewer's "
@@ -83,7 +89,14 @@ def approval_decide(
     grant_id = new_public_id("grt") if grant_ttl_seconds is not None else None
     with transaction.atomic():
         won = _decided(
-            approval=approval, user=user, status=status, action=action, reason=reason, now=now, grant_id=grant_id
+            approval=approval,
+            user=user,
+            status=status,
+            action=action,
+            reason=reason,
+            now=now,
+            grant_id=grant_id,
+            approved=approved if status == Status.APPROVED else None,
         )
         if won:
             if grant_id:
@@ -104,7 +117,8 @@ _DECIDE_SQL = f"""
 WITH won AS (
     UPDATE {ApprovalRequest._meta.db_table}
     SET status = %(status)s, decision_action = %(action)s, decided_at = %(now)s, decided_by_id = %(user)s,
-        decided_by_email = %(email)s, reason = %(reason)s, grant_id = %(grant)s
+        decided_by_email = %(email)s, reason = %(reason)s, grant_id = %(grant)s,
+        approved_arguments = %(approved_arguments)s::jsonb, approved_digest = %(approved_digest)s
     WHERE id = %(id)s AND status = %(pending)s AND {{condition}}
     RETURNING id
 ){{audit}}
@@ -128,13 +142,16 @@ def _decided(
     now: datetime,
     grant_id: str | None = None,
     quorum: bool = False,
+    approved: ApprovedCall | None = None,
 ) -> bool:
     """Decide a pending request if it still is one; returns whether this call decided it.
 
     The conditional UPDATE is the arbiter (a decided request is never overwritten). When it wins,
     the same statement appends its `approval.decided` record and wakes its long-polls (NOTIFY, sent
-    at commit). Call inside the deciding transaction.
+    at commit). Call inside the deciding transaction. `approved`: the call an approval lets run; only
+    an edited one is stored (unedited, the decision's arguments are the proposal's).
     """
+    edited = approved is not None and approved.edited
     params = {
         "id": approval.pk,
         "pending": Status.PENDING,
@@ -145,6 +162,8 @@ def _decided(
         "email": getattr(user, "email", "") or "",
         "reason": reason,
         "grant": grant_id,
+        "approved_arguments": canonical(approved.arguments) if edited else None,
+        "approved_digest": approved.digest if edited else "",
         "channel": CHANNEL,
         "public_id": approval.public_id,
     }
@@ -153,12 +172,23 @@ def _decided(
         params.update(
             workspace=approval.workspace_id,
             actor=actor_of(user=user),
-            data=canonical({"outcome": status, "action": action, "reason": reason}),
+            data=canonical({"outcome": status, "action": action, "reason": reason, **_digests(approval, approved)}),
         )
     sql = _DECIDE_SQL.format(condition=_QUORUM_MET if quorum else _NOT_OVERDUE, audit=_DECIDED_AUDIT if audited else "")
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         return cursor.fetchone() is not None
+
+
+def _digests(approval: ApprovalRequest, approved: ApprovedCall | None) -> dict:
+    """A gate decision's audit record names both digests: the proposed call's and the approved one's."""
+    if approval.kind != ApprovalKind.GATE:
+        return {}
+    return {
+        "call_digest": approval.call_digest,
+        "approved_digest": approved.digest if approved is not None else None,
+        "edited": approved is not None and approved.edited,
+    }
 
 
 def _approval_vote(*, approval: ApprovalRequest, user, reason: str, now) -> tuple[ApprovalRequest, bool]:
@@ -180,7 +210,7 @@ def _approval_vote(*, approval: ApprovalRequest, user, reason: str, now) -> tupl
                 actor=actor_of(user=user),
                 action="approval.voted",
                 object=approval.public_id,
-                data={"vote": "approve", "reason": reason},
+                data={"vote": "approve", "reason": reason, "call_digest": approval.call_digest},
                 at=now,
             )
             flipped = _decided(
@@ -191,6 +221,7 @@ def _approval_vote(*, approval: ApprovalRequest, user, reason: str, now) -> tupl
                 reason=reason,
                 now=now,
                 quorum=True,
+                approved=approved_call(approval=approval, decision="approve"),  # a quorum approves as proposed
             )
             if flipped:
                 deliveries_for_resolution(approvals=[approval], event=DeliveryEvent.DECIDED)

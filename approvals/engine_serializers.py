@@ -1,6 +1,5 @@
 """Shapes of the engine API (docs/api.md, Engines and Limits): registration, outcome, the served gate table."""
 
-import json
 from typing import Any
 
 from django.conf import settings
@@ -13,14 +12,13 @@ from hitl_portal.query import QuerySerializer
 from rules.models import PassInformationLevel
 from rules.serializers import RuleSerializer, TokenCapsSerializer
 
+from .edits import FINITE, arguments_schema_check_problem, arguments_schema_problem, json_value_problem
 from .models import ApprovalKind, ExecutionStatus, Scope
 from .serializers import ApprovalRequestSerializer
 
-MAX_ARGUMENTS_BYTES = 64 * 1024
 # Token counts are stored in a bigint; beyond it the database would refuse, so we refuse first.
 MAX_TOKENS = 2**63 - 1
 MAX_INT = 2_147_483_647
-FINITE = "arguments must be JSON with finite numbers only (a number like 1e400 overflows to Infinity)."
 
 
 def text(name: str, max_length: int, *, required: bool = True, allow_blank: bool = False) -> StrictCharField:
@@ -48,22 +46,6 @@ def choice(name: str, choices: list[tuple[str, str]], **kwargs: Any) -> serializ
         },
         **kwargs,
     )
-
-
-def _holds_nul(value) -> bool:
-    """Any NUL in a string or a key, found without recursion (the parser bounds depth, but still)."""
-    stack = [value]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, str):
-            if "\x00" in node:
-                return True
-        elif isinstance(node, dict):
-            stack.extend(node.keys())
-            stack.extend(node.values())
-        elif isinstance(node, list):
-            stack.extend(node)
-    return False
 
 
 class KindSerializer(serializers.Serializer):
@@ -121,22 +103,33 @@ class GateRegistrationSerializer(_RegistrationBase):
         error_messages={"invalid": FINITE},
     )
 
+    arguments_schema = serializers.JSONField(
+        required=False,
+        allow_null=True,
+        help_text="A JSON Schema (draft 2020-12, at most 16 KiB) of the arguments: a reviewer's edits "
+        "(rules with allow_edit) are checked against it.",
+        error_messages={"invalid": "arguments_schema must be JSON with finite numbers only."},
+    )
+
     def validate_arguments(self, value: object) -> object:
         # What PostgreSQL's jsonb and the digest cannot take is refused here, never met as a 500 later.
-        try:
-            encoded = json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
-        except UnicodeEncodeError:
-            raise serializers.ValidationError(
-                "arguments must be valid Unicode text: it holds a lone surrogate (\\ud800–\\udfff)."
-            ) from None
-        except ValueError:
-            raise serializers.ValidationError(FINITE) from None
-        if _holds_nul(value):
-            raise serializers.ValidationError("arguments must not contain the NUL character (\\u0000).")
-        if len(encoded) > MAX_ARGUMENTS_BYTES:
-            raise serializers.ValidationError(
-                f"arguments is {len(encoded):,} bytes encoded; the limit is 64 KiB ({MAX_ARGUMENTS_BYTES:,} bytes)."
-            )
+        problem = json_value_problem(value)
+        if problem:
+            raise serializers.ValidationError(problem)
+        return value
+
+    def validate(self, data: dict) -> dict:
+        problem = arguments_schema_check_problem(data.get("arguments_schema"), data.get("arguments"))
+        if problem:
+            raise serializers.ValidationError({"arguments_schema": problem})
+        return data
+
+    def validate_arguments_schema(self, value: object) -> object:
+        if value is None:
+            return None
+        problem = arguments_schema_problem(value)
+        if problem:
+            raise serializers.ValidationError(problem)
         return value
 
 
@@ -180,6 +173,13 @@ class OutcomeSerializer(serializers.Serializer):
     status = choice("status", ExecutionStatus.choices)
     execution_id = text("execution_id", 255, required=False, allow_blank=True)
     detail = text("detail", 2000, required=False, allow_blank=True)
+    call_digest = serializers.RegexField(
+        r"^[0-9a-f]{64}$",
+        required=False,
+        help_text="the call_digest of what ran (hex SHA-256, computed as the request's call_digest is); one that "
+        "is not decision.call_digest is recorded as execution.digest_matches false",
+        error_messages={"invalid": "call_digest must be a hex SHA-256 (64 characters 0-9a-f) of what ran."},
+    )
 
 
 class OutcomeReportedSerializer(ApprovalRequestSerializer):

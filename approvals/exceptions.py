@@ -55,3 +55,21 @@ class IdempotencyKeyReused(DomainError):
 
 class NotApproved(DomainError):
     """An outcome reported for a request that is not approved (its call must not have run)."""
+
+
+class EditNotAllowed(WrongDecision):
+    """Edited arguments where the request's rule does not allow edits, or with anything but an approval."""
+
+    field = "arguments"
+
+
+class EditedArgumentsInvalid(WrongDecision):
+    """Edited arguments that are not JSON the portal can keep, or fail the request's `arguments_schema`.
+
+    `fields` names every failing path (`arguments.amount_cents`); `field` and the message are the first.
+    """
+
+    def __init__(self, fields: dict[str, str]) -> None:
+        self.fields = dict(fields)
+        self.field, message = next(iter(self.fields.items()))
+        super().__init__(message)

@@ -6,6 +6,7 @@ from django import forms
 from rules.conditions import CONDITION_MAX
 from rules.models import Config, RuleKind
 
+from . import edits
 from .decide import DECISIONS
 from .grants import GRANT_TTL_DEFAULT, GRANT_TTL_MAX, GRANT_TTL_MIN
 from .models import ApprovalKind, Status
@@ -29,6 +30,8 @@ class DecisionForm(forms.Form):
     # "Approve always" is its own button (`always=1`), with the condition to propose in its box.
     always = forms.BooleanField(required=False)
     propose_condition = forms.CharField(required=False, strip=False, max_length=CONDITION_MAX)
+    # The card's arguments editor (rules with allow_edit): the JSON to run instead, as typed.
+    arguments = forms.CharField(required=False, strip=False, widget=forms.Textarea)
 
     def clean(self) -> dict:
         data = super().clean()
@@ -43,6 +46,12 @@ class DecisionForm(forms.Form):
     def proposed_condition(self) -> str | None:
         """The condition "Approve always" proposes, or None for a plain decision."""
         return self.cleaned_data.get("propose_condition", "") if self.cleaned_data.get("always") else None
+
+    def edit(self) -> tuple[object, bool]:
+        """(arguments, edit) for approval_decide: the editor's JSON when it was sent with an approval."""
+        if "arguments" not in self.data or self.cleaned_data.get("decision") != "approve":
+            return None, False
+        return edits.parse_edited(self.cleaned_data["arguments"]), True
 
     def grant_ttl(self) -> int | None:
         if not self.cleaned_data.get("grant"):

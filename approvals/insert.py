@@ -42,6 +42,9 @@ _FRESH = {
     "executed_at": None,
     "opened_at": None,
     "undeliverable": False,
+    "approved_arguments": None,
+    "approved_digest": "",
+    "execution_digest": "",
 }
 _BOUND_FIELDS = [field for field in _INSERT_FIELDS if field.attname not in _FRESH]
 

@@ -97,6 +97,10 @@ class ApprovalRequest(PublicIdMixin, models.Model):
     summary = models.CharField(max_length=2000, blank=True)
     arguments = models.JSONField(null=True, blank=True)
     call_digest = models.CharField(max_length=64, blank=True)
+    # Approve with edits (approvals/edits.py): the engine's JSON Schema of its arguments, and whether
+    # the frozen rule lets a reviewer change them. `arguments` and `call_digest` stay as proposed.
+    arguments_schema = models.JSONField(null=True, blank=True)
+    allow_edit = models.BooleanField(default=False)
 
     tokens_used = models.BigIntegerField(null=True, blank=True)
     token_cap = models.BigIntegerField(null=True, blank=True)
@@ -117,6 +121,10 @@ class ApprovalRequest(PublicIdMixin, models.Model):
     decided_by_email = models.CharField(max_length=254, blank=True)  # kept if the user is deleted
     decision_action = models.CharField(max_length=20, choices=Action.choices, blank=True)
     reason = models.CharField(max_length=2000, blank=True)
+    # Set only when a reviewer approved other arguments than proposed: what the engine is to run, and
+    # its digest. Unedited, the decision's arguments and digest are the proposal's (nothing copied).
+    approved_arguments = models.JSONField(null=True, blank=True)
+    approved_digest = models.CharField(max_length=64, blank=True)
 
     # The approver policy (SPEC.md), frozen from the rule like its message; token caps keep the defaults.
     requested_by = models.CharField(max_length=254, blank=True)  # the person the run acts for (four eyes)
@@ -149,6 +157,8 @@ class ApprovalRequest(PublicIdMixin, models.Model):
     execution_id = models.CharField(max_length=255, blank=True)
     execution_detail = models.CharField(max_length=2000, blank=True)
     executed_at = models.DateTimeField(null=True, blank=True)
+    # The call_digest the engine reported running ("" when it said none); compared with the approved one.
+    execution_digest = models.CharField(max_length=64, blank=True)
 
     objects = ApprovalRequestQuerySet.as_manager()
 

@@ -14,6 +14,7 @@ from django.utils import timezone
 
 from passkeys.policy import needs_passkey
 
+from . import edits
 from .models import ApprovalKind, ApprovalRequest, Status
 
 # Engine-supplied text shown to people: control and bidi characters made visible, never obeyed.
@@ -296,8 +297,15 @@ def facts(approval: ApprovalRequest, *, urls: "CardUrls | None" = None) -> list[
         )
     if approval.summary:
         shown.append(Fact("summary", "Summary", visible_lines(approval.summary), long=True))
+    edited = edits.was_edited(approval)
     if approval.arguments is not None:
-        shown.append(Fact("arguments", "Arguments", pretty_json(approval.arguments), long=True))
+        label = "Proposed arguments" if edited else "Arguments"  # edited, the approved ones are what runs
+        shown.append(Fact("arguments", label, pretty_json(approval.arguments), long=True))
+    if edited:
+        approved = pretty_json(edits.decision_arguments(approval))
+        shown.append(Fact("approved_arguments", "Approved arguments (edited)", approved, long=True))
+    if warning := edits.mismatch_warning(approval):
+        shown.append(Fact("digest_warning", "Warning", warning, long=True))
     if needs_passkey(approval):
         shown.append(Fact("step_up", "Step-up", STEP_UP_WORDS))
     return shown
@@ -471,6 +479,7 @@ def card(
         "always": ""
         if token_cap or self_refused or (quorum and voted)
         else always_suggestion(approval, versions=versions),
+        "edit": None if self_refused else edit_box(approval),
         "durations": GRANT_DURATIONS,
         "passkey": "step_up" in shown,
     }
@@ -483,3 +492,71 @@ def cards(approvals: list[ApprovalRequest], *, user, reviewers: list[str]) -> li
     # Their frozen rules' conditions ("Approve always"), every version read in at most one query.
     versions = frozen_versions.many({(approval.config_id, approval.config_version) for approval in approvals})
     return [card(approval, user=user, reviewers=reviewers, urls=urls, versions=versions) for approval in approvals]
+
+
+# Approve with edits: the card's editor, its live check, and what a decided request shows ----------
+# The rules are approvals/edits.py's; here only how they read. The editor's text is the proposal's pretty
+# JSON made visible: an escape `visible()` writes inside a JSON string (`\u202e`) reads back as the same
+# character, so the text in the box is still exactly the proposal.
+
+
+def edit_box(approval: ApprovalRequest) -> dict | None:
+    """The card's arguments editor, or None where the rule does not allow edits."""
+    if not edits.may_edit(approval):
+        return None
+    proposed = pretty_json(approval.arguments)
+    return {
+        "proposed": proposed,
+        "rows": min(20, max(4, proposed.count("\n") + 2)),
+        "check_url": reverse("approvals:edit-check", args=[approval.public_id]),
+        "check": edit_check(approval, proposed),
+        "has_schema": approval.arguments_schema is not None,
+    }
+
+
+def edit_check(approval: ApprovalRequest, text: str) -> dict:
+    """What the editor says of `text` as the reviewer types: each schema error by path, or the diff to approve."""
+    try:
+        edited = edits.parse_edited(text)
+    except edits.EditedArgumentsInvalid as invalid:
+        return {"errors": list(invalid.fields.items()), "diff": [], "edited": False}
+    errors = edits.schema_errors(approval, edited)
+    if errors:
+        shown = list(errors.items())[: edits.ERRORS_SHOWN]
+        return {"errors": [(path, visible(message)) for path, message in shown], "diff": [], "edited": False}
+    return {
+        "errors": [],
+        "diff": _diff_lines(approval.arguments, edited),
+        "edited": edits.digest_of(approval, edited) != approval.call_digest,
+    }
+
+
+def _diff_lines(proposed: object, approved: object) -> list[tuple[str, str]]:
+    return [(kind, visible(line)) for kind, line in edits.edit_diff(proposed, approved)]
+
+
+def edit_summary(approval: ApprovalRequest) -> dict | None:
+    """A decided request's edit (the diff proposed → approved, both digests), or None when it was not edited."""
+    if not edits.was_edited(approval):
+        return None
+    return {
+        "diff": _diff_lines(approval.arguments, edits.decision_arguments(approval)),
+        "proposed_digest": approval.call_digest,
+        "approved_digest": edits.decision_digest(approval),
+    }
+
+
+def mismatch_warning(approval: ApprovalRequest) -> str:
+    """The warning shown wherever a request is shown when its engine reported running another call."""
+    return edits.mismatch_warning(approval)
+
+
+def edit_in_portal_url(approval: ApprovalRequest) -> str:
+    """Where a channel that cannot edit (Slack, email) sends a reviewer to approve with edits ("" where none)."""
+    if not (edits.may_edit(approval) and approval.is_pending()):
+        return ""
+    return f"{review_url(approval)}#edit-{approval.public_id}"
+
+
+def edited_line(approval: ApprovalRequest) -> str:
+    return "Approved with edits" if edits.was_edited(approval) else ""

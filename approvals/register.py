@@ -54,6 +54,7 @@ def approval_register(
     operation: str = "",
     summary: str = "",
     arguments: Any = None,
+    arguments_schema: Any = None,
     scope: str = "",
     tokens_used: int | None = None,
     token_cap: int | None = None,
@@ -61,7 +62,7 @@ def approval_register(
     idempotency_key: str = "",
     fingerprint: str = "",
 ) -> Registration:
-    """Register a gate (rule_id, target, operation, summary, arguments) or a token cap breach (scope,
+    """Register a gate (rule_id, target, operation, summary, arguments, arguments_schema) or a token cap breach (scope,
     tokens_used, token_cap) against the frozen version `config_id`@`config_version`.
 
     Idempotent per (engine key, Idempotency-Key): a replay returns the first request, another body
@@ -122,10 +123,12 @@ def approval_register(
         approval.self_approval = rule["self_approval"]
         approval.allow_run_grant = rule["allow_run_grant"]
         approval.require_passkey = rule["require_passkey"]
+        approval.allow_edit = rule["allow_edit"]
         approval.target = target
         approval.operation = operation
         approval.summary = summary
         approval.arguments = arguments
+        approval.arguments_schema = arguments_schema
         approval.call_digest = call_digest(target=target, operation=operation, arguments=arguments)
         allowed = registration_policy(version=version, rule=rule, approval=approval, now=now)
         if allowed:

@@ -7,6 +7,7 @@ from rest_framework import serializers
 
 from rules.models import PassInformationLevel
 
+from .edits import decision_arguments, decision_digest, digest_matches, was_edited
 from .models import (
     EXPIRED_REASON,
     UNDELIVERABLE_REASON,
@@ -32,6 +33,14 @@ class DecisionSerializer(serializers.Serializer):
         help_text="expired because no notification could be delivered and nobody opened it (never a person's rejection)"
     )
     grant_id = serializers.CharField(allow_null=True, help_text="the run grant (grt_…) that approved it, or null")
+    arguments = serializers.JSONField(
+        allow_null=True,
+        help_text="the call decided on: what was approved, which the engine runs (the proposal's unless edited)",
+    )
+    call_digest = serializers.CharField(
+        allow_null=True, help_text="that call's digest (computed as call_digest is); null for a token cap"
+    )
+    edited = serializers.BooleanField(help_text="true when a reviewer approved other arguments than proposed")
 
 
 class ApprovingVoteSerializer(serializers.Serializer):
@@ -45,6 +54,11 @@ class ExecutionSerializer(serializers.Serializer):
     execution_id = serializers.CharField(allow_null=True)
     detail = serializers.CharField(allow_blank=True)
     reported_at = serializers.DateTimeField()
+    call_digest = serializers.CharField(allow_null=True, help_text="the digest the engine reported running, or null")
+    digest_matches = serializers.BooleanField(
+        allow_null=True,
+        help_text="whether the reported call_digest is decision.call_digest (null when none was reported)",
+    )
 
 
 class ApprovalRequestSerializer(serializers.Serializer):
@@ -81,6 +95,12 @@ class ApprovalRequestSerializer(serializers.Serializer):
     condition_error = serializers.CharField(
         allow_null=True, help_text="why the rule's condition could not be evaluated (the request failed closed)"
     )
+    allow_edit = serializers.BooleanField(
+        help_text="whether a reviewer may approve it with edited arguments (the frozen rule's allow_edit)"
+    )
+    arguments_schema = serializers.JSONField(
+        allow_null=True, help_text="the engine's JSON Schema of the arguments, which edits are checked against"
+    )
 
     def to_representation(self, instance: ApprovalRequest) -> dict:
         return approval_as_dict(instance)
@@ -108,6 +128,9 @@ def _decision(approval: ApprovalRequest, now) -> dict | None:
             "expired": True,
             "undeliverable": undeliverable,
             "grant_id": None,
+            "arguments": decision_arguments(approval),
+            "call_digest": decision_digest(approval),
+            "edited": False,
         }
     return {
         "outcome": status,
@@ -118,6 +141,10 @@ def _decision(approval: ApprovalRequest, now) -> dict | None:
         "expired": False,
         "undeliverable": False,
         "grant_id": approval.grant_id,
+        # The call decided on: what runs when approved (the proposal unless a reviewer edited it).
+        "arguments": decision_arguments(approval),
+        "call_digest": decision_digest(approval),
+        "edited": was_edited(approval),
     }
 
 
@@ -129,6 +156,8 @@ def _execution(approval: ApprovalRequest) -> dict | None:
         "execution_id": approval.execution_id or None,
         "detail": approval.execution_detail,
         "reported_at": _iso(approval.executed_at),
+        "call_digest": approval.execution_digest or None,
+        "digest_matches": digest_matches(approval),
     }
 
 
@@ -167,4 +196,6 @@ def approval_as_dict(approval: ApprovalRequest, now: datetime.datetime | None = 
         "approvals_required": approval.approvals_required,
         "approvals": [{**vote, "at": _iso(vote["at"])} for vote in approving_votes(approval, now)],
         "condition_error": approval.condition_error or None,
+        "allow_edit": approval.allow_edit,
+        "arguments_schema": approval.arguments_schema,
     }

@@ -22,7 +22,8 @@ from workspaces.decorators import member_required
 from . import presenters, selectors
 from .always import always_check, always_record
 from .decide import approval_decide, link_decide
-from .exceptions import ApprovalNotFound, SelfApproval, WrongDecision
+from .edits import may_edit
+from .exceptions import ApprovalNotFound, EditedArgumentsInvalid, SelfApproval, WrongDecision
 from .expire import approval_expire_if_overdue
 from .forms import DecisionForm, HistoryFilterForm
 from .grants import grant_revoke as grant_revoke_service
@@ -85,6 +86,7 @@ def decide(request: HttpRequest, public_id: str) -> HttpResponse:
         proposed = form.proposed_condition()
         try:
             rule = always_check(approval=approval, decision="approve", condition=proposed) if proposed else None
+            arguments, edit = form.edit()
             approval, already = approval_decide(
                 approval=approval,
                 user=request.user,
@@ -93,9 +95,13 @@ def decide(request: HttpRequest, public_id: str) -> HttpResponse:
                 grant_ttl_seconds=form.grant_ttl(),
                 # The page alone can pass step-up: its script signs a challenge bound to this request.
                 step_up=step_up_from(request.POST.get("passkey_assertion", "")),
+                arguments=arguments,
+                edit=edit,
             )
             if rule is not None:
                 always_record(approval=approval, rule=rule, condition=proposed, user=request.user, already=already)
+        except EditedArgumentsInvalid as invalid:
+            error = f"{invalid.field}: {invalid.message}"  # the path in the arguments, as the API names it
         except WrongDecision as wrong:
             error = wrong.message
         except (SelfApproval, PasskeyRequired, PasskeyRefused) as refused:
@@ -126,6 +132,26 @@ def decide(request: HttpRequest, public_id: str) -> HttpResponse:
         return redirect("approvals:queue")
     ctx = {"approval": approval, "already": already, "outcome": decided_line(approval, already=already)}
     return render(request, "approvals/_decided.html", ctx)
+
+
+@require_POST
+@member_required
+def edit_check(request: HttpRequest, public_id: str) -> HttpResponse:
+    """The card's arguments editor, checked as the reviewer types (htmx): each schema error by path, or the diff.
+
+    Checked on the server, by the same approvals/edits.py the decision is refused by: one JSON Schema
+    implementation, the same paths and words as the API, and nothing to keep in step in the browser.
+    """
+    if not may_decide(request.actor):
+        raise PermissionDenied(DECIDERS_ONLY)
+    try:
+        approval = selectors.approval_get(workspace=request.actor.workspace, public_id=public_id)
+    except ApprovalNotFound as missing:
+        raise Http404(missing.message) from None
+    if not may_decide(request.actor, approval) or not may_edit(approval):
+        raise PermissionDenied("Only a reviewer may edit the arguments, and only where the rule allows edits.")
+    check = presenters.edit_check(approval, request.POST.get("arguments", ""))
+    return render(request, "approvals/_edit_check.html", {"check": check, "card_id": approval.public_id})
 
 
 @require_GET
@@ -173,6 +199,8 @@ def detail(request: HttpRequest, public_id: str) -> HttpResponse:
         "can_review": may_decide(request.actor, approval),
         "outcome": "" if approval.is_pending() else decision_line(approval),
         "deliveries": delivery_rows(deliveries),
+        "edit": presenters.edit_summary(approval),
+        "digest_warning": presenters.mismatch_warning(approval),
     }
     if ctx["pending"] and ctx["can_review"]:
         # Who may still vote, on a quorum request's card (as in the queue).

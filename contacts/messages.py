@@ -12,7 +12,7 @@ from django.urls import reverse
 
 from approvals.links import link_url_for
 from approvals.models import ApprovalRequest
-from approvals.presenters import act_subject, facts, notification_body, review_url
+from approvals.presenters import act_subject, edit_in_portal_url, facts, notification_body, review_url
 from approvals.serializers import approval_as_dict
 
 from .models import Delivery, DeliveryEvent
@@ -57,6 +57,7 @@ def notice_for(*, delivery: Delivery, recipient: Recipient, digest: list[Deliver
         approval=approval_as_dict(approval),
         review_url=review_url(approval),
         decide_url=_one_click(delivery=delivery, approval=approval, recipient=recipient),
+        edit_url=edit_in_portal_url(approval),
         facts=[(fact.label, fact.value) for fact in facts(approval)],
         source=source,
     )

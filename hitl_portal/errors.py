@@ -84,7 +84,9 @@ def domain_error_response(exc: DomainError) -> Response:
     status_code, code = next(answer for cls, answer in DOMAIN_ERRORS.items() if isinstance(exc, cls))
     set_rollback()  # as DRF does for its own exceptions under ATOMIC_REQUESTS
     if exc.field:
-        return Response(error_body(code, f"{exc.field}: {exc.message}", {exc.field: exc.message}), status=status_code)
+        # A refusal may name several inputs (`fields`, e.g. each failing path of edited arguments); the first leads.
+        fields = getattr(exc, "fields", None) or {exc.field: exc.message}
+        return Response(error_body(code, f"{exc.field}: {exc.message}", fields), status=status_code)
     body = error_body(code, exc.message)
     body["error"].update(getattr(exc, "extra", {}))  # e.g. passkey_required's `url`: the page to go to
     return Response(body, status=status_code)

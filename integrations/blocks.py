@@ -7,7 +7,17 @@ facts and the resolution line in their place, so a message never shows a stale "
 import json
 
 from approvals.models import ApprovalRequest, Status
-from approvals.presenters import LEVEL_HINTS, buttons, card_title, decision_line, facts, review_url, visible, when
+from approvals.presenters import (
+    LEVEL_HINTS,
+    buttons,
+    card_title,
+    decision_line,
+    edit_in_portal_url,
+    facts,
+    review_url,
+    visible,
+    when,
+)
 
 # Block Kit limits (api.slack.com/reference/block-kit): longer text is refused with invalid_blocks.
 HEADER_MAX = 150
@@ -81,7 +91,7 @@ def _facts(approval: ApprovalRequest) -> list[dict]:
     for fact in shown:
         if fact.key == "message":
             blocks.append(_section(f"> {escape(fact.value)}"))
-        elif fact.key == "arguments":
+        elif fact.key in ("arguments", "approved_arguments"):
             blocks.append(_section(f"*{fact.label}*\n```{escape(_clip(fact.value, SECTION_MAX - 40))}```"))
         elif fact.long:
             blocks.append(_section(f"*{fact.label}*\n{escape(fact.value)}"))
@@ -101,7 +111,11 @@ def _context(text: str) -> dict:
 
 def _link(approval: ApprovalRequest) -> dict:
     # A link in text rather than a URL button: a URL button would also post an interaction.
-    return {"type": "context", "elements": [{"type": "mrkdwn", "text": f"<{portal_url(approval)}|Open in portal>"}]}
+    text = f"<{portal_url(approval)}|Open in portal>"
+    if edit_url := edit_in_portal_url(approval):
+        # Slack cannot edit a call's arguments; the portal's card can (the buttons here approve as proposed).
+        text = f"<{edit_url}|Edit in the portal> · {text}"
+    return {"type": "context", "elements": [{"type": "mrkdwn", "text": text}]}
 
 
 def request_blocks(approval: ApprovalRequest) -> list[dict]:

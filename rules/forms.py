@@ -90,6 +90,7 @@ class RuleForm(forms.ModelForm):
             "on_unreachable",
             "condition",
             "mode",
+            "allow_edit",
         ]
         widgets = {
             "message": forms.Textarea(attrs={"rows": 2}),
@@ -110,6 +111,7 @@ class RuleForm(forms.ModelForm):
             "on_unreachable": "When nobody can be reached",
             "condition": "Only when (CEL)",
             "mode": "Mode",
+            "allow_edit": "Reviewers may approve with edited arguments",
         }
         help_texts = {
             "order": "Lower numbers gate first.",
@@ -127,6 +129,8 @@ class RuleForm(forms.ModelForm):
             "condition": "Ask only about calls this is true for; empty asks about every call. It reads target, "
             "operation, caller, requested_by, run_id, arguments (null below level full) and now.",
             "mode": "Shadow never pauses a call: it counts what it would have asked, to try a rule first.",
+            "allow_edit": "Adds an arguments editor to its cards: the engine runs what the reviewer approved. "
+            "Only for rules needing one approval, in a config passing the exact arguments (level full).",
         }
 
     def __init__(self, *args, **kwargs) -> None:

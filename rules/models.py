@@ -75,6 +75,16 @@ NO_GRANT_WITH_QUORUM = (
     "A run grant approves later requests on one reviewer's word, so a rule that needs more than one "
     "approval cannot allow it: set approvals_required to 1, or allow_run_grant to false."
 )
+# Approve with edits (docs/api.md): one reviewer's changed arguments run, so one reviewer decides, and
+# only a config passing the exact arguments (level full) shows the reviewer anything to edit.
+EDIT_NEEDS_ONE_APPROVAL = (
+    "Approving with edits runs one reviewer's changed arguments, so a rule that needs more than one approval "
+    "cannot allow it: set approvals_required to 1, or allow_edit to false."
+)
+EDIT_NEEDS_FULL = (
+    "Approving with edits needs the exact arguments on the card: set the config's pass information level to "
+    "full first, or allow_edit to false."
+)
 
 NO_GRANT_WITH_PASSKEY = (
     "A run grant approves the run's later calls, which nobody has seen, without a passkey, so a rule that "
@@ -108,6 +118,7 @@ FROZEN_RULE_DEFAULTS = {
     "on_unreachable": "wait",
     "condition": "",
     "mode": "gate",
+    "allow_edit": False,
 }
 FROZEN_CONTACT_DEFAULTS = {"secret_ref": ""}
 
@@ -140,6 +151,20 @@ class Config(PublicIdMixin, models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} ({self.public_id})"
+
+    def clean(self) -> None:
+        # A rule allowing edits needs the exact arguments (level full): lowering the level would leave it
+        # offering an editor over arguments nobody passes, so the level waits until no rule allows edits.
+        if self.pk and self.pass_information_level != PassInformationLevel.FULL:
+            editing = list(self.rules.filter(allow_edit=True).values_list("public_id", flat=True)[:5])
+            if editing:
+                raise ValidationError(
+                    {
+                        "pass_information_level": f"{', '.join(editing)} allow{'s' if len(editing) == 1 else ''} "
+                        "approving with edits, which needs level full: set allow_edit to false on "
+                        f"{'it' if len(editing) == 1 else 'them'} first."
+                    }
+                )
 
     @property
     def token_caps(self) -> dict:
@@ -255,6 +280,10 @@ class Rule(PublicIdMixin, models.Model):
     # A CEL expression (rules/conditions.py): the rule asks only about calls it holds for; blank is every call.
     condition = models.TextField(blank=True, default="")
     mode = models.CharField(max_length=8, choices=RuleMode.choices, default=RuleMode.GATE)
+    allow_edit = models.BooleanField(
+        default=False,
+        help_text="May a reviewer approve a call with changed arguments (one approval, level full only)?",
+    )
     # Fixed for now, stored so the model can grow.
     ask_in = models.CharField(max_length=16, choices=AskIn.choices, default=AskIn.CONSOLE, editable=False)
     on_reject = models.CharField(max_length=16, choices=OnReject.choices, default=OnReject.HALT, editable=False)
@@ -272,6 +301,9 @@ class Rule(PublicIdMixin, models.Model):
             ),
             models.CheckConstraint(
                 condition=Q(require_passkey=False) | Q(allow_run_grant=False), name="rule_no_grant_with_passkey"
+            ),
+            models.CheckConstraint(
+                condition=Q(approvals_required=1) | Q(allow_edit=False), name="rule_no_edit_with_quorum"
             ),
         ]
 
@@ -292,6 +324,11 @@ class Rule(PublicIdMixin, models.Model):
         self.condition = self.condition if (self.condition or "").strip() else ""
         if error := condition_error(self.condition):
             errors["condition"] = error
+        if self.allow_edit:
+            if (self.approvals_required or 1) > 1:
+                errors["allow_edit"] = EDIT_NEEDS_ONE_APPROVAL
+            elif self.config_id and self.config.pass_information_level != PassInformationLevel.FULL:
+                errors["allow_edit"] = EDIT_NEEDS_FULL
         if errors:
             raise ValidationError(errors)
 
@@ -347,6 +384,7 @@ class Rule(PublicIdMixin, models.Model):
             "on_unreachable": self.on_unreachable,
             "condition": self.condition,
             "mode": self.mode,
+            "allow_edit": self.allow_edit,
         }
 
 

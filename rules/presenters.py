@@ -13,6 +13,8 @@ def policy_words(rule: Rule | dict) -> str:
         parts.append("run grants")
     if frozen["require_passkey"]:
         parts.append("passkey to approve")
+    if frozen.get("allow_edit"):
+        parts.append("edits allowed")
     return " · ".join(parts)
 
 

@@ -108,6 +108,10 @@ class RuleSerializer(serializers.Serializer):
     mode = _choice(
         RuleMode.choices, help_text="gate pauses the call; shadow never pauses, it counts what it would ask."
     )
+    allow_edit = serializers.BooleanField(
+        help_text="Whether a reviewer may approve a call with edited arguments (only with approvals_required 1 "
+        "and pass information level full).",
+    )
 
 
 class RuleInputSerializer(JsonInput):
@@ -148,6 +152,8 @@ class RuleInputSerializer(JsonInput):
 
     def validate_condition(self, value: str | None) -> str:
         return value or ""
+
+    allow_edit = serializers.BooleanField(required=False)
 
     def validate_match(self, value: str | None) -> str:
         return value or ""

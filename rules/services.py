@@ -31,6 +31,7 @@ RULE_FIELDS = (
     "on_unreachable",
     "condition",
     "mode",
+    "allow_edit",
 )
 CONFIG_FIELDS = ("name", "pass_information_level", "token_cap_per_turn", "token_cap_mode")
 

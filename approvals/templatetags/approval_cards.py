@@ -32,6 +32,9 @@ for _name in (
     "visible_lines",
     "facts",  # the card's facts, for every page that lists them
     "buttons",
+    "edit_summary",  # approve with edits: a decided request's diff and digests
+    "mismatch_warning",
+    "edited_line",
 ):
     register.filter(_name, getattr(presenters, _name))
 

@@ -50,6 +50,7 @@ class Notice:
     approval: dict | None  # the request as the API returns it (None for a test)
     review_url: str | None  # the request's page, behind the normal login
     decide_url: str | None = None  # a one-click link, only for a recipient who reviews the workspace
+    edit_url: str = ""  # "Edit in the portal": where the rule allows approving with edits (a link decides as proposed)
     facts: list[tuple[str, str]] = field(default_factory=list)  # the card's facts, for people
     body: str = ""  # one line under the subject, where a channel shows only that (a push notification)
     digest: list[dict] = field(default_factory=list)  # for a digest: [{"subject", "review_url"}]

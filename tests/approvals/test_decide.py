@@ -110,6 +110,10 @@ def test_it_answers_a_decision_after_the_deadline_with_the_expired_state(bob_api
         "expired": True,
         "undeliverable": False,
         "grant_id": None,
+        # Approve with edits: the call decided on (the proposal: nobody edited it).
+        "arguments": body["arguments"],
+        "call_digest": body["call_digest"],
+        "edited": False,
     }
     assert ApprovalRequest.objects.get(pk=approval.pk).status == Status.EXPIRED
 

@@ -128,6 +128,10 @@ def test_it_sees_expiry_on_read_with_no_worker(engine_api, bob_api, pending):
         "expired": True,
         "undeliverable": False,
         "grant_id": None,
+        # Approve with edits: the call decided on (the proposal: nobody edited it).
+        "arguments": approval["arguments"],
+        "call_digest": approval["call_digest"],
+        "edited": False,
     }
     assert "Nobody answered" in approval["decision"]["reason"]
     assert "reject" not in approval["decision"]["reason"].split("counts as rejected")[-1]
