@@ -19,7 +19,10 @@ from .decide import DECISIONS, REASON_MAX, approval_decide
 from .grants import GRANT_TTL_DEFAULT, GRANT_TTL_MAX, GRANT_TTL_MIN
 from .models import ApprovalKind, ApprovalRequest, Status
 from .permissions import MayDecide
-from .serializers import ApprovalRequestSerializer, approval_as_dict
+from .questions import QUESTION_DECISIONS
+from .serializers import AnswersField, ApprovalRequestSerializer, approval_as_dict
+
+QUESTION_WORDS = [word for words in QUESTION_DECISIONS.values() for word in words]
 
 KIND_FILTERS = [*ApprovalKind.values, *RuleKind.values]
 
@@ -108,8 +111,13 @@ def list_approvals(request: Request) -> Response:
 
 class DecisionInput(JsonInput):
     decision = serializers.ChoiceField(
-        choices=list(DECISIONS),
-        help_text="approve / reject a gate request; proceed (past cap) / stop (the run) a token cap request",
+        choices=list(dict.fromkeys([*DECISIONS, *QUESTION_WORDS])),
+        help_text="approve / reject a gate request; proceed (past cap) / stop (the run) a token cap request; "
+        "answer / decline a question; approve / revise a plan",
+    )
+    answers = AnswersField(
+        required=False,
+        help_text="with answer: question id → value (an option's value, a list for multi, words, a number, a boolean)",
     )
     # Its limit is the decide service's (REASON_MAX), as for every door: said in the error envelope.
     reason = serializers.CharField(
@@ -166,7 +174,9 @@ class DecisionView(APIView):
         "(`approvals_required` N > 1) `approve` records a vote and the N-th decides; approving twice answers "
         "`already_voted: true`. Four eyes: the request's `requested_by` may not approve unless the rule allows "
         "self-approval (403 `self_approval`). `grant: run` approves the rest of the run (rules with "
-        "`allow_run_grant` only).",
+        "`allow_run_grant` only). A question is answered (`answers`, each checked against its question: 400 naming "
+        "`answers.<id>`) or declined, a plan approved or sent back (`revise`, reason required), once, by whoever is "
+        "first; quorum and four eyes do not apply.",
         request=DecisionInput,
         responses={
             200: DecisionOutput,
@@ -190,6 +200,7 @@ class DecisionView(APIView):
             decision=body.validated_data["decision"],
             reason=body.validated_data["reason"],
             grant_ttl_seconds=body.grant_ttl(),
+            answers=body.validated_data.get("answers"),
         )
         pending = approval.status == Status.PENDING
         return Response(

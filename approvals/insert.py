@@ -20,12 +20,13 @@ from workspaces.models import ApiToken
 
 from .grants import may_have_live_grant
 from .models import Action, ApprovalKind, ApprovalRequest, Grant, Status
+from .questions import ASKED_ACTIONS
 
 # The INSERT the ORM would send for a new request, written once: on the registration hot path,
 # compiling it per request cost more than PostgreSQL took to run it (bench/).
 _INSERT_FIELDS = [field for field in ApprovalRequest._meta.concrete_fields if not field.primary_key]
 # What every new request starts with — nobody has decided, granted, run or reported it yet — is written
-# into the statement as literals, not bound: eleven fewer values for psycopg to adapt per registration,
+# into the statement as literals, not bound: twelve fewer values for psycopg to adapt per registration,
 # and the run-grant form stays within psycopg's 50-parameter parse cache (it bound 55 and was re-parsed
 # on every call). insert_request refuses an instance that holds anything else in them.
 _FRESH = {
@@ -40,6 +41,7 @@ _FRESH = {
     "execution_id": "",
     "execution_detail": "",
     "executed_at": None,
+    "answers": None,
 }
 _BOUND_FIELDS = [field for field in _INSERT_FIELDS if field.attname not in _FRESH]
 
@@ -93,13 +95,17 @@ def _registered(approval: ApprovalRequest, *, engine_key: ApiToken) -> AuditEntr
     if approval.kind == ApprovalKind.GATE:
         data.update(rule_id=approval.rule_id, target=approval.target, operation=approval.operation)
         data.update(call_digest=approval.call_digest)
+    elif approval.is_question:
+        data.update(title=approval.title)
+        if approval.questions is not None:
+            data.update(questions=[question["id"] for question in approval.questions])
     else:
         data.update(scope=approval.scope, tokens_used=approval.tokens_used, token_cap=approval.token_cap)
     data.update(run_id=approval.run_id)
     return AuditEntry(
         workspace_id=approval.workspace_id,
         actor=actor_of(engine_key=engine_key),
-        action="approval.registered",
+        action=ASKED_ACTIONS.get(approval.kind, "approval.registered"),
         object=approval.public_id,
         data=data,
         at=approval.created_at,

@@ -3,16 +3,62 @@
 import datetime
 
 from django.utils import timezone
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from rules.models import PassInformationLevel
 
-from .models import EXPIRED_REASON, Action, ApprovalKind, ApprovalRequest, ExecutionStatus, Scope, Status
+from .models import Action, ApprovalKind, ApprovalRequest, ExecutionStatus, Scope, Status, expired_reason
 from .selectors import approving_votes
 
 
+class OptionSerializer(serializers.Serializer):
+    value = serializers.CharField()
+    label = serializers.CharField(required=False, allow_blank=True)
+    description = serializers.CharField(required=False, allow_blank=True)
+
+
+class QuestionSerializer(serializers.Serializer):
+    """One question a run asks (docs/questions.md); checked by approvals.questions.questions_validate."""
+
+    id = serializers.CharField(max_length=64, help_text="unique within the request")
+    prompt = serializers.CharField()
+    type = serializers.ChoiceField(choices=["choice", "text", "number", "boolean"])
+    options = OptionSerializer(many=True, required=False, help_text="2–20, for choice")
+    multi = serializers.BooleanField(required=False, help_text="choice: several options may be chosen")
+    free_text = serializers.BooleanField(
+        required=False, help_text="choice: also accept words of one's own (default true)"
+    )
+    recommended = serializers.IntegerField(
+        required=False, allow_null=True, help_text="an option's index; never chosen for anyone on expiry"
+    )
+    min = serializers.FloatField(required=False, allow_null=True, help_text="number")
+    max = serializers.FloatField(required=False, allow_null=True, help_text="number")
+    required = serializers.BooleanField(required=False, help_text="default true")
+
+
+@extend_schema_field(QuestionSerializer(many=True, allow_null=True))
+class QuestionsField(serializers.JSONField):
+    """A question's list as JSON (checked by the registration service), described in the schema."""
+
+
+@extend_schema_field(
+    {
+        "type": "object",
+        "nullable": True,
+        "additionalProperties": {},
+        "description": "question id → its answer: an option's value (a list for multi), words, a number or a boolean",
+    }
+)
+class AnswersField(serializers.JSONField):
+    pass
+
+
 class DecisionSerializer(serializers.Serializer):
-    outcome = serializers.ChoiceField(choices=["approved", "rejected"])
+    outcome = serializers.ChoiceField(
+        choices=["approved", "rejected", "answered", "declined", "expired"],
+        help_text="a gate or a plan: approved / rejected; a question: answered / declined, or expired",
+    )
     action = serializers.ChoiceField(choices=Action.choices)
     # A plain string: an address on a `.test` or internal domain must not fail a strict client's `format: email`.
     decided_by = serializers.CharField(allow_null=True, help_text="the decider's email, or null")
@@ -20,6 +66,7 @@ class DecisionSerializer(serializers.Serializer):
     reason = serializers.CharField(allow_blank=True)
     expired = serializers.BooleanField()
     grant_id = serializers.CharField(allow_null=True, help_text="the run grant (grt_…) that approved it, or null")
+    answers = AnswersField(help_text="a question's answers; null otherwise")
 
 
 class ApprovingVoteSerializer(serializers.Serializer):
@@ -66,6 +113,9 @@ class ApprovalRequestSerializer(serializers.Serializer):
     requested_by = serializers.EmailField(allow_null=True, help_text="the person the run acts for (four eyes)")
     approvals_required = serializers.IntegerField(help_text="distinct reviewers who must approve (from the rule)")
     approvals = ApprovingVoteSerializer(many=True, help_text="the approving votes so far, oldest first")
+    title = serializers.CharField(allow_null=True, help_text="a question's or a plan's title")
+    questions = QuestionsField(help_text="a question's questions, as registered with their defaults")
+    plan = serializers.CharField(allow_null=True, help_text="a plan's Markdown")
 
     def to_representation(self, instance: ApprovalRequest) -> dict:
         return approval_as_dict(instance)
@@ -83,13 +133,15 @@ def _decision(approval: ApprovalRequest, now) -> dict | None:
         return None
     if status == Status.EXPIRED:
         return {
-            "outcome": "rejected",
+            # A question nobody answered was neither answered nor declined: it expired.
+            "outcome": "expired" if approval.kind == ApprovalKind.QUESTION else "rejected",
             "action": approval.halt_action,
             "decided_by": None,
             "decided_at": _iso(approval.expires_at),
-            "reason": EXPIRED_REASON,
+            "reason": expired_reason(approval.kind),
             "expired": True,
             "grant_id": None,
+            "answers": None,
         }
     return {
         "outcome": status,
@@ -99,6 +151,7 @@ def _decision(approval: ApprovalRequest, now) -> dict | None:
         "reason": approval.reason,
         "expired": False,
         "grant_id": approval.grant_id,
+        "answers": approval.answers,
     }
 
 
@@ -147,4 +200,7 @@ def approval_as_dict(approval: ApprovalRequest, now: datetime.datetime | None = 
         "requested_by": approval.requested_by or None,
         "approvals_required": approval.approvals_required,
         "approvals": [{**vote, "at": _iso(vote["at"])} for vote in approving_votes(approval, now)],
+        "title": approval.title or None,
+        "questions": approval.questions,
+        "plan": approval.plan or None,
     }

@@ -109,6 +109,7 @@ def test_it_answers_a_decision_after_the_deadline_with_the_expired_state(bob_api
         "reason": EXPIRED_REASON,
         "expired": True,
         "grant_id": None,
+        "answers": None,
     }
     assert ApprovalRequest.objects.get(pk=approval.pk).status == Status.EXPIRED
 
