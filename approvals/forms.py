@@ -8,6 +8,9 @@ from rules.models import Config, RuleKind
 from .decide import DECISIONS
 from .grants import GRANT_TTL_DEFAULT, GRANT_TTL_MAX, GRANT_TTL_MIN
 from .models import ApprovalKind, Status
+from .questions import QUESTION_DECISIONS
+
+QUESTION_WORDS = [word for words in QUESTION_DECISIONS.values() for word in words]
 from .selectors import HistoryFilters
 
 
@@ -17,7 +20,9 @@ class DecisionForm(forms.Form):
     "Approve for the rest of this run" is its own button (`grant=run`), with the grant's duration.
     """
 
-    decision = forms.ChoiceField(choices=[(word, word) for word in DECISIONS], required=False)
+    decision = forms.ChoiceField(
+        choices=[(word, word) for word in dict.fromkeys([*DECISIONS, *QUESTION_WORDS])], required=False
+    )
     reason = forms.CharField(
         required=False,  # its limit is the decide service's, which says so beside the buttons
         strip=True,

@@ -117,7 +117,12 @@ def _question(raw: Any, *, field: str) -> dict:
     kind = raw.get("type")
     if kind not in TYPES:
         raise QuestionInvalid(f"{field}.type", f"{field}.type must be one of: {', '.join(TYPES)}.")
-    question = {"id": qid, "prompt": prompt, "type": kind, "required": _flag(raw, "required", field=field, default=True)}
+    question = {
+        "id": qid,
+        "prompt": prompt,
+        "type": kind,
+        "required": _flag(raw, "required", field=field, default=True),
+    }
     for key in ("options", "multi", "free_text", "recommended"):
         if kind != "choice" and key in raw:
             raise QuestionInvalid(f"{field}.{key}", f"{field}.{key} is only for a question of type choice.")
@@ -263,6 +268,25 @@ def answer_from_text(question: dict, raw: str) -> Any:
     if kind == "choice" and question.get("multi"):
         return [part.strip() for part in raw.split(",") if part.strip()]
     return raw
+
+
+def answers_from_form(questions: list[dict], data) -> dict:
+    """A card's form (a QueryDict: `answer-<n>`, `answer-<n>-own`) as answers, for answers_check.
+
+    For a choice, words typed in its "own words" box stand for (single) or join (multi) the options ticked.
+    """
+    answers = {}
+    for index, question in enumerate(questions):
+        name = f"answer-{index}"
+        own = (data.get(f"{name}-own") or "").strip()
+        if question["type"] == "choice" and question.get("multi"):
+            chosen = [value for value in data.getlist(name) if value]
+            answers[question["id"]] = chosen + ([own] if own else [])
+        elif question["type"] == "choice":
+            answers[question["id"]] = own or data.get(name) or None
+        else:
+            answers[question["id"]] = answer_from_text(question, data.get(name) or "")
+    return answers
 
 
 def option_label(option: dict) -> str:

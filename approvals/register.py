@@ -27,8 +27,7 @@ from .versions import frozen_versions
 INERT_NOTICE = "HITL: inert (Free plan or no enabled rules) — the call may proceed"
 # A question or plan asked while HITL is inert: nobody is there to answer, so the run must not wait.
 QUESTION_INERT_NOTICE = (
-    "HITL: inert (Free plan or no enabled rules) — nobody can answer this question; "
-    "go on with your best assumption"
+    "HITL: inert (Free plan or no enabled rules) — nobody can answer this question; go on with your best assumption"
 )
 
 

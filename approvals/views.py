@@ -26,6 +26,7 @@ from .links import LinkRefused, link_open
 from .models import Status
 from .permissions import DECIDERS_ONLY, may_decide
 from .presenters import decided_line, decision_line, quorum_line
+from .questions import answers_from_form
 
 
 def _queue_context(request: HttpRequest) -> dict:
@@ -84,6 +85,7 @@ def decide(request: HttpRequest, public_id: str) -> HttpResponse:
                 decision=form.cleaned_data["decision"],
                 reason=form.cleaned_data["reason"],
                 grant_ttl_seconds=form.grant_ttl(),
+                answers=answers_from_form(approval.questions, request.POST) if approval.questions else None,
             )
         except WrongDecision as wrong:
             error = wrong.message

@@ -32,6 +32,8 @@ for _name in (
     "visible_lines",
     "facts",  # the card's facts, for every page that lists them
     "buttons",
+    "answers_lines",  # a question's answers, as a person reads them
+    "ask_card",  # a question's form or a plan's safe HTML, on its page once decided
 ):
     register.filter(_name, getattr(presenters, _name))
 

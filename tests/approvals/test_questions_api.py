@@ -59,7 +59,15 @@ def test_it_registers_a_question_with_its_defaults_filled_in(engine_api, support
         ([{"id": "x" * 65, "prompt": "?", "type": "text"}], "questions.0.id"),
         ([{"id": "a", "prompt": "", "type": "text"}], "questions.0.prompt"),
         (
-            [{"id": "a", "prompt": "?", "type": "choice", "options": [{"value": "x"}, {"value": "y"}], "recommended": 2}],
+            [
+                {
+                    "id": "a",
+                    "prompt": "?",
+                    "type": "choice",
+                    "options": [{"value": "x"}, {"value": "y"}],
+                    "recommended": 2,
+                }
+            ],
             "questions.0.recommended",
         ),
         ([{"id": "a", "prompt": "?", "type": "number", "min": 5, "max": 1}], "questions.0.max"),
