@@ -19,10 +19,8 @@ from .decide import DECISIONS, REASON_MAX, approval_decide
 from .grants import GRANT_TTL_DEFAULT, GRANT_TTL_MAX, GRANT_TTL_MIN
 from .models import ApprovalKind, ApprovalRequest, Status
 from .permissions import MayDecide
-from .questions import QUESTION_DECISIONS
+from .questions import QUESTION_WORDS
 from .serializers import AnswersField, ApprovalRequestSerializer, approval_as_dict
-
-QUESTION_WORDS = [word for words in QUESTION_DECISIONS.values() for word in words]
 
 KIND_FILTERS = [*ApprovalKind.values, *RuleKind.values]
 

@@ -12,7 +12,7 @@ from workspaces.cli import get_user, get_workspace
 
 from . import selectors
 from .decide import approval_decide
-from .exceptions import ApprovalNotFound, ReasonTooLong, SelfApproval, WrongDecision
+from .exceptions import ApprovalNotFound, SelfApproval, WrongDecision
 from .models import ApprovalKind, ApprovalRequest, Status
 from .permissions import may_decide
 from .presenters import EXPIRED_LINE, answers_lines, card_title, decision_line, duration, quorum_line, visible

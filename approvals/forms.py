@@ -8,9 +8,7 @@ from rules.models import Config, RuleKind
 from .decide import DECISIONS
 from .grants import GRANT_TTL_DEFAULT, GRANT_TTL_MAX, GRANT_TTL_MIN
 from .models import ApprovalKind, Status
-from .questions import QUESTION_DECISIONS
-
-QUESTION_WORDS = [word for words in QUESTION_DECISIONS.values() for word in words]
+from .questions import QUESTION_WORDS
 from .selectors import HistoryFilters
 
 

@@ -33,6 +33,7 @@ QUESTION_DECISIONS: dict[str, dict[str, tuple[str, str]]] = {
     ApprovalKind.QUESTION: {"answer": (Status.ANSWERED, Action.RESUME), "decline": (Status.DECLINED, Action.RESUME)},
     ApprovalKind.PLAN: {"approve": (Status.APPROVED, Action.RESUME), "revise": (Status.REJECTED, Action.REVISE)},
 }
+QUESTION_WORDS = list(dict.fromkeys(word for words in QUESTION_DECISIONS.values() for word in words))
 # The audit action each decision word records.
 AUDIT_ACTIONS = {
     "answer": "question.answered",

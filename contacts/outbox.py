@@ -185,7 +185,8 @@ def resolution_tells(keys: set[tuple[int, int, str]]) -> set[tuple[int, int, str
 
 def rules_of(approvals: list[ApprovalRequest | Resolved]) -> list[tuple[ApprovalRequest | Resolved, dict]]:
     """(request, its frozen rule) for each gate request among `approvals` whose version and rule are
-    found, and each question or plan with its version's questions_rule; token caps belong to no rule. One query for the versions this process has not seen yet."""
+    found, and each question or plan with its version's questions_rule; token caps belong to no rule.
+    One query for the versions this process has not seen yet."""
     approvals = [a for a in approvals if a.rule_id or a.kind in QUESTION_KINDS]
     frozen_versions.load({(a.config_id, a.config_version) for a in approvals})
     found = []
