@@ -43,7 +43,12 @@ _FRESH = {
     "executed_at": None,
     "answers": None,
 }
-_BOUND_FIELDS = [field for field in _INSERT_FIELDS if field.attname not in _FRESH]
+# A question's or a plan's own columns: what a gate or a token cap never carries, so in their statement
+# these are literals too (their forms stay within psycopg's parse cache); a question binds them.
+_ASKED = {"title": "", "questions": None, "plan": ""}
+_CONSTANT = {**_FRESH, **_ASKED}
+_BOUND_FIELDS = [field for field in _INSERT_FIELDS if field.attname not in _CONSTANT]
+_ASKED_BOUND_FIELDS = [field for field in _INSERT_FIELDS if field.attname not in _FRESH]
 
 
 def _literal(value: str | None) -> str:
@@ -51,11 +56,18 @@ def _literal(value: str | None) -> str:
     return "NULL" if value is None else "'" + value.replace("'", "''") + "'"
 
 
-_INSERT_SQL = "INSERT INTO {table} ({columns}) VALUES ({values}) RETURNING id".format(
-    table=ApprovalRequest._meta.db_table,
-    columns=", ".join(f'"{field.column}"' for field in _INSERT_FIELDS),
-    values=", ".join(_literal(_FRESH[field.attname]) if field.attname in _FRESH else "%s" for field in _INSERT_FIELDS),
-)
+def _plain_insert(constant: dict) -> str:
+    return "INSERT INTO {table} ({columns}) VALUES ({values}) RETURNING id".format(
+        table=ApprovalRequest._meta.db_table,
+        columns=", ".join(f'"{field.column}"' for field in _INSERT_FIELDS),
+        values=", ".join(
+            _literal(constant[field.attname]) if field.attname in constant else "%s" for field in _INSERT_FIELDS
+        ),
+    )
+
+
+_INSERT_SQL = _plain_insert(_CONSTANT)
+_ASKED_INSERT_SQL = _plain_insert(_FRESH)
 # insert_request wraps it as a CTE beside its `approval.registered` audit record and its outbox rows, one
 # statement: if the INSERT is refused (an idempotent replay) neither is written.
 
@@ -87,6 +99,9 @@ _check_insert_fields()
 # Strings, integers, ids and aware datetimes go to psycopg as they are; JSON needs its adapter.
 _NEEDS_PREPARING = [
     (index, field) for index, field in enumerate(_BOUND_FIELDS) if field.get_internal_type() == "JSONField"
+]
+_ASKED_NEEDS_PREPARING = [
+    (index, field) for index, field in enumerate(_ASKED_BOUND_FIELDS) if field.get_internal_type() == "JSONField"
 ]
 
 
@@ -143,7 +158,7 @@ live AS (
     table=ApprovalRequest._meta.db_table,
     columns=", ".join(f'"{field.column}"' for field in _INSERT_FIELDS),
     values=", ".join(
-        _GRANTED.get(field.column) or (_literal(_FRESH[field.attname]) if field.attname in _FRESH else "%s")
+        _GRANTED.get(field.column) or (_literal(_CONSTANT[field.attname]) if field.attname in _CONSTANT else "%s")
         for field in _INSERT_FIELDS
     ),
 )
@@ -167,11 +182,12 @@ def insert_request(approval: ApprovalRequest, *, engine_key: ApiToken, deliverie
     audited = audit_enabled()
     approval.ensure_public_id()
     values = approval.__dict__
-    stale = [name for name, fresh in _FRESH.items() if values[name] != fresh]
+    asked = approval.is_question
+    stale = [name for name, fresh in (_FRESH if asked else _CONSTANT).items() if values[name] != fresh]
     if stale:
         raise ValueError(f"insert_request writes {stale} as a new request's; this one has them set")
-    params = [values[field.attname] for field in _BOUND_FIELDS]
-    for index, field in _NEEDS_PREPARING:
+    params = [values[field.attname] for field in (_ASKED_BOUND_FIELDS if asked else _BOUND_FIELDS)]
+    for index, field in _ASKED_NEEDS_PREPARING if asked else _NEEDS_PREPARING:
         params[index] = field.get_db_prep_save(params[index], connection)
     probe = approval.allow_run_grant and may_have_live_grant(approval, now=now)
     if probe:
@@ -181,7 +197,7 @@ def insert_request(approval: ApprovalRequest, *, engine_key: ApiToken, deliverie
         ctes = [_GRANTED_INSERT_CTES]
         params = lookup + _granted_params(params, now=now)
     else:
-        ctes = [f"apr AS ({_INSERT_SQL})"]
+        ctes = [f"apr AS ({_ASKED_INSERT_SQL if asked else _INSERT_SQL})"]
     if audited:
         params += append_params(_registered(approval, engine_key=engine_key))
         if probe:
@@ -253,6 +269,6 @@ def _granted_params(params: list, *, now) -> list:
     for field in _INSERT_FIELDS:
         if field.column == "decided_at":
             out.append(now)
-        elif field.attname not in _FRESH:
+        elif field.attname not in _CONSTANT:
             out.append(next(bound))
     return out
