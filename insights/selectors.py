@@ -161,6 +161,8 @@ def facts_directly(*, workspace_id: int, reviewer: str | None, now: datetime) ->
     yesterday = now.astimezone(UTC).date() - timedelta(days=1)
     for created, status, expires, config_id, rule_id, email, decided, execution in requests:
         person = status in (Status.APPROVED, Status.REJECTED)
+        if status not in OUTCOMES and status != Status.PENDING:
+            continue  # a question answered or declined: counted by questions_for, as the rollups do
         if status == Status.PENDING and expires > now:
             continue  # still waiting
         resolved = expires if status == Status.PENDING else decided  # the sweep sets decided_at to the deadline
@@ -331,6 +333,58 @@ def insights_for(*, workspace: Workspace, reviewer: str | None = None, now: date
         by_config=ranked(groups["config"]),
         by_rule=ranked(groups["rule"]),
         by_reviewer=ranked(groups["reviewer"]),
+    )
+
+
+# --- Questions: answered per day, time to answer --------------------------------------------------
+
+
+@dataclass
+class QuestionFacts:
+    answered_per_day: dict  # day -> questions answered that UTC day
+    declined: int
+    expired: int
+    p50: float | None  # time to answer, over the window
+    p90: float | None
+
+    @property
+    def answered(self) -> int:
+        return sum(self.answered_per_day.values())
+
+
+def questions_for(*, workspace: Workspace, reviewer: str | None = None, now: datetime | None = None) -> QuestionFacts:
+    """The window's questions: how many were answered each day and how long an answer took (two queries).
+
+    Questions are few beside gates, so their answers are read as they are (no rollups): the window's
+    answered questions' two times, and a count of the others by status.
+    """
+    now = now or timezone.now()
+    first = rollup.window_start(now)
+    days = [first.date() + timedelta(days=n) for n in range(WINDOW_DAYS)]
+    resolved = ApprovalRequest.objects.filter(
+        workspace=workspace, kind="question", decided_at__gte=first, decided_at__lte=now
+    )
+    if reviewer is not None:
+        resolved = resolved.filter(decided_by_email=reviewer)
+    per_day = dict.fromkeys(days, 0)
+    seconds = []
+    for created, decided in resolved.filter(status=Status.ANSWERED).values_list("created_at", "decided_at"):
+        day = decided.astimezone(UTC).date()
+        if day in per_day:
+            per_day[day] += 1
+        seconds.append(max((decided - created).total_seconds(), 0))
+    others = dict(
+        resolved.filter(status__in=[Status.DECLINED, Status.EXPIRED])
+        .values_list("status")
+        .annotate(count=Count("pk"))
+        .values_list("status", "count")
+    )
+    return QuestionFacts(
+        answered_per_day=per_day,
+        declined=others.get(Status.DECLINED, 0),
+        expired=others.get(Status.EXPIRED, 0) if reviewer is None else 0,
+        p50=percentile(sorted(seconds), 0.5),
+        p90=percentile(sorted(seconds), 0.9),
     )
 
 

@@ -9,7 +9,7 @@ from django.views.decorators.http import require_GET
 from workspaces.decorators import member_required
 
 from . import charts
-from .selectors import RUBBER_STAMP_SECONDS, delivery_health, insights_for
+from .selectors import RUBBER_STAMP_SECONDS, delivery_health, insights_for, questions_for
 
 
 @require_GET
@@ -29,9 +29,10 @@ def insights(request: HttpRequest) -> HttpResponse:
             cached = (
                 insights_for(workspace=workspace, reviewer=reviewer, now=now),
                 delivery_health(workspace=workspace, now=now) if reviewer is None else None,
+                questions_for(workspace=workspace, reviewer=reviewer, now=now),
             )
             cache.set(key, cached, timeout=90)
-        data, health = cached
+        data, health, questions = cached
         totals = data.totals
         ctx.update(
             data=data,
@@ -50,5 +51,9 @@ def insights(request: HttpRequest) -> HttpResponse:
             reviewer_chart=charts.breakdown_bars(data.by_reviewer),
             delivery_chart=charts.delivery_bars(health.channels) if health else None,
             colours=charts.COLOURS,
+            questions=questions,
+            questions_p50=charts.duration(questions.p50),
+            questions_p90=charts.duration(questions.p90),
+            questions_days=[(day, count) for day, count in questions.answered_per_day.items() if count][::-1],
         )
     return render(request, "insights/insights.html", ctx)
