@@ -106,6 +106,9 @@ def decide(request: HttpRequest, public_id: str) -> HttpResponse:
             messages.error(request, error)
         else:
             messages.success(request, f"{notice} {quorum_line(approval)}.")
+        back = request.POST.get("next", "")
+        if error and back and url_has_allowed_host_and_scheme(back, allowed_hosts={request.get_host()}):
+            return redirect(back)  # the request's page: the answers to fix are there
         return redirect("approvals:queue")
     if not request.htmx:
         messages.success(request, decided_line(approval, already=already))
