@@ -16,7 +16,7 @@ from contacts.models import Delivery, DeliveryEvent
 from contacts.outbox import deliveries_for_resolution
 from hitl_portal.ids import new_public_id
 
-from .exceptions import ReasonRequired, ReasonTooLong, SelfApproval, WrongDecision
+from .exceptions import GrantNotAllowed, ReasonRequired, ReasonTooLong, SelfApproval, WrongDecision
 from .expire import approval_expire_if_overdue
 from .grants import grant_check, grant_create
 from .links import LinkRefused, link_open
@@ -60,6 +60,8 @@ def approval_decide(
     - A question or a plan is answered once by whoever answers first (`question_decide`).
     """
     if approval.is_question:
+        if grant_ttl_seconds is not None:
+            raise GrantNotAllowed("A question or a plan takes no run grant: answer it, or approve the plan alone.")
         return question_decide(approval=approval, user=user, decision=decision, reason=reason, answers=answers)
     if decision not in DECISIONS:
         raise WrongDecision(f"decision must be one of {', '.join(DECISIONS)}")

@@ -220,6 +220,13 @@ def decided_line(approval: ApprovalRequest, *, already: bool) -> str:
 
 def outcome_line(approval: ApprovalRequest) -> str:
     """What the engine reported after an approval: a separate fact from the decision."""
+    if approval.kind == ApprovalKind.QUESTION:  # nothing runs: what it got back is the answers
+        return "; ".join(answers_lines(approval)) or "no answers"
+    if approval.kind == ApprovalKind.PLAN:
+        status = approval.effective_status()
+        return {Status.APPROVED: "the run goes on with the plan", Status.REJECTED: "sent back to revise"}.get(
+            status, "not run (halted)"
+        )
     if approval.effective_status() != Status.APPROVED:
         return "not run (halted)"
     if not approval.execution_status:

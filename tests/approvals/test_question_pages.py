@@ -150,3 +150,19 @@ def test_the_cli_approves_a_plan_and_asks_for_changes_with_deny(support, bob):
 
     assert ApprovalRequest.objects.get(pk=approved.pk).status == Status.APPROVED
     assert ApprovalRequest.objects.get(pk=revised.pk).decision_action == "revise"
+
+
+def test_history_shows_a_questions_answers_and_a_plans_fate(client, bob, support):
+    from approvals.decide import approval_decide
+
+    from .question_support import ANSWERS
+
+    question, plan = make_question(support), make_plan(support)
+    approval_decide(approval=question, user=bob, decision="answer", answers=ANSWERS)
+    approval_decide(approval=plan, user=bob, decision="revise", reason="Smaller batches")
+    client.force_login(bob)
+
+    html = client.get("/hitl/approvals/history/").content.decode()
+
+    assert "Before the migration" in html and "Which environment should the migration run on? — Staging" in html
+    assert "Changes asked" in html and "sent back to revise" in html

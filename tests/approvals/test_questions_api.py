@@ -358,3 +358,12 @@ def test_a_waiting_engine_gets_the_answer_when_a_reviewer_answers(engine_api, bo
 
     assert answered.status_code == 200, answered.text
     assert got["approval"]["status"] == "answered" and got["approval"]["decision"]["answers"] == ANSWERS
+
+
+def test_a_plan_takes_no_run_grant(engine_api, bob_api, support):
+    approval = _register(engine_api, plan_body(support))
+
+    response = _decide(bob_api, approval["id"], {"decision": "approve", "grant": "run"})
+
+    assert response.status_code == 400 and "grant" in error_of(response)["fields"]
+    assert ApprovalRequest.objects.get().status == "pending"
