@@ -56,6 +56,11 @@ class AnswerInvalid(QuestionInvalid, WrongDecision):
     """An answer that does not fit its question: `field` is `answers.<question id>` (a wrong decision, a 400)."""
 
 
+def _shown(key: str) -> str:
+    """A client's key as an error may name it: what UTF-8 cannot carry (a lone surrogate) escaped."""
+    return key.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
@@ -73,9 +78,20 @@ def _text(value: Any, *, field: str, limit: int, required: bool = True) -> str:
         raise QuestionInvalid(field, f"{field} must not be empty.")
     if len(value) > limit:
         raise QuestionInvalid(field, f"{field} is at most {limit:,} characters; it has {len(value):,}.")
-    if "\x00" in value:
-        raise QuestionInvalid(field, f"{field} must not contain the NUL character (\\u0000).")
+    _plain_text(value, field=field, error=QuestionInvalid)
     return value
+
+
+def _plain_text(value: str, *, field: str, error: type[QuestionInvalid]) -> None:
+    """What PostgreSQL's text and jsonb cannot hold is refused here, never met as a 500 at the INSERT."""
+    if "\x00" in value:
+        raise error(field, f"{field} must not contain the NUL character (\\u0000).")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise error(
+            field, f"{field} must be valid Unicode text: it holds a lone surrogate (\\ud800–\\udfff)."
+        ) from None
 
 
 def title_validate(value: Any) -> str:
@@ -90,7 +106,7 @@ def plan_validate(value: Any) -> str:
 def _option(raw: Any, *, field: str) -> dict:
     if not isinstance(raw, dict):
         raise QuestionInvalid(field, f'{field} must be an object {{"value", "label"?, "description"?}}.')
-    unknown = sorted(set(raw) - OPTION_KEYS)
+    unknown = sorted(_shown(key) for key in set(raw) - OPTION_KEYS)
     if unknown:
         raise QuestionInvalid(f"{field}.{unknown[0]}", f"{field} has an unknown field {unknown[0]!r}.")
     option = {"value": _text(raw.get("value"), field=f"{field}.value", limit=VALUE_MAX)}
@@ -110,7 +126,7 @@ def _flag(raw: dict, key: str, *, field: str, default: bool) -> bool:
 def _question(raw: Any, *, field: str) -> dict:
     if not isinstance(raw, dict):
         raise QuestionInvalid(field, f'{field} must be an object {{"id", "prompt", "type", …}}.')
-    unknown = sorted(set(raw) - QUESTION_KEYS)
+    unknown = sorted(_shown(key) for key in set(raw) - QUESTION_KEYS)
     if unknown:
         raise QuestionInvalid(f"{field}.{unknown[0]}", f"{field} has an unknown field {unknown[0]!r}.")
     qid = _text(raw.get("id"), field=f"{field}.id", limit=ID_MAX)
@@ -180,6 +196,7 @@ def _choice_answer(question: dict, value: Any, *, field: str) -> Any:
     def one(item: Any) -> str:
         if not isinstance(item, str) or not item.strip():
             raise AnswerInvalid(field, f"{field} must be {hint}.")
+        _plain_text(item, field=field, error=AnswerInvalid)
         if item not in values and not own:
             raise AnswerInvalid(field, f"{field} {item!r} is not an option: answer {hint}.")
         if len(item) > TEXT_ANSWER_MAX:
@@ -206,8 +223,9 @@ def _answer(question: dict, value: Any) -> Any:
     if kind == "text":
         if not isinstance(value, str) or not value.strip():
             raise AnswerInvalid(field, f"{field} must be some words.")
-        if len(value) > TEXT_ANSWER_MAX or "\x00" in value:
-            raise AnswerInvalid(field, f"{field} is at most {TEXT_ANSWER_MAX:,} characters, without NUL.")
+        if len(value) > TEXT_ANSWER_MAX:
+            raise AnswerInvalid(field, f"{field} is at most {TEXT_ANSWER_MAX:,} characters.")
+        _plain_text(value, field=field, error=AnswerInvalid)
         return value
     if kind == "number":
         if not _is_number(value):
@@ -230,7 +248,7 @@ def answers_check(*, questions: list[dict], answers: Any) -> dict:
     if not isinstance(answers, dict):
         raise AnswerInvalid("answers", 'answers must be an object {"<question id>": value}.')
     known = {question["id"] for question in questions}
-    unknown = sorted(set(answers) - known)
+    unknown = sorted(_shown(str(key)) for key in set(answers) - known)
     if unknown:
         raise AnswerInvalid(f"answers.{unknown[0]}", f"answers.{unknown[0]} is not a question of this request.")
     checked = {}

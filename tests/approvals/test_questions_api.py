@@ -1,6 +1,7 @@
 """Questions and plans through the API (docs/questions.md): registration, answering, declining, a plan's
 approval and revision, expiry, plan gating, isolation, who is told, and the audit log."""
 
+import json
 from datetime import timedelta
 
 import pytest
@@ -367,3 +368,36 @@ def test_a_plan_takes_no_run_grant(engine_api, bob_api, support):
 
     assert response.status_code == 400 and "grant" in error_of(response)["fields"]
     assert ApprovalRequest.objects.get().status == "pending"
+
+
+@pytest.mark.parametrize("where", ["title", "prompt", "option", "answer"])
+def test_a_lone_surrogate_is_a_400_not_a_500(engine_api, bob_api, support, where):
+    bad = "caf\ud800"
+    questions = [{"id": "q", "prompt": bad if where == "prompt" else "?", "type": "choice",
+                  "options": [{"value": bad if where == "option" else "a"}, {"value": "b"}]}]  # fmt: skip
+    body = question_body(support, questions=questions, title=bad if where == "title" else "T")
+    raw = json.dumps(body)  # \ud800 travels as its JSON escape, as a client may send it
+
+    response = engine_api.post("/api/v1/approvals", data=raw, headers={"Content-Type": "application/json"})
+
+    if where == "answer":
+        assert response.status_code == 201, response.text
+        answer = json.dumps({"decision": "answer", "answers": {"q": bad}})
+        response = bob_api.post(
+            f"/api/v1/approvals/{response.json()['id']}/decision",
+            data=answer,
+            headers={"Content-Type": "application/json"},
+        )
+    assert response.status_code == 400, response.text
+
+
+def test_an_unknown_answer_key_with_a_lone_surrogate_is_named_escaped(engine_api, bob_api, support):
+    approval = _register(engine_api, question_body(support))
+    answer = json.dumps({"decision": "answer", "answers": {**ANSWERS, "x\ud800": 1}})
+
+    response = bob_api.post(
+        f"/api/v1/approvals/{approval['id']}/decision", data=answer, headers={"Content-Type": "application/json"}
+    )
+
+    assert response.status_code == 400
+    assert "answers.x\\ud800" in error_of(response)["fields"]
