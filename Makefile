@@ -61,7 +61,7 @@ format: $(VENV)/.installed
 	$(VENV)/bin/ruff check --fix .
 
 clean:
-	rm -rf $(VENV) staticfiles .pytest_cache db.sqlite3  # .data (make run's PostgreSQL) is kept: it is your data
+	rm -rf $(VENV) staticfiles .pytest_cache  # .data (make run's PostgreSQL) is kept: it is your data
 
 ## make faults: fault tests on PostgreSQL (kills the django-q2 cluster and database connections on purpose)
 faults: $(VENV)/.installed

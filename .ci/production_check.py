@@ -82,7 +82,6 @@ def production_env(database_url: str, port: int) -> dict[str, str]:
         SECRET_KEY=secrets.token_urlsafe(50),
         DATABASE_URL=database_url,
         HITL_BASE_URL=f"http://127.0.0.1:{port}",
-        HITL_REQUIRE_POSTGRES="1",
     )
     return env
 

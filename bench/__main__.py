@@ -18,6 +18,7 @@ import urllib.parse
 from datetime import UTC, datetime
 
 from bench import adapters, audit, long_poll, notify, pages, policy, poll, questions, registration, sweep
+from bench.floors import Floors
 from bench.harness import RESULTS, Bench, Section, World, log, recreate_database, setup_django, sql
 from bench.report import table
 from bench.seed import seed_big_table
@@ -63,10 +64,14 @@ def main() -> None:
     from django.db import connection
 
     connection.close()  # the server's workers get the connections; ours reopens when needed
-    log("starting gunicorn: " + " ".join(GUNICORN))
+    log("starting gunicorn: " + " ".join(GUNICORN) + "; and the two floors (bench/floors.py)")
     server = Server(url)
     try:
-        rows += run_sections(bench, WITH_SERVER)
+        floors = Floors(url)
+        try:
+            rows += run_sections(bench, WITH_SERVER)
+        finally:
+            floors.stop()
     finally:
         server.stop()
     rows += run_sections(bench, AFTER_SERVER)
@@ -87,7 +92,7 @@ def parse_args() -> argparse.Namespace:
         help="audit: bench/audit.py alone; insights: its insights page only",
     )
     parser.add_argument("--waiting", action="store_true", help="only the waiting-engines section (bench/waiting.py)")
-    parser.add_argument("--servers", default="gthread,gunicorn+uvicorn", help="--waiting: servers to compare")
+    parser.add_argument("--servers", default="deployed", help="--waiting: servers (bench/waiting.py)")
     parser.add_argument("--levels", default=[100, 1000, 3000, 10000], type=lambda v: [int(x) for x in v.split(",")])
     parser.add_argument("--only", choices=["notify", "questions"], help="run one section alone (see ALONE)")
     return parser.parse_args()

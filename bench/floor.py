@@ -1,9 +1,8 @@
-"""The floor: minimal DRF views doing only the database work a registration or a poll cannot avoid.
+"""The Django floor's views: minimal DRF views doing only the database work a registration or a poll cannot avoid.
 
-They run in the portal's process, under /api/, through Django's handler and its full middleware (the
-edge, edge/calls.py, takes only the real endpoints), with **no authentication and no permission** —
-no token lookup: the ratio measures everything the portal adds to one INSERT / one indexed SELECT,
-authentication included.
+Served apart from the portal (bench/floor_settings.py: one middleware; gunicorn gthread 3 × 4,
+bench/floors.py), with **no authentication and no permission** — no token lookup: the ratio
+measures everything the portal adds to one INSERT / one indexed SELECT, authentication included.
 """
 
 import json

@@ -1,8 +1,7 @@
 """Section: registration throughput at 1, 8 and 32 concurrent engines, beside the floor's bare INSERT.
 
-The engines' registrations are the edge's (edge/calls.py: Django's request object, DRF's parser,
-the registration serializers and service, no middleware chain); the floor's DRF view goes through
-Django's full handler.
+The engines' registrations are the edge's (edge/calls.py); the floors (bench/floors.py) are Django
++ DRF under gthread 3 × 4 and a bare ASGI app, each doing one INSERT with no authentication.
 """
 
 from bench.harness import Bench, log
@@ -18,8 +17,7 @@ def run(bench: Bench) -> list[dict]:
         log(f"registration at {concurrency} concurrent engine(s): floor and portal, {bench.rounds} rounds")
         results[str(concurrency)] = run_ = paired(
             bench.world,
-            floor_path="/api/bench/floor/approvals",
-            portal_path="/api/v1/approvals",
+            path="/api/v1/approvals",
             rounds=bench.rounds,
             method="POST",
             concurrency=concurrency,

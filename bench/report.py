@@ -18,9 +18,11 @@ def row(figure: str, value, floor, unit: str, ratio, target: str, met, spread=No
 
 
 def load_rows(run: dict, *, throughput: str, latency: str) -> list[dict]:
-    """A paired load's rows: throughput beside its floor (the median of the rounds' ratios), then p50 and p99."""
+    """A paired load's rows: throughput beside the Django floor (the target) and the bare floor (the median of
+    the rounds' ratios), then p50 and p99 beside the Django floor's."""
     floor, real = run["floor"], run["portal"]
     ratio = statistics.median(run["ratios"])
+    bare = statistics.median(run["bare_ratios"])
     rows = [
         row(
             throughput,
@@ -31,7 +33,17 @@ def load_rows(run: dict, *, throughput: str, latency: str) -> list[dict]:
             "≥ 0.8× floor",
             ratio >= 0.8 and _clean(real),
             spread=(min(run["ratios"]), max(run["ratios"])),
-        )
+        ),
+        row(
+            f"{throughput} beside the bare ASGI floor",
+            real["throughput_rps"],
+            run["bare"]["throughput_rps"],
+            " req/s",
+            bare,
+            "—",
+            None,
+            spread=(min(run["bare_ratios"]), max(run["bare_ratios"])),
+        ),
     ]
     for p in ("p50", "p99"):
         value, floor_value = real[f"{p}_ms"], floor[f"{p}_ms"]

@@ -17,6 +17,9 @@ from bench.harness import RESULTS, ROOT, World
 PORT = int(os.environ.get("BENCH_PORT", "8731"))
 # The production server (Makefile: make serve): gunicorn supervising uvicorn workers, one per core.
 GUNICORN = ["--worker-class", "edge.server.Worker", "--workers", "2", "--keep-alive", "30", "--timeout", "60"]
+# The two floors beside it (bench/floors.py): Django under gthread 3 × 4, and a bare ASGI app.
+DJANGO_FLOOR_PORT = PORT + 1
+BARE_FLOOR_PORT = PORT + 2
 
 
 class Server:
@@ -61,10 +64,17 @@ def stop_group(process: subprocess.Popen, log: IO) -> None:
 
 
 def wait_until_answering(
-    process: subprocess.Popen, *, name: str, log: str, port: int | None = None, seconds: float = 60
+    process: subprocess.Popen,
+    *,
+    name: str,
+    log: str,
+    port: int | None = None,
+    seconds: float = 60,
+    path: str = "/login/",
+    status: int = 200,
 ) -> None:
-    """Until the server on `port` (PORT as it is now: bench/audit.py moves it) serves the login page;
-    SystemExit if it exits or stays silent."""
+    """Until the server on `port` (PORT as it is now: bench/audit.py moves it) answers `path` with
+    `status` (the portal: its login page); SystemExit if it exits or stays silent."""
     port = port or PORT
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
@@ -72,22 +82,22 @@ def wait_until_answering(
             raise SystemExit(f"{name} exited with {process.returncode}; see {log}")
         try:
             conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
-            conn.request("GET", "/login/")
-            if conn.getresponse().status == 200:
+            conn.request("GET", path)
+            if conn.getresponse().status == status:
                 return
         except OSError:
             time.sleep(0.2)
     raise SystemExit(f"{name} did not answer within {seconds:.0f} s")
 
 
-def load(world: World, *, method: str, path: str, concurrency: int, duration: float, **extra) -> dict:
-    """One run of the separate load-generator process."""
+def load(world: World, *, method: str, path: str, concurrency: int, duration: float, port: int = PORT, **extra) -> dict:
+    """One run of the separate load-generator process against the server on `port` (the portal's by default)."""
     command = [
         sys.executable,
         "-m",
         "bench.load",
         "--port",
-        str(PORT),
+        str(port),
         "--token",
         world.engine_token,
         "--method",
@@ -113,26 +123,34 @@ def load(world: World, *, method: str, path: str, concurrency: int, duration: fl
     return json.loads(out.stdout)
 
 
-def paired(world: World, *, floor_path: str, portal_path: str, rounds: int, **load_args) -> dict:
-    """Floor and portal back to back, `rounds` times: each round's pair sees the same machine.
+def paired(world: World, *, path: str, rounds: int, **load_args) -> dict:
+    """The portal and its two floors on the same `path`, `rounds` times: each round sees the same machine.
 
-    The ratio is the median of the rounds' ratios, so one noisy run on a shared machine moves it
-    less; each side's figures are the medians of its rounds. Every other round runs the portal
-    first, so neither side always meets what the other left behind (autovacuum after inserts).
+    Floors: Django + DRF + one INSERT/SELECT under gthread 3 × 4 ("floor"), and a bare ASGI app doing
+    the same over psycopg's async pool ("bare": the limit Python allows). A ratio is the median of the
+    rounds' ratios, so one noisy run on a shared machine moves it less; each side's figures are the
+    medians of its rounds. The order turns every round, so no side always meets what another left
+    behind (autovacuum after inserts).
     """
-    floors, portals = [], []
+    ports = {"portal": PORT, "floor": DJANGO_FLOOR_PORT, "bare": BARE_FLOOR_PORT}
+    runs: dict[str, list[dict]] = {side: [] for side in ports}
+    order = list(ports)
     for round_number in range(rounds):
-        if round_number % 2:
-            portals.append(load(world, path=portal_path, **load_args))
-            floors.append(load(world, path=floor_path, **load_args))
-        else:
-            floors.append(load(world, path=floor_path, **load_args))
-            portals.append(load(world, path=portal_path, **load_args))
-    ratios = [
-        portal["throughput_rps"] / floor["throughput_rps"] if floor["throughput_rps"] else 0.0
-        for floor, portal in zip(floors, portals, strict=True)
-    ]
-    return {"floor": _median_run(floors), "portal": _median_run(portals), "ratios": ratios}
+        turned = order[round_number % 3 :] + order[: round_number % 3]
+        for side in turned:
+            runs[side].append(load(world, path=path, port=ports[side], **load_args))
+
+    def ratios(floor: str) -> list[float]:
+        return [
+            portal["throughput_rps"] / under["throughput_rps"] if under["throughput_rps"] else 0.0
+            for under, portal in zip(runs[floor], runs["portal"], strict=True)
+        ]
+
+    return {
+        **{side: _median_run(side_runs) for side, side_runs in runs.items()},
+        "ratios": ratios("floor"),
+        "bare_ratios": ratios("bare"),
+    }
 
 
 def _median_run(runs: list[dict]) -> dict:

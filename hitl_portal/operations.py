@@ -32,15 +32,12 @@ DECISION_BUCKETS = (1, 5, 15, 60, 300, 900, 3600, 4 * 3600, 24 * 3600)
 
 _TABLE = ApprovalRequest._meta.db_table
 _BUCKET_COLUMNS = ", ".join(f"count(*) FILTER (WHERE seconds <= {bound})" for bound in DECISION_BUCKETS)
-_SECONDS = {
-    "postgresql": "extract(epoch FROM decided_at - created_at)",
-    "sqlite": "(julianday(decided_at) - julianday(created_at)) * 86400",
-}
-_DECIDED_SQL = """
-SELECT status, count(*), {buckets}, coalesce(sum(seconds), 0)
+_DECIDED_SQL = f"""
+SELECT status, count(*), {_BUCKET_COLUMNS}, coalesce(sum(seconds), 0)
 FROM (
-    SELECT status, CASE WHEN status = 'expired' THEN NULL ELSE {seconds} END AS seconds
-    FROM {table} WHERE status <> 'pending'
+    SELECT status,
+           CASE WHEN status = 'expired' THEN NULL ELSE extract(epoch FROM decided_at - created_at) END AS seconds
+    FROM {_TABLE} WHERE status <> 'pending'
 ) AS decided
 GROUP BY status
 """
@@ -58,8 +55,7 @@ class PortalCollector(Collector):
         with connection.cursor() as cursor:
             cursor.execute(_PENDING_SQL, [timezone.now()])
             pending = cursor.fetchone()[0]
-            seconds = _SECONDS.get(connection.vendor, _SECONDS["postgresql"])
-            cursor.execute(_DECIDED_SQL.format(buckets=_BUCKET_COLUMNS, seconds=seconds, table=_TABLE))
+            cursor.execute(_DECIDED_SQL)
             decided = cursor.fetchall()
             cursor.execute(_SEALED_SQL)
             sealed = cursor.fetchone()[0]

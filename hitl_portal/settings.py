@@ -103,25 +103,19 @@ TEMPLATES = [
     },
 ]
 
-# SQLite for a first run; PostgreSQL (psycopg 3) when DATABASE_URL is set.
-# Persistent connections: a request should not pay for a new connection.
-DATABASES = {
-    "default": dj_database_url.config(
-        default=f"sqlite:///{BASE_DIR / 'db.sqlite3'}",
-        conn_max_age=envint("CONN_MAX_AGE", "60"),
-        conn_health_checks=True,
+# PostgreSQL only (psycopg 3): one database engine, so one form of every statement. `make run` and
+# `make test` start an embedded one and set DATABASE_URL when it is not set.
+if not os.environ.get("DATABASE_URL"):
+    raise ImproperlyConfigured(
+        "DATABASE_URL is not set: give it a PostgreSQL database (postgres://user@host:5432/name), or use"
+        " `make run` / `make test`, which start an embedded PostgreSQL when it is not set."
     )
+DATABASES = {
+    # Persistent connections: a request should not pay for a new connection.
+    "default": dj_database_url.config(conn_max_age=envint("CONN_MAX_AGE", "60"), conn_health_checks=True)
 }
-if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
-    # The web server, the django-q2 cluster and the engines share one file: wait
-    # for a lock rather than fail, and let readers run beside the writer.
-    DATABASES["default"]["OPTIONS"] = {
-        "timeout": 20,
-        "transaction_mode": "IMMEDIATE",
-        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
-    }
-    # A file, not :memory:, so the live test server's threads get connections of their own.
-    DATABASES["default"]["TEST"] = {"NAME": str(BASE_DIR / "test-db.sqlite3")}
+if DATABASES["default"]["ENGINE"] != "django.db.backends.postgresql":
+    raise ImproperlyConfigured(f"DATABASE_URL must name a PostgreSQL database, not {DATABASES['default']['ENGINE']}.")
 
 
 def pooled_under_asgi(database: dict) -> dict:

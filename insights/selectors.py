@@ -7,8 +7,8 @@ deadline). Each closed day's p50 / p90 are exact (percentile_cont, stored when t
 the days still open (today, and yesterday for its first minutes) and the "last 2 days" tile are
 read from histograms of decision times and are within ±2.5 % — the page marks them "≈".
 
-SQLite (a first run on a laptop) has no percentile_cont: the same figures are computed directly
-in Python from the requests, exact, without rollups. A test holds the two together.
+tests/insights/direct.py computes the same figures from the requests themselves, exactly; the
+tests hold the two together.
 """
 
 from collections import defaultdict
@@ -19,7 +19,7 @@ from django.db import connection
 from django.db.models import Count, Min
 from django.utils import timezone
 
-from approvals.models import ApprovalRequest, Status
+from approvals.models import ApprovalRequest
 from contacts.models import Channel, Delivery, DeliveryStatus
 from rules.models import ANY, Config, Rule
 from workspaces.models import Workspace
@@ -84,7 +84,7 @@ GROUP BY 1, 2
 """
 
 
-def _facts_from_rollups(*, workspace_id: int, reviewer: str | None, now: datetime) -> Facts:
+def facts_for(*, workspace_id: int, reviewer: str | None, now: datetime) -> Facts:
     mark = rollup.roll_up(workspace_id=workspace_id, now=now)
     first = rollup.window_start(now)
     yesterday = now.astimezone(UTC).date() - timedelta(days=1)
@@ -125,83 +125,6 @@ def _facts_from_rollups(*, workspace_id: int, reviewer: str | None, now: datetim
         approximate=approximate,
         recent_approximate=bool(recent),
     )
-
-
-# --- Directly from the requests (SQLite; and the reference the rollups are tested against) -------
-
-
-def percentile(values: list[float], fraction: float) -> float | None:
-    """percentile_cont: linear interpolation between the closest ranks."""
-    if not values:
-        return None
-    values = sorted(values)
-    rank = fraction * (len(values) - 1)
-    low = int(rank)
-    high = min(low + 1, len(values) - 1)
-    return values[low] + (values[high] - values[low]) * (rank - low)
-
-
-def facts_directly(*, workspace_id: int, reviewer: str | None, now: datetime) -> Facts:
-    """The same facts from the requests themselves, exact (small databases only: it reads the window)."""
-    first = rollup.window_start(now)
-    requests = ApprovalRequest.objects.filter(
-        workspace_id=workspace_id, created_at__gte=first - rollup.lifetime(), created_at__lt=now
-    ).values_list(
-        "created_at",
-        "status",
-        "expires_at",
-        "config_id",
-        "rule_id",
-        "decided_by_email",
-        "decided_at",
-        "execution_status",
-    )
-    groups: dict[tuple, list] = defaultdict(list)
-    times: dict[date, list[float]] = defaultdict(list)
-    yesterday = now.astimezone(UTC).date() - timedelta(days=1)
-    for created, status, expires, config_id, rule_id, email, decided, execution in requests:
-        person = status in (Status.APPROVED, Status.REJECTED)
-        if status not in OUTCOMES and status != Status.PENDING:
-            continue  # a question answered or declined: counted by questions_for, as the rollups do
-        if status == Status.PENDING and expires > now:
-            continue  # still waiting
-        resolved = expires if status == Status.PENDING else decided  # the sweep sets decided_at to the deadline
-        if not first <= resolved < now:
-            continue
-        who = email if person else ""
-        if reviewer is not None and who != reviewer:
-            continue
-        day = resolved.astimezone(UTC).date()
-        secs = max((decided - created).total_seconds(), 0) if person else None
-        outcome = Status.EXPIRED if status == Status.PENDING else status
-        failed = status == Status.APPROVED and execution == "failed"
-        groups[(day, str(outcome), config_id, rule_id, who)].append((secs, failed))
-        if secs is not None:
-            times[day].append(secs)
-    rows = []
-    for key, facts in groups.items():
-        seconds = [secs for secs, _ in facts if secs is not None]
-        rows.append(
-            dict(
-                zip(ROW_FIELDS[:5], key, strict=True),
-                count=len(facts),
-                fast=sum(1 for secs in seconds if secs < RUBBER_STAMP_SECONDS),
-                failed=sum(1 for _, failed in facts if failed),
-                seconds=sum(seconds),
-            )
-        )
-    recent = [secs for day, values in times.items() if day >= yesterday for secs in values]
-    return Facts(
-        rows=rows,
-        percentiles={day: (percentile(v, 0.5), percentile(v, 0.9)) for day, v in times.items()},
-        recent=(percentile(recent, 0.5), percentile(recent, 0.9)),
-    )
-
-
-def facts_for(*, workspace_id: int, reviewer: str | None, now: datetime) -> Facts:
-    if connection.vendor == "postgresql":
-        return _facts_from_rollups(workspace_id=workspace_id, reviewer=reviewer, now=now)
-    return facts_directly(workspace_id=workspace_id, reviewer=reviewer, now=now)
 
 
 # --- The page ------------------------------------------------------------------------------------
@@ -352,6 +275,16 @@ class QuestionFacts:
         return sum(self.answered_per_day.values())
 
 
+def _percentile(values: list[float], fraction: float) -> float | None:
+    """percentile_cont's linear interpolation between the closest ranks, over sorted `values`."""
+    if not values:
+        return None
+    rank = fraction * (len(values) - 1)
+    low = int(rank)
+    high = min(low + 1, len(values) - 1)
+    return values[low] + (values[high] - values[low]) * (rank - low)
+
+
 def questions_for(*, workspace: Workspace, reviewer: str | None = None, now: datetime | None = None) -> QuestionFacts:
     """The window's questions: how many were answered each day and how long an answer took (two queries).
 
@@ -383,8 +316,8 @@ def questions_for(*, workspace: Workspace, reviewer: str | None = None, now: dat
         answered_per_day=per_day,
         declined=others.get(Status.DECLINED, 0),
         expired=others.get(Status.EXPIRED, 0) if reviewer is None else 0,
-        p50=percentile(sorted(seconds), 0.5),
-        p90=percentile(sorted(seconds), 0.9),
+        p50=_percentile(sorted(seconds), 0.5),
+        p90=_percentile(sorted(seconds), 0.9),
     )
 
 

@@ -1,6 +1,5 @@
 """django-q2 tasks: the schedule that rolls up closed hours (migration 0003 creates it)."""
 
-from django.db import connection
 from django.utils import timezone
 
 from workspaces.models import Plan, Workspace
@@ -14,8 +13,6 @@ def roll_up_all() -> int:
     A page view rolls up its own workspace if this has not run yet, so a stopped cluster makes the
     page slower once an hour, never wrong.
     """
-    if connection.vendor != "postgresql":
-        return 0  # SQLite: the page computes directly (selectors.facts_directly)
     now = timezone.now()
     count = 0
     for workspace_id in Workspace.objects.filter(plan__in=(Plan.PRO, Plan.ENTERPRISE)).values_list("pk", flat=True):

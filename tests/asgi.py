@@ -6,31 +6,16 @@ command) on a free loopback port, against the test database.
 """
 
 import os
-import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import requests
-from django.db import connection
+
+from tests.loopback import database_url, free_port
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def database_url() -> str:
-    """The test database (pytest-django's test_…), as a URL for the subprocesses."""
-    s = connection.settings_dict
-    if s["ENGINE"].endswith("sqlite3"):
-        return f"sqlite:///{s['NAME']}"
-    password = f":{s['PASSWORD']}" if s.get("PASSWORD") else ""
-    return f"postgres://{s['USER']}{password}@{s['HOST'] or '127.0.0.1'}:{s['PORT'] or 5432}/{s['NAME']}"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def server_command(port: int, workers: int = 1) -> list[str]:

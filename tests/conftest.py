@@ -41,14 +41,12 @@ def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix) -
 def django_db_setup(django_db_setup, django_db_blocker) -> Iterator[None]:
     """And so do the servers and clusters the tests start on the test database (a setting of the database);
     and the database is dropped only once they have all gone."""
-    if connection.vendor == "postgresql":
-        with django_db_blocker.unblock(), connection.cursor() as cursor:
-            name = connection.ops.quote_name(connection.settings_dict["NAME"])
-            cursor.execute(f"ALTER DATABASE {name} SET synchronous_commit TO off")
+    with django_db_blocker.unblock(), connection.cursor() as cursor:
+        name = connection.ops.quote_name(connection.settings_dict["NAME"])
+        cursor.execute(f"ALTER DATABASE {name} SET synchronous_commit TO off")
     yield
-    if connection.vendor == "postgresql":
-        with django_db_blocker.unblock():
-            _until_others_have_left()
+    with django_db_blocker.unblock():
+        _until_others_have_left()
 
 
 def _until_others_have_left(seconds: float = 10) -> None:
@@ -83,7 +81,7 @@ KEPT_TABLES = {"django_content_type", "auth_permission", "django_q_schedule"}
 def _empty_tables(test_case) -> None:
     for alias in test_case._databases_names(include_mirrors=False):
         conn = connections[alias]
-        if conn.vendor != "postgresql" or not _may_skip_triggers(conn):
+        if not _may_skip_triggers(conn):
             _django_fixture_teardown(test_case)
             return
         tables = [t for t in conn.introspection.django_table_names(only_existing=True) if t not in KEPT_TABLES]
@@ -113,14 +111,6 @@ def pytest_collection_modifyitems(config, items):
         live = "live_server" in getattr(item, "fixturenames", ()) or item.get_closest_marker("live_http")
         if live or item.get_closest_marker("browser"):
             item.add_marker(pytest.mark.django_db(transaction=True))
-
-
-@pytest.fixture(autouse=True)
-def _postgres_when_required(request, django_db_blocker):
-    """A test marked `postgres` fails (never skips) without PostgreSQL; CI demands it for all."""
-    needs = request.node.get_closest_marker("postgres") or os.environ.get("HITL_REQUIRE_POSTGRES") == "1"
-    if needs and connection.vendor != "postgresql":
-        pytest.fail("This test needs PostgreSQL: set DATABASE_URL=postgres://… (CI always does).")
 
 
 # Named users (healthchecks style): alice is an admin of acme, bob a reviewer of acme,

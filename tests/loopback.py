@@ -42,8 +42,6 @@ ARTIFACTS = ROOT / "test-artifacts"
 def database_url() -> str:
     """The test database (pytest-django's test_…), as a URL for the subprocesses."""
     s = connection.settings_dict
-    if s["ENGINE"].endswith("sqlite3"):
-        return f"sqlite:///{s['NAME']}"
     password = f":{s['PASSWORD']}" if s.get("PASSWORD") else ""
     return f"postgres://{s['USER']}{password}@{s['HOST'] or '127.0.0.1'}:{s['PORT'] or 5432}/{s['NAME']}"
 

@@ -18,7 +18,7 @@ from rules.models import Rule
 from tests.asgi import AsgiServer
 from tests.helpers import error_of, make_config, make_token
 
-pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.django_db(transaction=True)]
 
 
 def chunked(data: bytes, size: int = 4096) -> Iterator[bytes]:

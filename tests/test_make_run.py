@@ -62,7 +62,6 @@ def _processes(group: int, *, alive_only: bool = False) -> str:
     return "\n".join(rows)
 
 
-@pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)
 def test_ctrl_c_ends_make_run_cleanly():
     port = free_port()
@@ -135,7 +134,6 @@ def _run_env(**env: str) -> dict[str, str]:
     return environment
 
 
-@pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)
 def test_ctrl_c_at_a_terminal_ends_make_run_with_0_and_no_error():
     """As a person sees it: make run at a terminal, then Ctrl-C typed into that terminal."""

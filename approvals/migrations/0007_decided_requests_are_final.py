@@ -45,44 +45,8 @@ DROP FUNCTION IF EXISTS approvals_decided_request_is_final();
 """
 # SQLite (for trying the portal only) has no row variables: the decision's columns are named, and
 # the outcome's once set. UPDATE only: Django's test runner empties SQLite tables with DELETE.
-SQLITE = [
-    """CREATE TRIGGER approvals_decided_no_update BEFORE UPDATE ON approvals_approvalrequest
-WHEN OLD.status <> 'pending' AND (
-    NEW.status IS NOT OLD.status OR NEW.decided_at IS NOT OLD.decided_at
-    OR NEW.decided_by_email IS NOT OLD.decided_by_email OR NEW.decision_action IS NOT OLD.decision_action
-    OR NEW.reason IS NOT OLD.reason OR NEW.public_id IS NOT OLD.public_id OR NEW.target IS NOT OLD.target
-    OR NEW.operation IS NOT OLD.operation OR NEW.arguments IS NOT OLD.arguments
-    OR NEW.call_digest IS NOT OLD.call_digest OR NEW.created_at IS NOT OLD.created_at
-    OR (OLD.execution_status <> '' AND (NEW.execution_status IS NOT OLD.execution_status
-        OR NEW.execution_id IS NOT OLD.execution_id OR NEW.execution_detail IS NOT OLD.execution_detail
-        OR NEW.executed_at IS NOT OLD.executed_at))
-    OR (OLD.status <> 'approved' AND NEW.execution_status <> '')
-)
-BEGIN
-    SELECT RAISE(ABORT, 'A decided approval request never changes');
-END;""",
-]
-SQLITE_REVERSE = ["DROP TRIGGER IF EXISTS approvals_decided_no_update;"]
-
-
-def forwards(apps, schema_editor):
-    vendor = schema_editor.connection.vendor
-    if vendor == "postgresql":
-        schema_editor.execute(POSTGRES, params=None)
-    elif vendor == "sqlite":
-        for statement in SQLITE:
-            schema_editor.execute(statement, params=None)
-
-
-def backwards(apps, schema_editor):
-    vendor = schema_editor.connection.vendor
-    if vendor == "postgresql":
-        schema_editor.execute(POSTGRES_REVERSE, params=None)
-    elif vendor == "sqlite":
-        for statement in SQLITE_REVERSE:
-            schema_editor.execute(statement, params=None)
 
 
 class Migration(migrations.Migration):
     dependencies = [("approvals", "0006_no_default_ordering")]
-    operations = [migrations.RunPython(forwards, backwards)]
+    operations = [migrations.RunSQL(POSTGRES, POSTGRES_REVERSE)]

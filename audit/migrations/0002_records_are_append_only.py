@@ -29,37 +29,8 @@ DROP FUNCTION IF EXISTS audit_record_append_only();
 """
 # SQLite (for trying the portal only) refuses UPDATE; not DELETE, which is how Django's test
 # runner empties its tables there (PostgreSQL's runner uses TRUNCATE, which row triggers ignore).
-SQLITE = [
-    """CREATE TRIGGER audit_record_no_update BEFORE UPDATE ON audit_auditrecord
-WHEN NOT (OLD.hash IS NULL AND NEW.hash IS NOT NULL AND NEW.seq IS NOT NULL
-          AND NEW.id IS OLD.id AND NEW.workspace_id IS OLD.workspace_id AND NEW.at IS OLD.at
-          AND NEW.actor IS OLD.actor AND NEW.action IS OLD.action AND NEW.object IS OLD.object
-          AND NEW.data IS OLD.data)
-BEGIN
-    SELECT RAISE(ABORT, 'Audit records are never changed or deleted');
-END;""",
-]
-SQLITE_REVERSE = ["DROP TRIGGER IF EXISTS audit_record_no_update;"]
-
-
-def forwards(apps, schema_editor):
-    vendor = schema_editor.connection.vendor
-    if vendor == "postgresql":
-        schema_editor.execute(POSTGRES, params=None)
-    elif vendor == "sqlite":
-        for statement in SQLITE:
-            schema_editor.execute(statement, params=None)
-
-
-def backwards(apps, schema_editor):
-    vendor = schema_editor.connection.vendor
-    if vendor == "postgresql":
-        schema_editor.execute(POSTGRES_REVERSE, params=None)
-    elif vendor == "sqlite":
-        for statement in SQLITE_REVERSE:
-            schema_editor.execute(statement, params=None)
 
 
 class Migration(migrations.Migration):
     dependencies = [("audit", "0001_initial")]
-    operations = [migrations.RunPython(forwards, backwards)]
+    operations = [migrations.RunSQL(POSTGRES, POSTGRES_REVERSE)]

@@ -71,20 +71,10 @@ DROP FUNCTION IF EXISTS history_no_truncate();
 """
 
 
-def forwards(apps, schema_editor):
-    if schema_editor.connection.vendor == "postgresql":
-        schema_editor.execute(POSTGRES, params=None)
-
-
-def backwards(apps, schema_editor):
-    if schema_editor.connection.vendor == "postgresql":
-        schema_editor.execute(POSTGRES_REVERSE, params=None)
-
-
 class Migration(migrations.Migration):
     dependencies = [
         ("audit", "0003_seal_schedule"),
         ("approvals", "0009_notify_grant_created"),
         ("rules", "0005_merge_approver_policy_and_notifications"),
     ]
-    operations = [migrations.RunPython(forwards, backwards)]
+    operations = [migrations.RunSQL(POSTGRES, POSTGRES_REVERSE)]

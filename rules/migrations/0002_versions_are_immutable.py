@@ -19,29 +19,8 @@ POSTGRES_REVERSE = """
 DROP TRIGGER IF EXISTS rules_configversion_no_update ON rules_configversion;
 DROP FUNCTION IF EXISTS rules_configversion_immutable();
 """
-SQLITE = """
-CREATE TRIGGER rules_configversion_no_update BEFORE UPDATE ON rules_configversion
-BEGIN
-    SELECT RAISE(ABORT, 'A published config version never changes');
-END;
-"""
-SQLITE_REVERSE = "DROP TRIGGER IF EXISTS rules_configversion_no_update;"
-
-
-def forwards(apps, schema_editor):
-    vendor = schema_editor.connection.vendor
-    sql = {"postgresql": POSTGRES, "sqlite": SQLITE}.get(vendor)
-    if sql:
-        schema_editor.execute(sql, params=None)
-
-
-def backwards(apps, schema_editor):
-    vendor = schema_editor.connection.vendor
-    sql = {"postgresql": POSTGRES_REVERSE, "sqlite": SQLITE_REVERSE}.get(vendor)
-    if sql:
-        schema_editor.execute(sql, params=None)
 
 
 class Migration(migrations.Migration):
     dependencies = [("rules", "0001_initial")]
-    operations = [migrations.RunPython(forwards, backwards)]
+    operations = [migrations.RunSQL(POSTGRES, POSTGRES_REVERSE)]

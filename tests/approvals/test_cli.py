@@ -10,11 +10,11 @@ import pytest
 from django.conf import settings
 from django.core.management import call_command, execute_from_command_line
 from django.core.management.base import CommandError
-from django.db import connection
 
 from approvals.models import EXPIRED_REASON, ApprovalRequest, Status
 from tests.factories import make_approval, make_token_cap
 from tests.helpers import make_config, make_member, travel
+from tests.loopback import database_url
 
 
 @pytest.fixture
@@ -100,7 +100,7 @@ def test_it_refuses_anyone_but_a_reviewer_of_that_workspace(support, charlie):
 
 
 def _run(*args) -> subprocess.CompletedProcess:
-    env = {**os.environ, "DATABASE_URL": _url_of_test_database()}
+    env = {**os.environ, "DATABASE_URL": database_url()}
     return subprocess.run(
         [sys.executable, "manage.py", "hitl", *args],
         cwd=settings.BASE_DIR,
@@ -109,14 +109,6 @@ def _run(*args) -> subprocess.CompletedProcess:
         text=True,
         timeout=60,
     )
-
-
-def _url_of_test_database() -> str:
-    db = connection.settings_dict
-    if connection.vendor == "sqlite":
-        return f"sqlite:///{db['NAME']}"
-    auth = db["USER"] + (f":{db['PASSWORD']}" if db["PASSWORD"] else "")
-    return f"postgres://{auth}@{db['HOST']}:{db['PORT'] or 5432}/{db['NAME']}"
 
 
 def test_it_exits_2_with_one_line_on_a_bad_id_or_email(transactional_db, support, bob, capsys):

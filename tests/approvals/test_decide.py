@@ -197,7 +197,6 @@ def _race(approval, reviewers) -> list[tuple[str, str, bool]]:
     return answers
 
 
-@pytest.mark.postgres
 def test_it_records_one_decision_when_20_reviewers_decide_at_once(transactional_db, acme):
     """20 threads, each with its own connection, decide the same request at once, 50 times over."""
     support = make_config(acme, "Support agent")

@@ -73,7 +73,6 @@ def test_it_computes_call_digest_exactly_as_api_md_says(engine_api, support):
     assert without["arguments"] is None
 
 
-@pytest.mark.postgres  # the hand-written INSERT and SELECT run on PostgreSQL only; elsewhere the ORM does
 def test_it_reads_back_exactly_what_was_registered(engine_api, support):
     # The poll's hand-written SELECT must give back what the registration stored, JSON and times alike.
     arguments = {"note": "café ☕", "ids": [3, 1, 2], "nested": {"b": 1, "a": None}, "flag": False}
@@ -91,7 +90,6 @@ def test_it_reads_back_exactly_what_was_registered(engine_api, support):
     assert stored.arguments == arguments and stored.engine_key.name == "support-engine"
 
 
-@pytest.mark.postgres
 def test_the_hand_written_insert_refuses_a_request_that_is_not_new(acme, support):
     """It writes a new request's undecided, unreported columns as literals: one that holds anything
     else there must go through the ORM, not be stored as pending."""
@@ -347,7 +345,6 @@ def test_it_refuses_an_idempotency_key_over_255_characters_or_empty(engine_api, 
     assert not ApprovalRequest.objects.exists()
 
 
-@pytest.mark.postgres
 def test_it_creates_exactly_one_request_when_50_identical_registrations_race(live_server, acme, support):
     token = make_token(acme, engine="racer")
     body = gate_body(support)
@@ -395,7 +392,6 @@ def _registration_queries(api: Api, body: dict, key: str) -> int:
     return len(queries)
 
 
-@pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)  # no test transaction: no savepoint around the INSERT
 def test_it_registers_with_the_same_few_queries_whatever_the_table_holds(make_api, acme, support):
     token = make_token(acme, engine="counted")

@@ -81,7 +81,6 @@ def test_it_answers_still_pending_when_the_wait_is_over(engine_api, pending):
     assert response.json()["decision"] is None
 
 
-@pytest.mark.postgres
 @pytest.mark.live_http  # the decision comes from another connection while the request waits
 def test_it_wakes_a_long_poll_within_a_second_of_a_decision_made_from_another_connection(engine_api, bob, pending):
     answered: dict = {}
@@ -174,7 +173,6 @@ def _poll_queries(api: Api, public_id: str, wait: float) -> int:
     return len(queries)
 
 
-@pytest.mark.postgres
 def test_it_polls_with_the_same_few_queries_whatever_the_table_holds(engine_api, support, pending):
     bulk_requests(support, 5)
     _poll_queries(engine_api, pending["id"], 0)  # connection set-up aside

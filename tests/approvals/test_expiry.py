@@ -103,7 +103,6 @@ def test_it_schedules_the_sweep_every_minute_once(db):
     assert (schedule.schedule_type, schedule.minutes, schedule.repeats) == (Schedule.MINUTES, 1, -1)
 
 
-@pytest.mark.postgres
 def test_it_overwrites_no_decision_while_sweeps_and_decisions_run_at_once(transactional_db, support, bob):
     """Two sweeps and a reviewer race over 300 requests: each ends decided or expired, never both."""
     due = make_many(support, 150, ttl=timedelta(minutes=1))  # overdue once the clock moves
@@ -146,7 +145,6 @@ def test_it_overwrites_no_decision_while_sweeps_and_decisions_run_at_once(transa
     }
 
 
-@pytest.mark.postgres
 def test_it_skips_a_row_being_decided_instead_of_waiting_for_it(transactional_db, support):
     locked = make_approval(support, ttl=timedelta(minutes=1))
     other = make_approval(support, ttl=timedelta(minutes=1))

@@ -21,7 +21,7 @@ from ..helpers import Api, make_token
 from .engine_support import capped_server, gate_body
 from .test_policy import decide, policy_config
 
-pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.django_db(transaction=True)]
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ from tests.helpers import make_member, make_token
 from .engine_support import make_support_config
 from .question_support import ANSWERS, QUESTIONS
 
-pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.django_db(transaction=True)]
 
 # Each trial is a real race: two threads released by one barrier on a fresh question.
 TRIALS = int(os.environ.get("HITL_QUESTION_RACE_TRIALS", "60"))

@@ -12,7 +12,7 @@ from approvals.models import ApprovalRequest, Status, Vote
 from tests.factories import make_many
 from tests.helpers import make_config, make_member
 
-pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.django_db(transaction=True)]
 
 # Each trial is a real race: eight threads released by one barrier on a fresh request. Two hundred
 # suffice: without the request's row lock every one of 100 trials broke the property (measured by

@@ -23,7 +23,7 @@ from workspaces.models import ApiToken
 from ..helpers import make_config, make_member, make_rule, make_token, make_workspace, publish
 from ..loopback import parts
 
-pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.django_db(transaction=True)]
 
 # Every C0 control PostgreSQL can store (it refuses NUL, and so does the API), DEL, a C1 control,
 # the bidi override and isolates, a zero-width space, a line separator and a BOM.

@@ -14,11 +14,11 @@ from edge.hub import APPLICATION_NAME
 from workspaces.models import ApiToken
 from workspaces.services import token_revoke, workspace_set_plan
 
-from ..asgi import database_url
 from ..helpers import Api, error_of, make_token
+from ..loopback import database_url
 from .engine_support import WAIT_CAP, capped_server, decide, make_support_config, register_gates
 
-pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.django_db(transaction=True)]
 
 
 @pytest.fixture

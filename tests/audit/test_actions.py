@@ -3,7 +3,6 @@
 import json
 from datetime import timedelta
 
-import pytest
 from django.core.management import call_command
 
 from approvals.expire import approval_sweep_overdue
@@ -12,8 +11,6 @@ from audit.models import AuditRecord
 from tests.helpers import make_token, travel
 
 from .helpers import assert_chain, export
-
-pytestmark = pytest.mark.postgres
 
 
 class Caller:

@@ -13,8 +13,6 @@ from audit.services import audit_append
 from tests.factories import make_approval
 from tests.helpers import make_config, travel
 
-pytestmark = pytest.mark.postgres
-
 REFUSED = (IntegrityError,)
 
 

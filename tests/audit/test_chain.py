@@ -13,8 +13,6 @@ from tests.helpers import make_token
 
 from .helpers import assert_chain, export
 
-pytestmark = pytest.mark.postgres
-
 
 def verify(slug: str, capsys) -> tuple[int, str]:
     try:

@@ -15,8 +15,6 @@ from tests.helpers import make_token
 
 from .helpers import assert_chain, export
 
-pytestmark = pytest.mark.postgres
-
 
 def get(client, token: str, query: str = ""):
     return client.get(f"/api/v1/audit{query}", HTTP_AUTHORIZATION=f"Bearer {token}")

@@ -13,8 +13,6 @@ from tests.factories import make_approval
 from tests.helpers import make_config, make_token
 from workspaces.models import Workspace
 
-pytestmark = pytest.mark.postgres
-
 
 def sql(statement: str, params: list | None = None) -> None:
     with transaction.atomic(), connection.cursor() as cursor:

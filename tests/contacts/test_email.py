@@ -14,7 +14,7 @@ from ..helpers import publish
 from ..loopback import parts
 from .conftest import register
 
-pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.django_db(transaction=True)]
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ from contacts.services import contact_create
 from ..helpers import make_rule, publish
 from .conftest import register
 
-pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.django_db(transaction=True)]
 
 
 def _come_due(approval, event: str) -> None:

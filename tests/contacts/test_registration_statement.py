@@ -16,7 +16,7 @@ from contacts.services import contact_create
 from ..helpers import make_rule, publish
 from .conftest import register
 
-pytestmark = [pytest.mark.postgres, pytest.mark.django_db]
+pytestmark = [pytest.mark.django_db]
 
 
 def _insert_statement(world: dict, **fields) -> tuple[str, list]:

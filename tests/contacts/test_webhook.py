@@ -12,7 +12,7 @@ from contacts.sending import deliveries_send_due
 
 from .conftest import register
 
-pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.django_db(transaction=True)]
 
 
 def test_it_sends_a_signed_cloudevent_when_a_request_is_registered_and_when_it_is_decided(notified, receiver, cluster):

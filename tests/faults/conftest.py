@@ -24,7 +24,6 @@ def pytest_collection_modifyitems(config, items):
         if not Path(item.path).is_relative_to(here):
             continue
         item.add_marker(pytest.mark.faults)
-        item.add_marker(pytest.mark.postgres)
         item.add_marker(pytest.mark.django_db(transaction=True))
 
 

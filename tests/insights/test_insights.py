@@ -11,13 +11,13 @@ from approvals.outcome import approval_report_outcome
 from contacts.models import Delivery
 from insights import rollup
 from insights.models import DailyPercentiles, DayRollup, HourlyRollup, HourlyTimes, RollupMark
-from insights.selectors import _facts_from_rollups, facts_directly
+from insights.selectors import facts_for
 from tests.factories import make_approval
 from tests.helpers import make_config, make_member
 
-PAGE = "/hitl/insights/"
+from .direct import facts_directly
 
-pytestmark = pytest.mark.postgres
+PAGE = "/hitl/insights/"
 
 
 @pytest.fixture(autouse=True)
@@ -195,7 +195,7 @@ def _assert_same_numbers(rolled, direct) -> None:
 @pytest.mark.parametrize("reviewer", [None, "bob@acme.test"])
 def test_the_rollups_give_the_numbers_a_direct_computation_gives(acme, busy, reviewer):
     now = busy
-    rolled = _facts_from_rollups(workspace_id=acme.pk, reviewer=reviewer, now=now)
+    rolled = facts_for(workspace_id=acme.pk, reviewer=reviewer, now=now)
     direct = facts_directly(workspace_id=acme.pk, reviewer=reviewer, now=now)
 
     assert sum(row["count"] for row in direct.rows) > (60 if reviewer else 200)
@@ -210,7 +210,7 @@ def test_rolling_up_later_hours_keeps_the_numbers_right(acme, busy):
     """The mark moves an hour (or three) at a time; the numbers match a direct computation at each step."""
     for later in (timedelta(0), timedelta(hours=1), timedelta(hours=4), timedelta(hours=4, minutes=30)):
         now = busy + later
-        rolled = _facts_from_rollups(workspace_id=acme.pk, reviewer=None, now=now)
+        rolled = facts_for(workspace_id=acme.pk, reviewer=None, now=now)
         _assert_same_numbers(rolled, facts_directly(workspace_id=acme.pk, reviewer=None, now=now))
 
 
@@ -272,7 +272,7 @@ def test_a_late_failure_reaches_a_day_already_closed(acme, bob):
     rollup.roll_up(workspace_id=acme.pk, now=later)
     assert DayRollup.objects.get(workspace=acme, outcome="approved").failed == 1
     _assert_same_numbers(
-        _facts_from_rollups(workspace_id=acme.pk, reviewer=None, now=later),
+        facts_for(workspace_id=acme.pk, reviewer=None, now=later),
         facts_directly(workspace_id=acme.pk, reviewer=None, now=later),
     )
 

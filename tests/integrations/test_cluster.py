@@ -33,7 +33,6 @@ def cluster(fake_slack) -> Iterator[Cluster]:
         running.stop()
 
 
-@pytest.mark.postgres
 def test_a_request_goes_to_slack_is_approved_there_and_the_message_follows(live_server, fake_slack, acme, cluster):
     config = make_config(acme, pass_information_level="summary")
     approvers = contact_create(config=config, name="#approvers", channel="slack", channel_ref=CHANNEL_REF)

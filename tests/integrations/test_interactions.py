@@ -256,7 +256,6 @@ def test_clicking_a_request_decided_elsewhere_tells_the_first_decision(
     assert ephemeral["text"].startswith("Already approved by alice@acme.test at ")
 
 
-@pytest.mark.postgres
 def test_two_people_clicking_at_once_make_one_decision_and_both_messages_agree(live_server, fake_slack, slack_world):
     # The rule tells two channels; bob approves in #approvers while alice rejects (with a reason) in #leads.
     approval = register(slack_world, rule_id=slack_world["rule_to_both"].public_id, target="mcp_billing")

@@ -23,7 +23,6 @@ def test_the_readme_is_short_and_its_deploy_section_installs_requirements_txt():
     assert production_check.deploy_commands() == ["pip install -r requirements.txt"]
 
 
-@pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)
 def test_the_readme_curl_example_registers_a_request_and_waits_for_it(tmp_path):
     out = StringIO()

@@ -10,7 +10,7 @@ import requests
 from tests.asgi import AsgiServer
 from tests.helpers import PASSWORD, make_member
 
-pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.django_db(transaction=True)]
 
 
 def login(server: AsgiServer, email: str, password: str, forwarded_for: str | None = None) -> requests.Response:

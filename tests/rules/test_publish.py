@@ -52,7 +52,6 @@ def test_it_never_changes_a_version_when_the_draft_changes_afterwards(alice_api,
     assert ConfigVersion.objects.get().rules[0]["message"] == "before"
 
 
-@pytest.mark.postgres
 def test_it_refuses_a_raw_update_of_a_version_in_the_database(acme):
     config = make_config(acme)
     version = publish(config, note="frozen")

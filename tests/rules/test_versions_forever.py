@@ -17,7 +17,6 @@ def support(acme):
     return config
 
 
-@pytest.mark.postgres
 def test_the_database_refuses_to_delete_a_published_version(support, alice):
     version = publish(support, alice)
 

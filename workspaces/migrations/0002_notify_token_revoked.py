@@ -60,8 +60,6 @@ DROP FUNCTION IF EXISTS hitl_notify_token();
 
 def _run(sql: str):
     def run(apps, schema_editor) -> None:
-        if schema_editor.connection.vendor != "postgresql":
-            return  # SQLite has no NOTIFY: its waits poll and re-check the token (approvals/waiters.py)
         user_table = apps.get_model(settings.AUTH_USER_MODEL)._meta.db_table
         schema_editor.execute(sql.format(user_table=schema_editor.quote_name(user_table)))
 
