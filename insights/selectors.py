@@ -19,7 +19,7 @@ from django.db import connection
 from django.db.models import Count, Min
 from django.utils import timezone
 
-from approvals.models import ApprovalRequest
+from approvals.models import ApprovalRequest, Status
 from contacts.models import Channel, Delivery, DeliveryStatus
 from rules.models import ANY, Config, Rule
 from workspaces.models import Workspace
