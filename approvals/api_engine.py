@@ -34,6 +34,8 @@ from .engine_serializers import (
     KindSerializer,
     OutcomeReportedSerializer,
     OutcomeSerializer,
+    PlanRegistrationSerializer,
+    QuestionRegistrationSerializer,
     ServedConfigSerializer,
     TokenCapRegistrationSerializer,
     WaitQuerySerializer,
@@ -48,6 +50,8 @@ from .serializers import ApprovalRequestSerializer, approval_as_dict
 REGISTRATION_SERIALIZERS = {
     ApprovalKind.GATE: GateRegistrationSerializer,
     ApprovalKind.TOKEN_CAP: TokenCapRegistrationSerializer,
+    ApprovalKind.QUESTION: QuestionRegistrationSerializer,
+    ApprovalKind.PLAN: PlanRegistrationSerializer,
 }
 IDEMPOTENCY_KEY_MAX = 255
 
@@ -136,7 +140,10 @@ registration_schema_description = (
     "Refused with a 400 for reasons the body's schema cannot state (they depend on the served version or on two "
     "fields together): a token cap breach whose `tokens_used` is below its `token_cap`; a `rule_id` that is not an "
     "enabled gate of that version; `arguments` or `summary` above the version's pass information level; "
-    "`scope: turn` under a stop cap."
+    "`scope: turn` under a stop cap.\n\n"
+    "A question (`kind: question`, 1–8 `questions`) or a plan (`kind: plan`, Markdown `plan`) may be asked whatever "
+    "rule gates the run; what is wrong with a question is named by its path (`questions.0.options`). Inert, it "
+    "stores nothing and answers 200 `{status: inert, notice}`: nobody can answer, go on with your best assumption."
 )
 
 
@@ -144,7 +151,7 @@ def _registration_schema():
     """The body is one of two shapes, told apart by `kind`; a 200 is a replay or the inert answer."""
     body = PolymorphicProxySerializer(
         component_name="ApprovalRegistration",
-        serializers={"gate": GateRegistrationSerializer, "token_cap": TokenCapRegistrationSerializer},
+        serializers={kind.value: serializer for kind, serializer in REGISTRATION_SERIALIZERS.items()},
         resource_type_field_name="kind",
     )
     # Told apart by `status`: a replay carries the request's own status, the inert answer `inert`, so a
@@ -221,7 +228,7 @@ def registration_answer(*, actor: Actor | None, idempotency_header: str | None, 
             "shadow": shadow,
         }
     if registration.approval is None:
-        return 200, {"status": "inert", "notice": INERT_NOTICE}
+        return 200, {"status": "inert", "notice": registration.notice}
     return (201 if registration.created else 200), approval_as_dict(registration.approval)
 
 
@@ -282,6 +289,7 @@ class ServedConfigView(APIView):
                 "gates": RuleSerializer(gates, many=True).data,  # the API's field order, not jsonb's
                 "token_caps": version.token_caps,
                 "pass_information_level": version.pass_information_level,
+                "questions": state == "active",
             }
         )
 

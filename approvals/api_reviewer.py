@@ -21,7 +21,8 @@ from .decide import DECISIONS, REASON_MAX, approval_decide
 from .grants import GRANT_TTL_DEFAULT, GRANT_TTL_MAX, GRANT_TTL_MIN
 from .models import ApprovalKind, ApprovalRequest, Status
 from .permissions import MayDecide
-from .serializers import ApprovalRequestSerializer, approval_as_dict
+from .questions import QUESTION_WORDS
+from .serializers import AnswersField, ApprovalRequestSerializer, approval_as_dict
 
 KIND_FILTERS = [*ApprovalKind.values, *RuleKind.values]
 
@@ -110,8 +111,13 @@ def list_approvals(request: Request) -> Response:
 
 class DecisionInput(JsonInput):
     decision = serializers.ChoiceField(
-        choices=list(DECISIONS),
-        help_text="approve / reject a gate request; proceed (past cap) / stop (the run) a token cap request",
+        choices=list(dict.fromkeys([*DECISIONS, *QUESTION_WORDS])),
+        help_text="approve / reject a gate request; proceed (past cap) / stop (the run) a token cap request; "
+        "answer / decline a question; approve / revise a plan",
+    )
+    answers = AnswersField(
+        required=False,
+        help_text="with answer: question id → value (an option's value, a list for multi, words, a number, a boolean)",
     )
     # Its limit is the decide service's (REASON_MAX), as for every door: said in the error envelope.
     reason = serializers.CharField(
@@ -192,7 +198,10 @@ class DecisionView(APIView):
         "page with a passkey; here it answers 403 `passkey_required` with `error.url`, the page. Rejecting needs none. "
         "`arguments` approves other arguments than proposed (rules with `allow_edit` "
         "only): the request keeps its proposal, `decision.arguments` / `decision.call_digest` / `decision.edited` "
-        "say what was approved.",
+        "say what was approved. "
+        "A question is answered (`answers`, each checked against its question: 400 naming "
+        "`answers.<id>`) or declined, a plan approved or sent back (`revise`, reason required), once, by whoever is "
+        "first; quorum and four eyes do not apply.",
         request=DecisionInput,
         responses={
             200: DecisionOutput,
@@ -226,6 +235,7 @@ class DecisionView(APIView):
             grant_ttl_seconds=body.grant_ttl(),
             arguments=body.validated_data.get("arguments"),
             edit="arguments" in body.validated_data,
+            answers=body.validated_data.get("answers"),
         )
         pending = approval.status == Status.PENDING
         answer = {

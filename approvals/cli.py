@@ -1,4 +1,5 @@
-"""CLI: `hitl pending`, `hitl approve`, `hitl deny` (docs/api.md, CLI) — the reviewer's queue on the host."""
+"""CLI: `hitl pending`, `hitl approve`, `hitl deny`, `hitl answer`, `hitl decline` (docs/api.md, CLI) — the
+reviewer's queue on the host."""
 
 import argparse
 from typing import Any
@@ -12,10 +13,27 @@ from workspaces.cli import get_user, get_workspace
 
 from . import edits, selectors
 from .decide import approval_decide
-from .exceptions import ApprovalNotFound, EditedArgumentsInvalid, EditNotAllowed, ReasonTooLong, SelfApproval
+from .exceptions import (
+    ApprovalNotFound,
+    EditedArgumentsInvalid,
+    EditNotAllowed,
+    ReasonTooLong,
+    SelfApproval,
+    WrongDecision,
+)
 from .models import ApprovalKind, ApprovalRequest, Status
 from .permissions import may_decide
-from .presenters import EXPIRED_LINE, UNDELIVERABLE_LINE, card_title, decision_line, duration, quorum_line, visible
+from .presenters import (
+    EXPIRED_LINE,
+    UNDELIVERABLE_LINE,
+    answers_lines,
+    card_title,
+    decision_line,
+    duration,
+    quorum_line,
+    visible,
+)
+from .questions import answer_from_text
 
 
 def pending(cmd: BaseCommand, options: dict[str, Any]) -> None:
@@ -42,7 +60,8 @@ def pending(cmd: BaseCommand, options: dict[str, Any]) -> None:
         cmd.stdout.write("No pending requests.")
 
 
-def _decide(cmd: BaseCommand, options: dict[str, Any], *, yes: bool, reason: str, edited: str | None = None) -> None:
+def _approval_and_user(options: dict[str, Any]):
+    """The request named and the reviewer deciding it, or a one-line refusal."""
     try:
         approval = selectors.approval_get(workspace=None, public_id=options["id"])
     except ApprovalNotFound:
@@ -50,8 +69,27 @@ def _decide(cmd: BaseCommand, options: dict[str, Any], *, yes: bool, reason: str
     user = get_user(options["as_email"])
     if not may_decide(actor_for_user(user=user, workspace=approval.workspace), approval):
         raise CommandError(f"{user.email} is not a reviewer or admin of {approval.workspace.slug}; they cannot decide.")
-    if approval.kind == ApprovalKind.TOKEN_CAP:
+    return approval, user
+
+
+def _decide(
+    cmd: BaseCommand,
+    options: dict[str, Any],
+    *,
+    yes: bool | None,
+    reason: str,
+    answers: dict | None = None,
+    edited: str | None = None,
+) -> None:
+    approval, user = _approval_and_user(options)
+    if answers is not None or yes is None:
+        decision = "answer" if answers is not None else "decline"
+    elif approval.kind == ApprovalKind.TOKEN_CAP:
         decision = "proceed" if yes else "stop"
+    elif approval.kind == ApprovalKind.PLAN:
+        decision = "approve" if yes else "revise"
+    elif approval.kind == ApprovalKind.QUESTION:
+        raise CommandError(f"{approval.public_id} is a question: answer it with `hitl answer`, or `hitl decline` it.")
     else:
         decision = "approve" if yes else "reject"
     try:
@@ -62,13 +100,17 @@ def _decide(cmd: BaseCommand, options: dict[str, Any], *, yes: bool, reason: str
             user=user,
             decision=decision,
             reason=reason,
+            answers=answers,
             arguments=arguments,
             edit=edited is not None,
         )
     except EditedArgumentsInvalid as invalid:
         raise CommandError("; ".join(f"{path}: {message}" for path, message in invalid.fields.items())) from None
-    except (SelfApproval, ReasonTooLong, PasskeyRequired, EditNotAllowed) as refused:
+    except (ReasonTooLong, PasskeyRequired, EditNotAllowed) as refused:
         raise CommandError(refused.message) from None
+    except (SelfApproval, WrongDecision) as refused:
+        named = (refused.field or "").startswith("answers")  # which answer, as the API names it
+        raise CommandError(f"{refused.field}: {refused.message}" if named else refused.message) from None
     title = card_title(approval)
     line = decision_line(approval)
     if approval.status == Status.PENDING:
@@ -85,8 +127,40 @@ def _decide(cmd: BaseCommand, options: dict[str, Any], *, yes: bool, reason: str
         cmd.stdout.write(f"{line}: {approval.public_id} ({title}) — the engine will {action}.")
     if approval.reason and approval.effective_status() != Status.EXPIRED:
         cmd.stdout.write(f"Reason: {visible(approval.reason)}")
+    for answer_line in answers_lines(approval):
+        cmd.stdout.write(answer_line)
     if edits.was_edited(approval):
         cmd.stdout.write(f"Approved with edits: the engine runs call digest {edits.decision_digest(approval)}.")
+
+
+def _answers_given(approval: ApprovalRequest, settings: list[str]) -> dict:
+    """`--set ID=VALUE …` as the question reads each value; an ID given twice is several options (multi)."""
+    questions = {question["id"]: question for question in approval.questions or []}
+    answers: dict = {}
+    for setting in settings:
+        qid, sep, raw = setting.partition("=")
+        if not sep:
+            raise CommandError(f"--set takes ID=VALUE, not {setting!r}.")
+        question = questions.get(qid)
+        if question is None:
+            raise CommandError(f"answers.{qid}: not a question of {approval.public_id} ({', '.join(questions)}).")
+        value = answer_from_text(question, raw)
+        if qid in answers and question.get("multi"):
+            answers[qid] = [*answers[qid], *(value or [])]
+        else:
+            answers[qid] = value
+    return answers
+
+
+def answer(cmd: BaseCommand, options: dict[str, Any]) -> None:
+    approval, _ = _approval_and_user(options)
+    if approval.kind != ApprovalKind.QUESTION:
+        raise CommandError(f"{approval.public_id} is not a question: decide it with `hitl approve` or `hitl deny`.")
+    _decide(cmd, options, yes=True, reason="", answers=_answers_given(approval, options.get("set") or []))
+
+
+def decline(cmd: BaseCommand, options: dict[str, Any]) -> None:
+    _decide(cmd, options, yes=None, reason=options.get("reason") or "")
 
 
 def approve(cmd: BaseCommand, options: dict[str, Any]) -> None:
@@ -118,3 +192,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     d.add_argument("--as", dest="as_email", metavar="EMAIL", required=True, help="the reviewer deciding")
     d.add_argument("--reason", required=True, help="why; passed back to the agent")
     d.set_defaults(handler=deny)
+
+    q = subparsers.add_parser("answer", help="answer a question a run asked")
+    q.add_argument("id", metavar="APR")
+    q.add_argument("--as", dest="as_email", metavar="EMAIL", required=True, help="the reviewer answering")
+    q.add_argument(
+        "--set",
+        action="append",
+        metavar="ID=VALUE",
+        help="one answer; repeat it for each question (and for each option of a multiple choice)",
+    )
+    q.set_defaults(handler=answer)
+
+    n = subparsers.add_parser("decline", help="decline to answer a question")
+    n.add_argument("id", metavar="APR")
+    n.add_argument("--as", dest="as_email", metavar="EMAIL", required=True, help="the reviewer declining")
+    n.add_argument("--reason", default="", help="why, passed back to the agent")
+    n.set_defaults(handler=decline)

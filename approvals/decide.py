@@ -18,13 +18,14 @@ from hitl_portal.ids import new_public_id
 from passkeys.stepup import StepUp, step_up_check
 
 from .edits import ApprovedCall, approved_call
-from .exceptions import ReasonTooLong, SelfApproval, WrongDecision
+from .exceptions import GrantNotAllowed, ReasonRequired, ReasonTooLong, SelfApproval, WrongDecision
 from .expire import approval_expire_if_overdue
 from .grants import grant_check, grant_create
 from .links import LinkRefused, link_open
 from .models import Action, ApprovalKind, ApprovalRequest, Status, Vote
 from .notify import CHANNEL
 from .permissions import refuses_self_approval
+from .questions import AUDIT_ACTIONS, QUESTION_DECISIONS, answers_check
 
 # The decision words, once: word → (the kind it decides, resulting status, the action the engine takes).
 DECISIONS: dict[str, tuple[str, str, str]] = {
@@ -47,6 +48,7 @@ def approval_decide(
     step_up: StepUp | None = None,
     arguments: object = None,
     edit: bool = False,
+    answers: dict | None = None,
 ) -> tuple[ApprovalRequest, bool]:
     """Decide, or vote on, a request. Returns it as it now is, and whether nothing changed.
 
@@ -64,7 +66,12 @@ def approval_decide(
       this request, which only its page can give (passkeys.stepup; PasskeyRequired / PasskeyRefused).
     - `edit`: approve `arguments` instead of the proposal (approvals/edits.py says where that is allowed
       and checks them); the request keeps its proposal, the decision records what was approved.
+    - A question or a plan is answered once by whoever answers first (`question_decide`).
     """
+    if approval.is_question:
+        if grant_ttl_seconds is not None:
+            raise GrantNotAllowed("A question or a plan takes no run grant: answer it, or approve the plan alone.")
+        return question_decide(approval=approval, user=user, decision=decision, reason=reason, answers=answers)
     if decision not in DECISIONS:
         raise WrongDecision(f"decision must be one of {', '.join(DECISIONS)}")
     kind, status, action = DECISIONS[decision]
@@ -230,6 +237,83 @@ def _approval_vote(*, approval: ApprovalRequest, user, reason: str, now) -> tupl
     approval_expire_if_overdue(approval=approval)
     approval.refresh_from_db()
     return approval, True
+
+
+# A question's or a plan's answer: the same conditional UPDATE as _DECIDE_SQL (pending, not yet
+# overdue), which also records the answers, its audit record in its own words, and the NOTIFY.
+_ANSWER_SQL = f"""
+WITH won AS (
+    UPDATE {ApprovalRequest._meta.db_table}
+    SET status = %(status)s, decision_action = %(action)s, decided_at = %(now)s, decided_by_id = %(user)s,
+        decided_by_email = %(email)s, reason = %(reason)s, answers = %(answers)s::jsonb
+    WHERE id = %(id)s AND status = %(pending)s AND expires_at > %(now)s
+    RETURNING id
+){{audit}}
+SELECT pg_notify(%(channel)s, %(public_id)s) FROM won
+"""
+_ANSWER_AUDIT = ",\n" + record_cte(
+    "audit_record",
+    "SELECT %(workspace)s, %(now)s, %(actor)s, %(audit_action)s, %(public_id)s, %(data)s::jsonb FROM won",
+)
+
+
+def question_decide(
+    *, approval: ApprovalRequest, user: AbstractBaseUser, decision: str, reason: str = "", answers: dict | None = None
+) -> tuple[ApprovalRequest, bool]:
+    """Answer or decline a question, approve a plan or ask for changes: once, whoever is first.
+
+    No quorum and no four eyes (a question asks for knowledge, not consent). The answers are checked
+    against the questions (approvals.questions.answers_check) before the conditional UPDATE, which
+    lets exactly one of two reviewers answering at once through; the other gets the first answer.
+    """
+    words = QUESTION_DECISIONS[approval.kind]
+    if decision not in words:
+        raise WrongDecision(
+            f"A {approval.get_kind_display().lower()} is decided with {' or '.join(words)}, not {decision or 'nothing'}"
+        )
+    status, action = words[decision]
+    if len(reason) > REASON_MAX:
+        raise ReasonTooLong(f"The reason is {len(reason):,} characters; keep it to {REASON_MAX:,}.")
+    if decision == "revise" and not reason.strip():
+        raise ReasonRequired("Say what to change in the plan: a reason is required to ask for changes.")
+    checked = None
+    if decision == "answer":
+        checked = answers_check(questions=approval.questions or [], answers=answers if answers is not None else {})
+    now = timezone.now()
+    params = {
+        "id": approval.pk,
+        "pending": Status.PENDING,
+        "status": status,
+        "action": action,
+        "now": now,
+        "user": getattr(user, "pk", None),
+        "email": getattr(user, "email", "") or "",
+        "reason": reason,
+        "answers": None if checked is None else canonical(checked),
+        "channel": CHANNEL,
+        "public_id": approval.public_id,
+    }
+    audited = audit_enabled()
+    if audited:
+        data = {"outcome": status, "action": action, "reason": reason}
+        if checked is not None:
+            data["answers"] = checked
+        params.update(
+            workspace=approval.workspace_id,
+            actor=actor_of(user=user),
+            audit_action=AUDIT_ACTIONS[decision],
+            data=canonical(data),
+        )
+    with transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute(_ANSWER_SQL.format(audit=_ANSWER_AUDIT if audited else ""), params)
+            won = cursor.fetchone() is not None
+        if won:
+            deliveries_for_resolution(approvals=[approval], event=DeliveryEvent.DECIDED)
+    if not won:
+        approval_expire_if_overdue(approval=approval)
+    approval.refresh_from_db()
+    return approval, not won
 
 
 def link_decide(*, token: str, decision: str, reason: str = "") -> tuple[ApprovalRequest, bool]:

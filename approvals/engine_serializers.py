@@ -5,6 +5,7 @@ from typing import Any
 from django.conf import settings
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.core.validators import validate_email
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from hitl_portal.fields import StrictCharField, StrictIntegerField
@@ -14,7 +15,8 @@ from rules.serializers import RuleSerializer, TokenCapsSerializer
 
 from .edits import FINITE, arguments_schema_check_problem, arguments_schema_problem, json_value_problem
 from .models import ApprovalKind, ExecutionStatus, Scope
-from .serializers import ApprovalRequestSerializer
+from .questions import PLAN_MAX, TITLE_MAX
+from .serializers import ApprovalRequestSerializer, QuestionSerializer
 
 # Token counts are stored in a bigint; beyond it the database would refuse, so we refuse first.
 MAX_TOKENS = 2**63 - 1
@@ -154,6 +156,31 @@ class TokenCapRegistrationSerializer(_RegistrationBase):
         return data
 
 
+@extend_schema_field(QuestionSerializer(many=True))
+class QuestionsInputField(serializers.JSONField):
+    """The questions as JSON; their shape is the registration service's to check (it names the field)."""
+
+
+class QuestionRegistrationSerializer(_RegistrationBase):
+    """A run asks people 1–8 questions (docs/questions.md), whatever rule gates it.
+
+    The questions' shape is checked by the registration service (approvals.questions), which
+    names the field at fault (`questions.0.options`); the schema describes it here.
+    """
+
+    kind = choice("kind", [(ApprovalKind.QUESTION.value, ApprovalKind.QUESTION.label)])
+    title = text("title", TITLE_MAX)
+    questions = QuestionsInputField(help_text="1–8 questions; ids unique, at most 64 characters")
+
+
+class PlanRegistrationSerializer(_RegistrationBase):
+    """A run shows people a plan (Markdown) to approve or send back with what to change."""
+
+    kind = choice("kind", [(ApprovalKind.PLAN.value, ApprovalKind.PLAN.label)])
+    title = text("title", TITLE_MAX)
+    plan = text("plan", PLAN_MAX)
+
+
 class InertSerializer(serializers.Serializer):
     """The answer when HITL is inert: nothing was stored, the call may proceed."""
 
@@ -200,6 +227,7 @@ class ServedConfigSerializer(serializers.Serializer):
     gates = RuleSerializer(many=True, help_text="The enabled rules of the served version, in order.")
     token_caps = TokenCapsSerializer()
     pass_information_level = serializers.ChoiceField(choices=PassInformationLevel.choices)
+    questions = serializers.BooleanField(help_text="whether a run may ask questions and show plans (HITL active)")
 
 
 class WaitQuerySerializer(QuerySerializer):

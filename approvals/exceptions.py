@@ -41,6 +41,12 @@ class ReasonTooLong(WrongDecision):
     field = "reason"
 
 
+class ReasonRequired(WrongDecision):
+    """Asking for changes to a plan without saying which: the agent needs the words to revise it."""
+
+    field = "reason"
+
+
 class SelfApproval(DomainError):
     """Four eyes: the person a run acts for (requested_by) may not approve it; rejecting is allowed."""
 

@@ -13,9 +13,16 @@ from django.utils import timezone
 
 from audit.services import SYSTEM, audit_enabled, record_cte
 from contacts.models import Delivery, DeliveryEvent, DeliveryStatus
-from contacts.outbox import Resolved, deliveries_for_resolution, resolution_tells
+from contacts.outbox import QUESTION_KINDS, Resolved, deliveries_for_resolution, resolution_tells
 
-from .models import EXPIRED_REASON, UNDELIVERABLE_REASON, ApprovalRequest, Status
+from .models import (
+    EXPIRED_REASON,
+    PLAN_EXPIRED_REASON,
+    QUESTION_EXPIRED_REASON,
+    UNDELIVERABLE_REASON,
+    ApprovalRequest,
+    Status,
+)
 from .notify import CHANNEL
 
 _TABLE = ApprovalRequest._meta.db_table
@@ -30,12 +37,15 @@ WITH claimed AS (
     FOR UPDATE SKIP LOCKED
 ), swept AS (
     UPDATE {_TABLE} AS apr
-    SET status = %(expired)s, decided_at = apr.expires_at, reason = %(reason)s, decision_action = ''
+    SET status = %(expired)s, decided_at = apr.expires_at, decision_action = '',
+        reason = CASE apr.kind WHEN 'question' THEN %(question_reason)s WHEN 'plan' THEN %(plan_reason)s
+            ELSE %(reason)s END
     FROM claimed
     WHERE apr.id = claimed.id AND apr.status = %(pending)s
-    RETURNING apr.id, apr.workspace_id, apr.rule_id, apr.config_id, apr.config_version, apr.public_id, apr.expires_at
+    RETURNING apr.id, apr.workspace_id, apr.rule_id, apr.config_id, apr.config_version, apr.public_id, apr.expires_at,
+        apr.kind
 ){{audit}}
-SELECT id, workspace_id, rule_id, config_id, config_version, pg_notify(%(channel)s, public_id)
+SELECT id, workspace_id, rule_id, config_id, config_version, kind, pg_notify(%(channel)s, public_id)
 FROM swept
 """
 _ONLY_IDS = " AND id = ANY(%(ids)s)"
@@ -97,6 +107,8 @@ def _expire(*, batch_size: int, ids: list[int] | None = None, undeliverable_afte
         "now": timezone.now(),
         "batch": batch_size,
         "reason": EXPIRED_REASON,
+        "question_reason": QUESTION_EXPIRED_REASON,
+        "plan_reason": PLAN_EXPIRED_REASON,
         "channel": CHANNEL,
         "actor": SYSTEM,
         "ids": ids,
@@ -112,9 +124,11 @@ def _expire(*, batch_size: int, ids: list[int] | None = None, undeliverable_afte
         cursor.execute(sql, params)
         rows = cursor.fetchall()
         # Only the requests whose rule tells someone go to the outbox, as plain rows, not models.
-        tells = resolution_tells({(row[3], row[4], row[2]) for row in rows})
+        # A question or plan has no rule: its kind stands in the rule's place (outbox.questions_rule).
+        keys = {row[0]: (row[3], row[4], row[2] or (row[5] if row[5] in QUESTION_KINDS else "")) for row in rows}
+        tells = resolution_tells(set(keys.values()))
         if tells:
-            resolved = [Resolved(*row[:5]) for row in rows if (row[3], row[4], row[2]) in tells]
+            resolved = [Resolved(*row[:6]) for row in rows if keys[row[0]] in tells]
             deliveries_for_resolution(approvals=resolved, event=DeliveryEvent.EXPIRED)
     return len(rows)
 

@@ -10,6 +10,7 @@ from . import edits
 from .decide import DECISIONS
 from .grants import GRANT_TTL_DEFAULT, GRANT_TTL_MAX, GRANT_TTL_MIN
 from .models import ApprovalKind, Status
+from .questions import QUESTION_WORDS
 from .selectors import HistoryFilters
 
 
@@ -19,7 +20,9 @@ class DecisionForm(forms.Form):
     "Approve for the rest of this run" is its own button (`grant=run`), with the grant's duration.
     """
 
-    decision = forms.ChoiceField(choices=[(word, word) for word in DECISIONS], required=False)
+    decision = forms.ChoiceField(
+        choices=[(word, word) for word in dict.fromkeys([*DECISIONS, *QUESTION_WORDS])], required=False
+    )
     reason = forms.CharField(
         required=False,  # its limit is the decide service's, which says so beside the buttons
         strip=True,

@@ -20,12 +20,13 @@ from workspaces.models import ApiToken
 
 from .grants import may_have_live_grant
 from .models import Action, ApprovalKind, ApprovalRequest, Grant, Status
+from .questions import ASKED_ACTIONS
 
 # The INSERT the ORM would send for a new request, written once: on the registration hot path,
 # compiling it per request cost more than PostgreSQL took to run it (bench/).
 _INSERT_FIELDS = [field for field in ApprovalRequest._meta.concrete_fields if not field.primary_key]
 # What every new request starts with — nobody has decided, granted, run or reported it yet — is written
-# into the statement as literals, not bound: eleven fewer values for psycopg to adapt per registration,
+# into the statement as literals, not bound: twelve fewer values for psycopg to adapt per registration,
 # and the run-grant form stays within psycopg's 50-parameter parse cache (it bound 55 and was re-parsed
 # on every call). insert_request refuses an instance that holds anything else in them.
 _FRESH = {
@@ -45,8 +46,14 @@ _FRESH = {
     "approved_arguments": None,
     "approved_digest": "",
     "execution_digest": "",
+    "answers": None,
 }
-_BOUND_FIELDS = [field for field in _INSERT_FIELDS if field.attname not in _FRESH]
+# A question's or a plan's own columns: what a gate or a token cap never carries, so in their statement
+# these are literals too (their forms stay within psycopg's parse cache); a question binds them.
+_ASKED = {"title": "", "questions": None, "plan": ""}
+_CONSTANT = {**_FRESH, **_ASKED}
+_BOUND_FIELDS = [field for field in _INSERT_FIELDS if field.attname not in _CONSTANT]
+_ASKED_BOUND_FIELDS = [field for field in _INSERT_FIELDS if field.attname not in _FRESH]
 
 
 def _literal(value: str | bool | None) -> str:
@@ -56,11 +63,18 @@ def _literal(value: str | bool | None) -> str:
     return "NULL" if value is None else "'" + value.replace("'", "''") + "'"
 
 
-_INSERT_SQL = "INSERT INTO {table} ({columns}) VALUES ({values}) RETURNING id".format(
-    table=ApprovalRequest._meta.db_table,
-    columns=", ".join(f'"{field.column}"' for field in _INSERT_FIELDS),
-    values=", ".join(_literal(_FRESH[field.attname]) if field.attname in _FRESH else "%s" for field in _INSERT_FIELDS),
-)
+def _plain_insert(constant: dict) -> str:
+    return "INSERT INTO {table} ({columns}) VALUES ({values}) RETURNING id".format(
+        table=ApprovalRequest._meta.db_table,
+        columns=", ".join(f'"{field.column}"' for field in _INSERT_FIELDS),
+        values=", ".join(
+            _literal(constant[field.attname]) if field.attname in constant else "%s" for field in _INSERT_FIELDS
+        ),
+    )
+
+
+_INSERT_SQL = _plain_insert(_CONSTANT)
+_ASKED_INSERT_SQL = _plain_insert(_FRESH)
 # insert_request wraps it as a CTE beside its `approval.registered` audit record and its outbox rows, one
 # statement: if the INSERT is refused (an idempotent replay) neither is written.
 
@@ -93,6 +107,9 @@ _check_insert_fields()
 _NEEDS_PREPARING = [
     (index, field) for index, field in enumerate(_BOUND_FIELDS) if field.get_internal_type() == "JSONField"
 ]
+_ASKED_NEEDS_PREPARING = [
+    (index, field) for index, field in enumerate(_ASKED_BOUND_FIELDS) if field.get_internal_type() == "JSONField"
+]
 
 
 def _registered(approval: ApprovalRequest, *, engine_key: ApiToken) -> AuditEntry:
@@ -100,13 +117,17 @@ def _registered(approval: ApprovalRequest, *, engine_key: ApiToken) -> AuditEntr
     if approval.kind == ApprovalKind.GATE:
         data.update(rule_id=approval.rule_id, target=approval.target, operation=approval.operation)
         data.update(call_digest=approval.call_digest)
+    elif approval.is_question:
+        data.update(title=approval.title)
+        if approval.questions is not None:
+            data.update(questions=[question["id"] for question in approval.questions])
     else:
         data.update(scope=approval.scope, tokens_used=approval.tokens_used, token_cap=approval.token_cap)
     data.update(run_id=approval.run_id)
     return AuditEntry(
         workspace_id=approval.workspace_id,
         actor=actor_of(engine_key=engine_key),
-        action="approval.registered",
+        action=ASKED_ACTIONS.get(approval.kind, "approval.registered"),
         object=approval.public_id,
         data=data,
         at=approval.created_at,
@@ -146,7 +167,7 @@ live AS (
     table=ApprovalRequest._meta.db_table,
     columns=", ".join(f'"{field.column}"' for field in _INSERT_FIELDS),
     values=", ".join(
-        _GRANTED.get(field.column) or (_literal(_FRESH[field.attname]) if field.attname in _FRESH else "%s")
+        _GRANTED.get(field.column) or (_literal(_CONSTANT[field.attname]) if field.attname in _CONSTANT else "%s")
         for field in _INSERT_FIELDS
     ),
 )
@@ -170,11 +191,12 @@ def insert_request(approval: ApprovalRequest, *, engine_key: ApiToken, deliverie
     audited = audit_enabled()
     approval.ensure_public_id()
     values = approval.__dict__
-    stale = [name for name, fresh in _FRESH.items() if values[name] != fresh]
+    asked = approval.is_question
+    stale = [name for name, fresh in (_FRESH if asked else _CONSTANT).items() if values[name] != fresh]
     if stale:
         raise ValueError(f"insert_request writes {stale} as a new request's; this one has them set")
-    params = [values[field.attname] for field in _BOUND_FIELDS]
-    for index, field in _NEEDS_PREPARING:
+    params = [values[field.attname] for field in (_ASKED_BOUND_FIELDS if asked else _BOUND_FIELDS)]
+    for index, field in _ASKED_NEEDS_PREPARING if asked else _NEEDS_PREPARING:
         params[index] = field.get_db_prep_save(params[index], connection)
     # Any gate may fall in a rule window (run id ""); a run grant counts only where the rule allows them.
     probe = approval.kind == ApprovalKind.GATE and may_have_live_grant(approval, now=now)
@@ -186,7 +208,7 @@ def insert_request(approval: ApprovalRequest, *, engine_key: ApiToken, deliverie
         ctes = [_GRANTED_INSERT_CTES]
         params = lookup + _granted_params(params, now=now)
     else:
-        ctes = [f"apr AS ({_INSERT_SQL})"]
+        ctes = [f"apr AS ({_ASKED_INSERT_SQL if asked else _INSERT_SQL})"]
     if audited:
         params += append_params(_registered(approval, engine_key=engine_key))
         if probe:
@@ -258,6 +280,6 @@ def _granted_params(params: list, *, now) -> list:
     for field in _INSERT_FIELDS:
         if field.column == "decided_at":
             out.append(now)
-        elif field.attname not in _FRESH:
+        elif field.attname not in _CONSTANT:
             out.append(next(bound))
     return out

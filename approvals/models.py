@@ -13,6 +13,12 @@ from workspaces.models import ApiToken, Workspace
 class ApprovalKind(models.TextChoices):
     GATE = "gate", "Gate"
     TOKEN_CAP = "token_cap", "Token cap"
+    QUESTION = "question", "Question"
+    PLAN = "plan", "Plan"
+
+
+# A run asks people (approvals/questions.py): no rule gates it, nobody's vote counts but the first.
+QUESTION_KINDS = (ApprovalKind.QUESTION, ApprovalKind.PLAN)
 
 
 class Status(models.TextChoices):
@@ -20,6 +26,12 @@ class Status(models.TextChoices):
     APPROVED = "approved", "Approved"
     REJECTED = "rejected", "Rejected"
     EXPIRED = "expired", "Expired"
+    ANSWERED = "answered", "Answered"  # a question
+    DECLINED = "declined", "Declined"  # a question a person chose not to answer
+
+
+# The statuses a request ends in (decided or expired): history reads these.
+DECIDED_STATUSES = [Status.APPROVED, Status.REJECTED, Status.EXPIRED, Status.ANSWERED, Status.DECLINED]
 
 
 class Action(models.TextChoices):
@@ -27,6 +39,7 @@ class Action(models.TextChoices):
     HALT = "halt", "Halt"
     PROCEED_PAST_CAP = "proceed_past_cap", "Proceed past cap"
     STOP_RUN = "stop_run", "Stop the run"
+    REVISE = "revise", "Revise the plan"
 
 
 class Scope(models.TextChoices):
@@ -45,6 +58,24 @@ EXPIRED_REASON = (
     "Nobody answered before the deadline, so the request expired and counts as rejected. "
     "No person refused this call; ask again later only if it still matters."
 )
+# A question nobody answered is never answered for anyone: not even its recommended option.
+QUESTION_EXPIRED_REASON = (
+    "Nobody answered before the deadline, so the question expired unanswered. No option was chosen for "
+    "anyone (not even the recommended one) and nobody declined: go on with your best assumption, or ask again."
+)
+PLAN_EXPIRED_REASON = (
+    "Nobody reviewed the plan before the deadline, so it expired unapproved. No person asked for changes "
+    "or refused it: ask again later only if it still matters."
+)
+
+
+def expired_reason(kind: str) -> str:
+    """What the engine is told when nobody answered, in the words for its kind (never a refusal's)."""
+    if kind == ApprovalKind.QUESTION:
+        return QUESTION_EXPIRED_REASON
+    if kind == ApprovalKind.PLAN:
+        return PLAN_EXPIRED_REASON
+    return EXPIRED_REASON
 
 
 # What the engine is told when its request reached nobody (approvals.undeliverable): an expiry, not
@@ -105,6 +136,12 @@ class ApprovalRequest(PublicIdMixin, models.Model):
     tokens_used = models.BigIntegerField(null=True, blank=True)
     token_cap = models.BigIntegerField(null=True, blank=True)
     scope = models.CharField(max_length=16, choices=Scope.choices, blank=True)
+
+    # A question or a plan (approvals/questions.py): what the run asks, and what a person answered.
+    title = models.CharField(max_length=200, blank=True)
+    questions = models.JSONField(null=True, blank=True)
+    plan = models.TextField(blank=True)
+    answers = models.JSONField(null=True, blank=True)
 
     created_at = models.DateTimeField(default=timezone.now)
     expires_at = models.DateTimeField()
@@ -180,7 +217,7 @@ class ApprovalRequest(PublicIdMixin, models.Model):
             # History reads decided rows newest first without walking the pending ones.
             models.Index(
                 fields=["workspace", "-created_at", "-id"],
-                condition=Q(status__in=["approved", "rejected", "expired"]),
+                condition=Q(status__in=["approved", "rejected", "expired", "answered", "declined"]),
                 name="apr_history_decided",
             ),
             models.Index(fields=["expires_at"], condition=Q(status="pending"), name="apr_overdue"),
@@ -209,7 +246,15 @@ class ApprovalRequest(PublicIdMixin, models.Model):
         return Status.EXPIRED if self.is_overdue(now) else self.status
 
     @property
+    def is_question(self) -> bool:
+        """A question or a plan: answered by a person, not a gate's approve / reject."""
+        return self.kind in QUESTION_KINDS
+
+    @property
     def halt_action(self) -> str:
+        """The action of an expired request: a question nobody answered lets the run go on (unanswered)."""
+        if self.kind == ApprovalKind.QUESTION:
+            return Action.RESUME
         return Action.STOP_RUN if self.is_token_cap else Action.HALT
 
 

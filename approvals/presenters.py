@@ -16,6 +16,7 @@ from passkeys.policy import needs_passkey
 
 from . import edits
 from .models import ApprovalKind, ApprovalRequest, Status
+from .questions import answer_words, option_label
 
 # Engine-supplied text shown to people: control and bidi characters made visible, never obeyed.
 # A `\r` or an ANSI escape in a target rewrites a line of `hitl pending`; a U+202E turns
@@ -81,6 +82,11 @@ def is_undeliverable(approval: ApprovalRequest) -> bool:
     return approval.status == Status.EXPIRED and approval.undeliverable
 
 
+# A question nobody answered: nobody declined it, and no option was chosen for anyone.
+QUESTION_EXPIRED_WORDS = "nobody answered; no option was chosen for anyone"
+QUESTION_EXPIRED_LINE = f"Expired — {QUESTION_EXPIRED_WORDS}"
+
+
 def _named(noun: str, target: str) -> str:
     """'cell 12' stays 'cell 12'; '12' becomes 'cell 12'."""
     if target.lower().startswith(noun + " "):
@@ -96,6 +102,8 @@ def card_title(approval: ApprovalRequest) -> str:
 def _card_title(approval: ApprovalRequest) -> str:
     if approval.kind == ApprovalKind.TOKEN_CAP:
         return "Token cap reached"
+    if approval.is_question:
+        return approval.title or ("Review a plan" if approval.kind == ApprovalKind.PLAN else "A question")
     target = approval.target or "(no target given)"
     if approval.boundary == "delete":
         return f"Delete {target}"
@@ -191,6 +199,8 @@ def outcome_word(approval: ApprovalRequest) -> str:
         return "Undeliverable"
     if approval.kind == ApprovalKind.TOKEN_CAP and status in (Status.APPROVED, Status.REJECTED):
         return "Proceeded past cap" if status == Status.APPROVED else "Stopped"
+    if approval.kind == ApprovalKind.PLAN and status == Status.REJECTED:
+        return "Changes asked"
     return Status(status).label
 
 
@@ -199,6 +209,8 @@ def decided_by(approval: ApprovalRequest) -> str:
     if is_undeliverable(approval):
         return f"nobody could be reached; counted as rejected at {when(approval.decided_at)}"
     if approval.effective_status() == Status.EXPIRED:
+        if approval.kind == ApprovalKind.QUESTION:
+            return QUESTION_EXPIRED_WORDS
         return "nobody answered; counted as rejected"
     if approval.is_pending():
         return ""
@@ -211,7 +223,7 @@ def decision_line(approval: ApprovalRequest) -> str:
     if is_undeliverable(approval):
         return UNDELIVERABLE_LINE
     if status == Status.EXPIRED:
-        return EXPIRED_LINE
+        return QUESTION_EXPIRED_LINE if approval.kind == ApprovalKind.QUESTION else EXPIRED_LINE
     if status == Status.PENDING:
         return "Waiting for a decision"
     return f"{outcome_word(approval)} {decided_by(approval)}"
@@ -227,6 +239,13 @@ def decided_line(approval: ApprovalRequest, *, already: bool) -> str:
 
 def outcome_line(approval: ApprovalRequest) -> str:
     """What the engine reported after an approval: a separate fact from the decision."""
+    if approval.kind == ApprovalKind.QUESTION:  # nothing runs: what it got back is the answers
+        return "; ".join(answers_lines(approval)) or "no answers"
+    if approval.kind == ApprovalKind.PLAN:
+        status = approval.effective_status()
+        return {Status.APPROVED: "the run goes on with the plan", Status.REJECTED: "sent back to revise"}.get(
+            status, "not run (halted)"
+        )
     if approval.effective_status() != Status.APPROVED:
         return "not run (halted)"
     if not approval.execution_status:
@@ -263,7 +282,9 @@ def facts(approval: ApprovalRequest, *, urls: "CardUrls | None" = None) -> list[
         else reverse("rules:version", args=[config.public_id, approval.config_version])
     )
     shown = [Fact("caller", "Caller", visible(approval.caller) or "—")]
-    if approval.is_token_cap:
+    if approval.is_question:
+        shown += question_facts(approval)
+    elif approval.is_token_cap:
         shown.append(
             Fact("tokens", "Tokens used", f"{thousands(approval.tokens_used)} of {thousands(approval.token_cap)}")
         )
@@ -281,9 +302,10 @@ def facts(approval: ApprovalRequest, *, urls: "CardUrls | None" = None) -> list[
             f"{config.public_id}@{approval.config_version} · {visible(config.name)}",
             url=settings.HITL_BASE_URL + version,
         ),
-        Fact("level", "Level", approval.get_pass_information_level_display()),
         Fact("run", "Run", visible(approval.run_id), code=True),
     ]
+    if not approval.is_question:  # a question carries no call, so no level of a call's information
+        shown.insert(-1, Fact("level", "Level", approval.get_pass_information_level_display()))
     if approval.requested_by:
         shown.append(Fact("requested_by", "Acts for", visible(approval.requested_by)))
     shown.append(Fact("created", "Created", when(approval.created_at)))
@@ -315,6 +337,36 @@ def facts(approval: ApprovalRequest, *, urls: "CardUrls | None" = None) -> list[
 STEP_UP_WORDS = "Approving needs your passkey, on the request's page in the portal; rejecting needs none"
 
 
+def question_facts(approval: ApprovalRequest) -> list[Fact]:
+    """What a question or a plan asks, as text for every surface (a page draws its form instead)."""
+    if approval.kind == ApprovalKind.PLAN:
+        return [Fact("plan", "Plan", visible_lines(approval.plan), long=True)]
+    lines = []
+    for number, question in enumerate(approval.questions or [], start=1):
+        line = f"{number}. {question['prompt']}"
+        if question["type"] == "choice":
+            labels = [option_label(option) for option in question["options"]]
+            line += f" ({' / '.join(labels)}{' — several' if question['multi'] else ''})"
+        elif question["type"] == "boolean":
+            line += " (yes / no)"
+        elif question["type"] == "number":
+            low, high = question.get("min"), question.get("max")
+            line += " (a number" + (f", {low}–{high}" if low is not None or high is not None else "") + ")"
+        lines.append(visible(line))
+    return [Fact("questions", "Questions", "\n".join(lines), long=True)]
+
+
+def answers_lines(approval: ApprovalRequest) -> list[str]:
+    """'Which environment…? — Staging' per answered question (history, CLI, Slack's updated message)."""
+    if not approval.answers:
+        return []
+    return [
+        visible(f"{question['prompt']} — {answer_words(question, approval.answers.get(question['id']))}")
+        for question in approval.questions or []
+        if question["id"] in approval.answers
+    ]
+
+
 def review_url(approval: ApprovalRequest) -> str:
     """The request's page in the portal (behind the normal login), as every notification links it."""
     return settings.HITL_BASE_URL + reverse("approvals:detail", args=[approval.public_id])
@@ -323,7 +375,8 @@ def review_url(approval: ApprovalRequest) -> str:
 def act_subject(approval: ApprovalRequest, event: str) -> str:
     """A notification's subject names the act: "Approve: Delete customer T-4821?"."""
     title = card_title(approval)
-    ask = f"{'Decide' if approval.is_token_cap else 'Approve'}: {title}?"
+    verb = {ApprovalKind.TOKEN_CAP: "Decide", ApprovalKind.QUESTION: "Answer", ApprovalKind.PLAN: "Review the plan"}
+    ask = f"{verb.get(approval.kind, 'Approve')}: {title}?"
     if event == "reminder":
         return f"Reminder — {ask}"
     if event == "escalated":
@@ -351,9 +404,11 @@ def notification_body(approval: ApprovalRequest, event: str) -> str:
 BUTTONS = {
     ApprovalKind.GATE: [("reject", "Reject", "danger"), ("approve", "Approve", "primary")],
     ApprovalKind.TOKEN_CAP: [("stop", "Stop the run", "danger"), ("proceed", "Proceed past cap", "primary")],
+    ApprovalKind.QUESTION: [("decline", "Decline", "danger"), ("answer", "Answer", "primary")],
+    ApprovalKind.PLAN: [("revise", "Ask for changes", "danger"), ("approve", "Approve", "primary")],
 }
-# These ask for a reason first, passed back to the agent.
-ASKS_REASON = {"reject", "stop"}
+# These ask for a reason first, passed back to the agent ("revise" must have one).
+ASKS_REASON = {"reject", "stop", "revise"}
 
 
 def buttons(approval: ApprovalRequest) -> list[tuple[str, str, str]]:
@@ -427,6 +482,25 @@ def card(
     token_cap = approval.is_token_cap
     # The facts every surface shows, worded once (facts()); the rest is the card's own layout.
     shown = {fact.key: fact.value for fact in facts(approval, urls=urls)}
+    if approval.is_question:
+        asked = ask_card(approval)
+        return {
+            **asked,
+            "id": approval.public_id,
+            "title": card_title(approval),
+            "expires_iso": date_filter(template_localtime(approval.expires_at), "c"),
+            "expires_when": shown["expires"],
+            "expires_in": timeuntil_filter(approval.expires_at),
+            "caller": shown["caller"],
+            "config_id": config.public_id,
+            "config_version": approval.config_version,
+            "config_name": config.name,
+            "version_url": urls.fill(urls.version, config.public_id, approval.config_version),
+            "run_id": shown["run"],
+            "thread_id": visible(approval.thread_id) if approval.thread_id else "",
+            "requested_by": shown.get("requested_by", ""),
+            "decide_url": urls.fill(urls.decide, approval.public_id),
+        }
     self_refused = refuses_self_approval(approval=approval, user=user)
     quorum = approval.approvals_required > 1
     email = getattr(user, "email", "")
@@ -482,6 +556,74 @@ def card(
         "edit": None if self_refused else edit_box(approval),
         "durations": GRANT_DURATIONS,
         "passkey": "step_up" in shown,
+    }
+
+
+def question_form(approval: ApprovalRequest) -> list[dict]:
+    """A question's form fields (templates/approvals/_ask_card.html): one per question, named by position.
+
+    Fields are named `answer-<n>` (and `answer-<n>-own` for words of one's own), never by the engine's
+    id, so no id can clash with another field; approvals.questions.answers_from_form reads them back.
+    """
+    fields = []
+    for index, question in enumerate(approval.questions or []):
+        name = f"answer-{index}"
+        field = {
+            "name": name,
+            "html_id": f"{approval.public_id}-q{index}",
+            "prompt": visible(question["prompt"]),
+            "type": question["type"],
+            "required": question["required"],
+            "multi": question.get("multi", False),
+            "free_text": question.get("free_text", False),
+            "min": question.get("min"),
+            "max": question.get("max"),
+        }
+        if question["type"] == "choice":
+            field["options"] = [
+                {
+                    "key": number + 1 if number < 9 else "",
+                    "value": option["value"],
+                    "label": visible(option_label(option)),
+                    "description": visible(option.get("description") or ""),
+                    "recommended": question.get("recommended") == number,
+                    "html_id": f"{approval.public_id}-q{index}-o{number}",
+                }
+                for number, option in enumerate(question["options"])
+            ]
+        if question["type"] == "boolean":
+            field["options"] = [
+                {
+                    "key": 1,
+                    "value": "true",
+                    "label": "Yes",
+                    "description": "",
+                    "recommended": False,
+                    "html_id": f"{approval.public_id}-q{index}-yes",
+                },
+                {
+                    "key": 2,
+                    "value": "false",
+                    "label": "No",
+                    "description": "",
+                    "recommended": False,
+                    "html_id": f"{approval.public_id}-q{index}-no",
+                },
+            ]
+        fields.append(field)
+    return fields
+
+
+def ask_card(approval: ApprovalRequest) -> dict:
+    """A question's or a plan's part of its card: the form's fields, or the plan as safe HTML."""
+    from .markdown import plan_html
+
+    is_plan = approval.kind == ApprovalKind.PLAN
+    return {
+        "asks": True,
+        "is_plan": is_plan,
+        "plan_html": plan_html(approval.plan) if is_plan else "",
+        "questions": [] if is_plan else question_form(approval),
     }
 
 

@@ -12,7 +12,7 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
-from contacts.outbox import deliveries_for_registration, kick_sender
+from contacts.outbox import deliveries_for_registration, kick_sender, questions_rule
 from rules.exceptions import ConfigNotFound
 from rules.models import PassInformationLevel
 from workspaces.models import ApiToken, Workspace
@@ -22,9 +22,14 @@ from .exceptions import IdempotencyKeyReused
 from .insert import insert_request
 from .models import ApprovalKind, ApprovalRequest, Scope
 from .policy import registration_policy
+from .questions import plan_validate, questions_validate, title_validate
 from .versions import frozen_versions
 
 INERT_NOTICE = "HITL: inert (Free plan or no enabled rules) — the call may proceed"
+# A question or plan asked while HITL is inert: nobody is there to answer, so the run must not wait.
+QUESTION_INERT_NOTICE = (
+    "HITL: inert (Free plan or no enabled rules) — nobody can answer this question; go on with your best assumption"
+)
 
 
 @dataclass(frozen=True)
@@ -36,6 +41,7 @@ class Registration:
     # approvals.policy.ALLOWED or SHADOW when the rule let the call through unstored (its condition, its mode).
     allowed: str = ""
     rule_id: str = ""
+    notice: str = INERT_NOTICE  # what an inert answer says (approval None)
 
 
 def approval_register(
@@ -61,9 +67,13 @@ def approval_register(
     requested_by: str = "",
     idempotency_key: str = "",
     fingerprint: str = "",
+    title: str = "",
+    questions: Any = None,
+    plan: str = "",
 ) -> Registration:
-    """Register a gate (rule_id, target, operation, summary, arguments, arguments_schema) or a token cap breach (scope,
-    tokens_used, token_cap) against the frozen version `config_id`@`config_version`.
+    """Register a gate (rule_id, target, operation, summary, arguments, arguments_schema) or a token cap breach
+    (scope, tokens_used, token_cap), a question (title, questions) or a plan (title, plan) against the frozen
+    version `config_id`@`config_version`.
 
     Idempotent per (engine key, Idempotency-Key): a replay returns the first request, another body
     with the same key is refused. Two identical registrations racing are decided by the unique
@@ -133,6 +143,17 @@ def approval_register(
         allowed = registration_policy(version=version, rule=rule, approval=approval, now=now)
         if allowed:
             return Registration(approval=None, created=False, allowed=allowed, rule_id=rule["id"])
+    elif approval.is_question:
+        # Whatever rule gates the run; HITL inert (as the engine was told at serve time) stores nothing.
+        approval.title = title_validate(title)
+        if kind == ApprovalKind.QUESTION:
+            approval.questions = questions_validate(questions)
+        else:
+            approval.plan = plan_validate(plan)
+        if not workspace.hitl_available or not version.enabled_rules:
+            replay = _inert_or_replay(engine_key=engine_key, idempotency_key=idempotency_key, fingerprint=fingerprint)
+            return Registration(approval=replay.approval, created=False, notice=QUESTION_INERT_NOTICE)
+        rule = questions_rule(version)
     else:
         # A token cap is not a rule, so it parks the run on any paid plan; on Free there is no queue to park in.
         if not workspace.hitl_available:
@@ -148,7 +169,8 @@ def approval_register(
     # Insert first and look for the first request only when the key's unique constraint refuses
     # the row: a replay costs one more query, a new request none, and a race has one winner.
     # The outbox rows are written with the request (one statement), or neither is.
-    deliveries = deliveries_for_registration(approval=approval, rule=rule, version=version) if kind == "gate" else []
+    told = kind != ApprovalKind.TOKEN_CAP
+    deliveries = deliveries_for_registration(approval=approval, rule=rule, version=version) if told else []
     try:
         if connection.in_atomic_block:
             # A savepoint, so a refused INSERT leaves the caller's transaction usable.

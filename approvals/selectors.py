@@ -13,14 +13,14 @@ from rules.models import Config
 from workspaces.models import Membership, Role, Workspace
 
 from .exceptions import ApprovalNotFound, GrantNotFound
-from .models import ApprovalKind, ApprovalRequest, Grant, Status
+from .models import DECIDED_STATUSES, ApprovalKind, ApprovalRequest, Grant, Status
 from .permissions import refuses_self_approval
 
 # The queue shows at most this many cards; a reviewer works the oldest first anyway, and a
 # page of thousands of cards helps nobody. One more is fetched to know that there are more.
 QUEUE_LIMIT = 100
 HISTORY_PAGE_SIZE = 50
-DECIDED = (Status.APPROVED, Status.REJECTED, Status.EXPIRED)
+DECIDED = tuple(DECIDED_STATUSES)  # apr_history_decided's condition names the same
 
 
 def approvals_for(workspace: Workspace) -> QuerySet:

@@ -3,13 +3,13 @@
 import datetime
 
 from django.utils import timezone
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from rules.models import PassInformationLevel
 
 from .edits import decision_arguments, decision_digest, digest_matches, was_edited
 from .models import (
-    EXPIRED_REASON,
     UNDELIVERABLE_REASON,
     Action,
     ApprovalKind,
@@ -17,12 +17,58 @@ from .models import (
     ExecutionStatus,
     Scope,
     Status,
+    expired_reason,
 )
 from .selectors import approving_votes
 
 
+class OptionSerializer(serializers.Serializer):
+    value = serializers.CharField()
+    label = serializers.CharField(required=False, allow_blank=True)
+    description = serializers.CharField(required=False, allow_blank=True)
+
+
+class QuestionSerializer(serializers.Serializer):
+    """One question a run asks (docs/questions.md); checked by approvals.questions.questions_validate."""
+
+    id = serializers.CharField(max_length=64, help_text="unique within the request")
+    prompt = serializers.CharField()
+    type = serializers.ChoiceField(choices=["choice", "text", "number", "boolean"])
+    options = OptionSerializer(many=True, required=False, help_text="2–20, for choice")
+    multi = serializers.BooleanField(required=False, help_text="choice: several options may be chosen")
+    free_text = serializers.BooleanField(
+        required=False, help_text="choice: also accept words of one's own (default true)"
+    )
+    recommended = serializers.IntegerField(
+        required=False, allow_null=True, help_text="an option's index; never chosen for anyone on expiry"
+    )
+    min = serializers.FloatField(required=False, allow_null=True, help_text="number")
+    max = serializers.FloatField(required=False, allow_null=True, help_text="number")
+    required = serializers.BooleanField(required=False, help_text="default true")
+
+
+@extend_schema_field(QuestionSerializer(many=True, allow_null=True))
+class QuestionsField(serializers.JSONField):
+    """A question's list as JSON (checked by the registration service), described in the schema."""
+
+
+@extend_schema_field(
+    {
+        "type": "object",
+        "nullable": True,
+        "additionalProperties": {},
+        "description": "question id → its answer: an option's value (a list for multi), words, a number or a boolean",
+    }
+)
+class AnswersField(serializers.JSONField):
+    pass
+
+
 class DecisionSerializer(serializers.Serializer):
-    outcome = serializers.ChoiceField(choices=["approved", "rejected"])
+    outcome = serializers.ChoiceField(
+        choices=["approved", "rejected", "answered", "declined", "expired"],
+        help_text="a gate or a plan: approved / rejected; a question: answered / declined, or expired",
+    )
     action = serializers.ChoiceField(choices=Action.choices)
     # A plain string: an address on a `.test` or internal domain must not fail a strict client's `format: email`.
     decided_by = serializers.CharField(allow_null=True, help_text="the decider's email, or null")
@@ -41,6 +87,7 @@ class DecisionSerializer(serializers.Serializer):
         allow_null=True, help_text="that call's digest (computed as call_digest is); null for a token cap"
     )
     edited = serializers.BooleanField(help_text="true when a reviewer approved other arguments than proposed")
+    answers = AnswersField(help_text="a question's answers; null otherwise")
 
 
 class ApprovingVoteSerializer(serializers.Serializer):
@@ -101,6 +148,9 @@ class ApprovalRequestSerializer(serializers.Serializer):
     arguments_schema = serializers.JSONField(
         allow_null=True, help_text="the engine's JSON Schema of the arguments, which edits are checked against"
     )
+    title = serializers.CharField(allow_null=True, help_text="a question's or a plan's title")
+    questions = QuestionsField(help_text="a question's questions, as registered with their defaults")
+    plan = serializers.CharField(allow_null=True, help_text="a plan's Markdown")
 
     def to_representation(self, instance: ApprovalRequest) -> dict:
         return approval_as_dict(instance)
@@ -119,18 +169,20 @@ def _decision(approval: ApprovalRequest, now) -> dict | None:
     if status == Status.EXPIRED:
         undeliverable = approval.undeliverable and approval.status == Status.EXPIRED
         return {
-            "outcome": "rejected",
+            # A question nobody answered was neither answered nor declined: it expired.
+            "outcome": "expired" if approval.kind == ApprovalKind.QUESTION else "rejected",
             "action": approval.halt_action,
             "decided_by": None,
             # An undeliverable request ended when it was found so, before its deadline.
             "decided_at": _iso(approval.decided_at if undeliverable else approval.expires_at),
-            "reason": UNDELIVERABLE_REASON if undeliverable else EXPIRED_REASON,
+            "reason": UNDELIVERABLE_REASON if undeliverable else expired_reason(approval.kind),
             "expired": True,
             "undeliverable": undeliverable,
             "grant_id": None,
             "arguments": decision_arguments(approval),
             "call_digest": decision_digest(approval),
             "edited": False,
+            "answers": None,
         }
     return {
         "outcome": status,
@@ -145,6 +197,7 @@ def _decision(approval: ApprovalRequest, now) -> dict | None:
         "arguments": decision_arguments(approval),
         "call_digest": decision_digest(approval),
         "edited": was_edited(approval),
+        "answers": approval.answers,
     }
 
 
@@ -198,4 +251,7 @@ def approval_as_dict(approval: ApprovalRequest, now: datetime.datetime | None = 
         "condition_error": approval.condition_error or None,
         "allow_edit": approval.allow_edit,
         "arguments_schema": approval.arguments_schema,
+        "title": approval.title or None,
+        "questions": approval.questions,
+        "plan": approval.plan or None,
     }

@@ -31,6 +31,7 @@ from .links import LinkRefused, link_open
 from .models import Status
 from .permissions import DECIDERS_ONLY, may_decide
 from .presenters import decided_line, decision_line, quorum_line
+from .questions import answers_from_form
 from .undeliverable import approval_mark_opened
 
 
@@ -97,6 +98,7 @@ def decide(request: HttpRequest, public_id: str) -> HttpResponse:
                 step_up=step_up_from(request.POST.get("passkey_assertion", "")),
                 arguments=arguments,
                 edit=edit,
+                answers=answers_from_form(approval.questions, request.POST) if approval.questions else None,
             )
             if rule is not None:
                 always_record(approval=approval, rule=rule, condition=proposed, user=request.user, already=already)
@@ -123,6 +125,9 @@ def decide(request: HttpRequest, public_id: str) -> HttpResponse:
             messages.error(request, error)
         else:
             messages.success(request, f"{notice} {quorum_line(approval)}.")
+        back = request.POST.get("next", "")
+        if error and back and url_has_allowed_host_and_scheme(back, allowed_hosts={request.get_host()}):
+            return redirect(back)  # the request's page: the answers to fix are there
         return redirect("approvals:queue")
     if not request.htmx:
         messages.success(request, decided_line(approval, already=already))

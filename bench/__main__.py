@@ -27,6 +27,7 @@ from bench import (
     policy,
     poll,
     push,
+    questions,
     registration,
     simulate,
     sweep,
@@ -51,11 +52,17 @@ WITH_SERVER: list[Section] = [
     policy.run,
     conditions.run,
     simulate.run,
+    questions.run,
 ]
 # After the server has stopped (sections that change many rows).
 AFTER_SERVER: list[Section] = [sweep.run, notify.run, push.run, telegram.run]
 # `--only NAME`: that section alone on an empty table (it starts what it needs), to try it quickly.
-ALONE: dict[str, Section] = {"notify": notify.run, "push": push.run, "telegram": telegram.run}
+ALONE: dict[str, Section] = {
+    "notify": notify.run,
+    "push": push.run,
+    "telegram": telegram.run,
+    "questions": questions.run_alone,
+}
 
 
 def main() -> None:

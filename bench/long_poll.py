@@ -46,8 +46,14 @@ def run(bench: Bench) -> list[dict]:
     return rows
 
 
-def latencies(world: World, public_ids: list[str]) -> dict:
-    """From the decision's commit (an on_commit hook right after COMMIT) to the waiting engine's full answer."""
+def latencies(
+    world: World, public_ids: list[str], *, decision: str = "approve", answers: dict | None = None, expected: str = ""
+) -> dict:
+    """From the decision's commit (an on_commit hook right after COMMIT) to the waiting engine's full answer.
+
+    A question's answer is measured the same way (bench/questions.py: decision "answer", its answers).
+    """
+    expected = expected or "approved"
     from django.db import transaction
 
     from approvals.decide import approval_decide
@@ -77,9 +83,9 @@ def latencies(world: World, public_ids: list[str]) -> dict:
         approval = ApprovalRequest.objects.select_related("config").get(public_id=public_id)
         with transaction.atomic():
             transaction.on_commit(lambda: committed.append(time.perf_counter()))  # noqa: B023
-            approval_decide(approval=approval, user=world.reviewer, decision="approve")
+            approval_decide(approval=approval, user=world.reviewer, decision=decision, answers=answers)
         waiter.join(timeout=15)
-        if not answered or body[0].get("status") != "approved":
+        if not answered or body[0].get("status") != expected:
             failures.append({"id": public_id, "answer": body[0] if body else None})
             continue
         samples.append(answered[0] - committed[0])

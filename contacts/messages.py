@@ -67,5 +67,7 @@ def _one_click(*, delivery: Delivery, approval: ApprovalRequest, recipient: Reci
     """A one-click link, only while pending and only for an email address that reviews the workspace."""
     if delivery.event not in ASKING or not approval.is_pending():
         return None
+    if approval.is_question:  # answered on its page (a form), not by an approve / reject link
+        return None
     address = address_of(recipient)
     return link_url_for(delivery=delivery, email=address) if address else None

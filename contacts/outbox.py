@@ -115,6 +115,16 @@ class Resolved(NamedTuple):
     rule_id: str
     config_id: int
     config_version: int
+    kind: str = "gate"
+
+
+# A question or a plan belongs to no rule: its version's `questions_notify` names who is told.
+QUESTION_KINDS = ("question", "plan")
+
+
+def questions_rule(version: ConfigVersion) -> dict:
+    """The notify policy of a version's questions and plans, shaped like a frozen rule's."""
+    return {"notify": list(version.questions_notify or []), "escalate_to": [], "escalate_after_seconds": None}
 
 
 def deliveries_for_resolution(*, approvals: list[ApprovalRequest | Resolved], event: str) -> int:
@@ -162,7 +172,12 @@ def resolution_tells(keys: set[tuple[int, int, str]]) -> set[tuple[int, int, str
     tells = set()
     for config_id, number, rule_id in keys:
         version = frozen_versions.get(config_id, number) if rule_id else None
-        rule = version.rule(rule_id) if version else None
+        if version is None:
+            rule = None
+        elif rule_id in QUESTION_KINDS:  # the sweep's key for a question or plan: its kind
+            rule = questions_rule(version)
+        else:
+            rule = version.rule(rule_id)
         if rule is not None and (rule["notify"] or rule["escalate_to"]):
             tells.add((config_id, number, rule_id))
     return tells
@@ -170,13 +185,17 @@ def resolution_tells(keys: set[tuple[int, int, str]]) -> set[tuple[int, int, str
 
 def rules_of(approvals: list[ApprovalRequest | Resolved]) -> list[tuple[ApprovalRequest | Resolved, dict]]:
     """(request, its frozen rule) for each gate request among `approvals` whose version and rule are
-    found; token caps belong to no rule. One query for the versions this process has not seen yet."""
-    approvals = [a for a in approvals if a.rule_id]
+    found, and each question or plan with its version's questions_rule; token caps belong to no rule.
+    One query for the versions this process has not seen yet."""
+    approvals = [a for a in approvals if a.rule_id or a.kind in QUESTION_KINDS]
     frozen_versions.load({(a.config_id, a.config_version) for a in approvals})
     found = []
     for approval in approvals:
         version = frozen_versions.get(approval.config_id, approval.config_version)
-        rule = version.rule(approval.rule_id) if version else None
+        if version is None:
+            rule = None
+        else:
+            rule = questions_rule(version) if approval.kind in QUESTION_KINDS else version.rule(approval.rule_id)
         if rule is not None:
             found.append((approval, rule))
     return found

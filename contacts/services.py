@@ -63,6 +63,10 @@ def contact_update(
 def contact_delete(*, contact: Contact, user: AbstractBaseUser | None = None) -> None:
     """Delete a draft contact, unless a draft rule names it (published versions keep their own copy)."""
     users = [rule.public_id for rule in contact.config.rules.all() if rule.names_contact(contact.public_id)]
+    if contact.public_id in (contact.config.questions_notify or []):
+        raise ContactInUse(
+            f"{contact.name} ({contact.public_id}) is named in the config's questions_notify: remove it there first."
+        )
     if users:
         raise ContactInUse(
             f"{contact.name} ({contact.public_id}) is named by draft rule{'s' if len(users) > 1 else ''} "

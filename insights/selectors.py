@@ -19,7 +19,7 @@ from django.db import connection
 from django.db.models import Count, Min
 from django.utils import timezone
 
-from approvals.models import ApprovalRequest
+from approvals.models import ApprovalRequest, Status
 from contacts.models import Channel, Delivery, DeliveryStatus
 from rules.models import ANY, Config, Rule
 from workspaces.models import Workspace
@@ -259,6 +259,68 @@ def insights_for(*, workspace: Workspace, reviewer: str | None = None, now: date
         by_config=ranked(groups["config"]),
         by_rule=ranked(groups["rule"]),
         by_reviewer=ranked(groups["reviewer"]),
+    )
+
+
+# --- Questions: answered per day, time to answer --------------------------------------------------
+
+
+@dataclass
+class QuestionFacts:
+    answered_per_day: dict  # day -> questions answered that UTC day
+    declined: int
+    expired: int
+    p50: float | None  # time to answer, over the window
+    p90: float | None
+
+    @property
+    def answered(self) -> int:
+        return sum(self.answered_per_day.values())
+
+
+def _percentile(values: list[float], fraction: float) -> float | None:
+    """percentile_cont's linear interpolation between the closest ranks, over sorted `values`."""
+    if not values:
+        return None
+    rank = fraction * (len(values) - 1)
+    low = int(rank)
+    high = min(low + 1, len(values) - 1)
+    return values[low] + (values[high] - values[low]) * (rank - low)
+
+
+def questions_for(*, workspace: Workspace, reviewer: str | None = None, now: datetime | None = None) -> QuestionFacts:
+    """The window's questions: how many were answered each day and how long an answer took (two queries).
+
+    Questions are few beside gates, so their answers are read as they are (no rollups): the window's
+    answered questions' two times, and a count of the others by status.
+    """
+    now = now or timezone.now()
+    first = rollup.window_start(now)
+    days = [first.date() + timedelta(days=n) for n in range(WINDOW_DAYS)]
+    resolved = ApprovalRequest.objects.filter(
+        workspace=workspace, kind="question", decided_at__gte=first, decided_at__lte=now
+    )
+    if reviewer is not None:
+        resolved = resolved.filter(decided_by_email=reviewer)
+    per_day = dict.fromkeys(days, 0)
+    seconds = []
+    for created, decided in resolved.filter(status=Status.ANSWERED).values_list("created_at", "decided_at"):
+        day = decided.astimezone(UTC).date()
+        if day in per_day:
+            per_day[day] += 1
+        seconds.append(max((decided - created).total_seconds(), 0))
+    others = dict(
+        resolved.filter(status__in=[Status.DECLINED, Status.EXPIRED])
+        .values_list("status")
+        .annotate(count=Count("pk"))
+        .values_list("status", "count")
+    )
+    return QuestionFacts(
+        answered_per_day=per_day,
+        declined=others.get(Status.DECLINED, 0),
+        expired=others.get(Status.EXPIRED, 0) if reviewer is None else 0,
+        p50=_percentile(sorted(seconds), 0.5),
+        p90=_percentile(sorted(seconds), 0.9),
     )
 
 

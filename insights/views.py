@@ -10,7 +10,7 @@ from rules.counts import workspace_rule_counts
 from workspaces.decorators import member_required
 
 from . import charts
-from .selectors import RUBBER_STAMP_SECONDS, delivery_health, insights_for
+from .selectors import RUBBER_STAMP_SECONDS, delivery_health, insights_for, questions_for
 
 
 @require_GET
@@ -30,9 +30,10 @@ def insights(request: HttpRequest) -> HttpResponse:
             cached = (
                 insights_for(workspace=workspace, reviewer=reviewer, now=now),
                 delivery_health(workspace=workspace, now=now) if reviewer is None else None,
+                questions_for(workspace=workspace, reviewer=reviewer, now=now),
             )
             cache.set(key, cached, timeout=90)
-        data, health = cached
+        data, health, questions = cached
         totals = data.totals
         ctx.update(
             data=data,
@@ -51,6 +52,10 @@ def insights(request: HttpRequest) -> HttpResponse:
             reviewer_chart=charts.breakdown_bars(data.by_reviewer),
             delivery_chart=charts.delivery_bars(health.channels) if health else None,
             colours=charts.COLOURS,
+            questions=questions,
+            questions_p50=charts.duration(questions.p50),
+            questions_p90=charts.duration(questions.p90),
+            questions_days=[(day, count) for day, count in questions.answered_per_day.items() if count][::-1],
         )
         if reviewer is None:  # admins: what shadow rules would have asked and conditions let through
             ctx["policy_counts"] = workspace_rule_counts(workspace_id=workspace.pk, days=7)

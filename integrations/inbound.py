@@ -13,7 +13,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.base_user import AbstractBaseUser
 
 from approvals.decide import DECISIONS, approval_decide
-from approvals.exceptions import ReasonTooLong
+from approvals.exceptions import ReasonTooLong, WrongDecision
 from approvals.models import ApprovalRequest, Status
 from approvals.permissions import may_decide
 from approvals.presenters import ASKS_REASON, decided_line
@@ -26,6 +26,7 @@ from . import blocks, slack
 logger = logging.getLogger(__name__)
 
 NOTHING_DECIDED = "Nothing was decided."
+QUESTION_ACTION_PREFIX = "hitl_q_"  # a question's or plan's buttons (integrations.blocks.question_actions)
 
 
 @dataclass
@@ -81,6 +82,8 @@ def slack_block_action(*, payload: dict) -> Answer:
     actions = payload.get("actions") or []
     action = actions[0] if actions and isinstance(actions[0], dict) else {}
     decision = action.get("action_id")
+    if isinstance(decision, str) and decision.startswith(QUESTION_ACTION_PREFIX):
+        return slack_question_action(payload=payload, action=action)
     if decision not in DECISIONS:
         return Answer()  # not one of our buttons (Slack also reports link clicks): nothing to do
     approval = _approval(str(action.get("value") or ""))
@@ -109,6 +112,8 @@ def slack_block_action(*, payload: dict) -> Answer:
 def slack_view_submission(*, payload: dict) -> Answer:
     """The reason modal submitted: decide with that reason, or say in the modal why not."""
     view = payload.get("view") or {}
+    if view.get("callback_id") in (blocks.ANSWERS_MODAL, blocks.PLAN_MODAL):
+        return slack_question_submission(payload=payload, view=view)
     if view.get("callback_id") != blocks.REASON_MODAL:
         return Answer()
     try:
@@ -132,9 +137,11 @@ def slack_view_submission(*, payload: dict) -> Answer:
     return Answer(body={"response_action": "clear"})
 
 
-def _decide(*, approval: ApprovalRequest, user, decision: str, reason: str) -> Answer:
+def _decide(*, approval: ApprovalRequest, user, decision: str, reason: str, answers: dict | None = None) -> Answer:
     try:
-        approval, already = approval_decide(approval=approval, user=user, decision=decision, reason=reason)
+        approval, already = approval_decide(
+            approval=approval, user=user, decision=decision, reason=reason, answers=answers
+        )
     except ReasonTooLong:
         raise
     except DomainError as refused:
@@ -146,8 +153,8 @@ def _decide(*, approval: ApprovalRequest, user, decision: str, reason: str) -> A
     return Answer(ephemeral=_already(approval) if already else "")
 
 
-def _modal_error(text: str) -> Answer:
-    return Answer(body={"response_action": "errors", "errors": {"reason": text[:2000]}})
+def _modal_error(text: str, block: str = "reason") -> Answer:
+    return Answer(body={"response_action": "errors", "errors": {block: text[:2000]}})
 
 
 def _user_id(payload: dict) -> str:
@@ -183,3 +190,87 @@ def slack_tell(*, payload: dict, text: str) -> None:
         )
     except slack.SlackError as error:
         logger.warning("Could not tell a Slack user why: %s", error.message)
+
+
+# Questions and plans ----------------------------------------------------------------------------
+
+
+def slack_question_action(*, payload: dict, action: dict) -> Answer:
+    """A question's button: an option answers it, Decline declines it; "Answer…" and a plan open a modal."""
+    approval = _approval(str(action.get("value") or ""))
+    if approval is None or not approval.is_question:
+        return Answer(ephemeral=f"This request is not in the HITL portal any more. {NOTHING_DECIDED}")
+    user, why_not = reviewer_for(slack_user_id=_user_id(payload), approval=approval)
+    if user is None:
+        return Answer(ephemeral=why_not)
+    if not approval.is_pending():
+        return Answer(ephemeral=_already(approval))
+    action_id = str(action.get("action_id"))
+    if action_id == blocks.DECLINE_ACTION:
+        return _decide(approval=approval, user=user, decision="decline", reason="")
+    if action_id.startswith(blocks.OPTION_ACTION + ":"):
+        question = blocks.answered_by_buttons(approval)
+        index = action_id.rpartition(":")[2]
+        options = blocks.button_options(question) if question else []
+        if not index.isdigit() or int(index) >= len(options):
+            return Answer(ephemeral=f"That button is not an option of this question any more. {NOTHING_DECIDED}")
+        answers = {question["id"]: options[int(index)][1]}
+        return _decide(approval=approval, user=user, decision="answer", reason="", answers=answers)
+    view = blocks.plan_modal(approval) if action_id == blocks.PLAN_ACTION else blocks.answers_modal(approval)
+    try:
+        slack.call(
+            "views.open",
+            timeout=slack.INTERACTIVE_TIMEOUT_SECONDS,
+            trigger_id=str(payload.get("trigger_id") or ""),
+            view=view,
+        )
+    except slack.SlackError as error:
+        logger.warning("Could not open the question modal for %s: %s", approval.public_id, error.message)
+        return Answer(ephemeral=f"Slack could not open the form; click again. {NOTHING_DECIDED}")
+    return Answer()
+
+
+def slack_question_submission(*, payload: dict, view: dict) -> Answer:
+    """The answers modal or the plan modal submitted: decide through the one decide service, or say why not
+    beside the input at fault."""
+    try:
+        meta = json.loads(view.get("private_metadata") or "{}")
+    except ValueError:
+        meta = {}
+    approval = _approval(str(meta.get("approval") or "")) if isinstance(meta, dict) else None
+    first_block = "decision" if view.get("callback_id") == blocks.PLAN_MODAL else "q0"
+    if approval is None or not approval.is_question:
+        return _modal_error(f"This request is not in the HITL portal any more. {NOTHING_DECIDED}", first_block)
+    user, why_not = reviewer_for(slack_user_id=_user_id(payload), approval=approval)
+    if user is None:
+        return _modal_error(why_not, first_block)
+    state = (view.get("state") or {}).get("values") or {}
+    if not isinstance(state, dict):
+        state = {}
+    if view.get("callback_id") == blocks.PLAN_MODAL:
+        picked = ((state.get("decision") or {}).get("value") or {}).get("selected_option") or {}
+        decision = picked.get("value") if picked.get("value") in ("approve", "revise") else "approve"
+        reason = str(((state.get("reason") or {}).get("value") or {}).get("value") or "").strip()
+        answers = None
+    else:
+        decision, reason, answers = "answer", "", blocks.modal_answers(approval, state)
+    try:
+        approval, already = approval_decide(
+            approval=approval, user=user, decision=decision, reason=reason, answers=answers
+        )
+    except WrongDecision as refused:
+        return _modal_error(refused.message, _block_of(approval, refused.field or ""))
+    if already:
+        return Answer(body={"response_action": "update", "view": blocks.notice_view(_already(approval))})
+    return Answer(body={"response_action": "clear"})
+
+
+def _block_of(approval: ApprovalRequest, field: str) -> str:
+    """The modal block an error belongs beside: answers.<id> → q<index>; reason; else the first input."""
+    if field == "reason":
+        return "reason"
+    ids = [question["id"] for question in approval.questions or []]
+    qid = field.removeprefix("answers.")
+    if qid in ids:
+        return f"q{ids.index(qid)}"
+    return "decision" if approval.kind == "plan" else "q0"

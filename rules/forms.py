@@ -191,9 +191,16 @@ class SettingsForm(forms.ModelForm):
         help_text="Tokens one agent turn may use. Leave empty for no cap.",
     )
 
+    questions_notify = forms.MultipleChoiceField(
+        label="Tell of questions and plans",
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+        help_text="The contacts told when a run asks a question or shows a plan (frozen when you publish).",
+    )
+
     class Meta:
         model = Config
-        fields = ["name", "pass_information_level", "token_cap_per_turn", "token_cap_mode"]
+        fields = ["name", "pass_information_level", "token_cap_per_turn", "token_cap_mode", "questions_notify"]
         labels = {"token_cap_mode": "When a turn reaches the cap"}
         help_texts = {
             "pass_information_level": "How much of a gated call the engine passes to the portal. "
@@ -202,6 +209,8 @@ class SettingsForm(forms.ModelForm):
 
     def __init__(self, *args, read_only: bool = False, **kwargs) -> None:
         super().__init__(*args, **kwargs)
+        contacts = self.instance.contacts.order_by("name", "id") if self.instance.pk else []
+        self.fields["questions_notify"].choices = [(c.public_id, f"{c.name} ({c.channel})") for c in contacts]
         if read_only:  # a reviewer sees the values, not controls that would be refused
             for field in self.fields.values():
                 field.disabled = True

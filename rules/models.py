@@ -141,6 +141,8 @@ class Config(PublicIdMixin, models.Model):
     )
     token_cap_per_turn = models.PositiveIntegerField(null=True, blank=True)
     token_cap_mode = models.CharField(max_length=8, choices=TokenCapMode.choices, default=TokenCapMode.PROMPT)
+    # Contact ids (con_…) told when a run asks a question or shows a plan (approvals/questions.py).
+    questions_notify = models.JSONField(default=list, blank=True)
     # None serves the newest version; a number serves that version (pin / roll back).
     pinned_version = models.PositiveIntegerField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -197,6 +199,8 @@ class ConfigVersion(models.Model):
     contacts = models.JSONField(default=list)
     token_caps = models.JSONField(default=dict)
     pass_information_level = models.CharField(max_length=8, choices=PassInformationLevel.choices)
+    # Frozen from the draft like its contacts: who is told of this version's questions and plans.
+    questions_notify = models.JSONField(default=list, blank=True)
 
     objects = ConfigVersionQuerySet.as_manager()
 

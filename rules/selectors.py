@@ -99,6 +99,7 @@ def draft_frozen(
         "contacts": [contact.frozen() for contact in contacts],
         "token_caps": config.token_caps,
         "pass_information_level": config.pass_information_level,
+        "questions_notify": list(config.questions_notify or []),
     }
 
 
@@ -111,6 +112,7 @@ def draft_differs(draft: dict, version: ConfigVersion | None) -> bool:
         "contacts": version.contacts,
         "token_caps": version.token_caps,
         "pass_information_level": version.pass_information_level,
+        "questions_notify": list(version.questions_notify or []),
     }
 
 

@@ -42,6 +42,9 @@ class ConfigSerializer(serializers.Serializer):
     name = serializers.CharField()
     pass_information_level = _choice(PassInformationLevel.choices)
     token_caps = TokenCapsSerializer()
+    questions_notify = serializers.ListField(
+        child=serializers.CharField(), help_text="contact ids (con_…) told when a run asks a question or shows a plan"
+    )
     served_version = serializers.IntegerField(source="served_number", allow_null=True)
     latest_version = serializers.IntegerField(allow_null=True)
     created_at = serializers.DateTimeField()
@@ -55,6 +58,10 @@ class ConfigUpdateSerializer(JsonInput):
     name = serializers.CharField(max_length=200, required=False)
     pass_information_level = _choice(PassInformationLevel.choices, required=False)
     token_caps = TokenCapsSerializer(required=False)
+    # Ids are exact, as a rule's notify: an id that is not a contact of this config is named (400).
+    questions_notify = serializers.ListField(
+        child=serializers.CharField(max_length=24, trim_whitespace=False), max_length=50, required=False
+    )
 
     def changes(self) -> dict:
         """The validated data as `config_update` keywords."""
@@ -176,6 +183,7 @@ class VersionSerializer(serializers.Serializer):
     contacts = ContactSerializer(many=True, read_only=True)
     token_caps = TokenCapsSerializer()
     pass_information_level = _choice(PassInformationLevel.choices)
+    questions_notify = serializers.ListField(child=serializers.CharField())
     served = serializers.SerializerMethodField()
 
     def get_published_by(self, version: ConfigVersion) -> str | None:

@@ -33,7 +33,7 @@ RULE_FIELDS = (
     "mode",
     "allow_edit",
 )
-CONFIG_FIELDS = ("name", "pass_information_level", "token_cap_per_turn", "token_cap_mode")
+CONFIG_FIELDS = ("name", "pass_information_level", "token_cap_per_turn", "token_cap_mode", "questions_notify")
 
 
 def _audit(*, config: Config, user: AbstractBaseUser | None, action: str, object: str, data: dict) -> None:
@@ -77,6 +77,8 @@ def config_update(*, config: Config, user: AbstractBaseUser | None = None, **cha
     unknown = set(changes) - set(CONFIG_FIELDS)
     if unknown:
         raise TypeError(f"Not a config setting: {', '.join(sorted(unknown))}")
+    if "questions_notify" in changes:
+        changes["questions_notify"] = _questions_notify_checked(config=config, ids=changes["questions_notify"])
     for field, value in changes.items():
         setattr(config, field, value)
     config.full_clean(exclude=["workspace", "public_id"])
@@ -89,6 +91,17 @@ def config_update(*, config: Config, user: AbstractBaseUser | None = None, **cha
         data={"change": "updated", **{field: getattr(config, field) for field in changes}},
     )
     return config
+
+
+def _questions_notify_checked(*, config: Config, ids: list[str]) -> list[str]:
+    """Contact ids of this config's draft, each once, in the order given; another id is a 400 naming the field."""
+    known = set(config.contacts.values_list("public_id", flat=True))
+    unknown = [contact_id for contact_id in ids if contact_id not in known]
+    if unknown:
+        raise ValidationError(
+            {"questions_notify": f"{unknown[0]} is not a contact of {config.public_id}: name this config's contacts."}
+        )
+    return list(dict.fromkeys(ids))
 
 
 @transaction.atomic
@@ -159,6 +172,7 @@ def config_publish(*, config: Config, user: AbstractBaseUser | None, note: str =
         contacts=[contact.frozen() for contact in config.contacts.all()],
         token_caps=config.token_caps,
         pass_information_level=config.pass_information_level,
+        questions_notify=list(config.questions_notify or []),
     )
     if config.pinned_version is not None:
         config.pinned_version = None

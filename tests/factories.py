@@ -11,7 +11,7 @@ from django.utils import timezone
 from model_bakery import baker
 
 from approvals.digest import call_digest
-from approvals.models import ApprovalKind, ApprovalRequest
+from approvals.models import QUESTION_KINDS, ApprovalKind, ApprovalRequest
 from hitl_portal.ids import new_public_id
 
 
@@ -59,7 +59,9 @@ def make_approval(
         pass_information_level=level or config.pass_information_level,
         summary=summary,
         arguments=arguments,
-        call_digest="" if token_cap_kind else call_digest(target=target, operation=operation, arguments=arguments),
+        call_digest=""
+        if token_cap_kind or kind in QUESTION_KINDS
+        else call_digest(target=target, operation=operation, arguments=arguments),
         tokens_used=tokens_used,
         token_cap=token_cap,
         scope=scope or ("turn" if token_cap_kind else ""),
@@ -76,6 +78,28 @@ def make_token_cap(config, *, tokens_used: int = 51_200, token_cap: int = 50_000
     return make_approval(
         config, kind=ApprovalKind.TOKEN_CAP, tokens_used=tokens_used, token_cap=token_cap, scope=scope, **fields
     )
+
+
+def make_question(config, *, questions=None, title: str = "Before the migration", **fields) -> ApprovalRequest:
+    """A pending question (its questions completed with their defaults, as a registration stores them)."""
+    from approvals.questions import questions_validate
+
+    from .approvals.question_support import QUESTIONS
+
+    return _asked(
+        config, kind=ApprovalKind.QUESTION, title=title, questions=questions_validate(questions or QUESTIONS), **fields
+    )
+
+
+def make_plan(config, *, plan: str | None = None, title: str = "Orders migration plan", **fields) -> ApprovalRequest:
+    from .approvals.question_support import PLAN
+
+    return _asked(config, kind=ApprovalKind.PLAN, title=title, plan=plan or PLAN, **fields)
+
+
+def _asked(config, **fields) -> ApprovalRequest:
+    fields.setdefault("caller", "migration-bot")
+    return make_approval(config, rule_id="", boundary="", point="", target="", operation="", **fields)
 
 
 def make_many(config, count: int, *, start=None, **fields) -> list[ApprovalRequest]:

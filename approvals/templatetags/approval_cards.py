@@ -35,6 +35,8 @@ for _name in (
     "edit_summary",  # approve with edits: a decided request's diff and digests
     "mismatch_warning",
     "edited_line",
+    "answers_lines",  # a question's answers, as a person reads them
+    "ask_card",  # a question's form or a plan's safe HTML, on its page once decided
 ):
     register.filter(_name, getattr(presenters, _name))
 

@@ -132,6 +132,7 @@ def test_it_sees_expiry_on_read_with_no_worker(engine_api, bob_api, pending):
         "arguments": approval["arguments"],
         "call_digest": approval["call_digest"],
         "edited": False,
+        "answers": None,
     }
     assert "Nobody answered" in approval["decision"]["reason"]
     assert "reject" not in approval["decision"]["reason"].split("counts as rejected")[-1]

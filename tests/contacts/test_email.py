@@ -89,3 +89,36 @@ def test_more_than_five_requests_a_minute_for_one_contact_go_out_as_one_digest(b
     for approval in approvals[5:]:
         assert approval.public_id in parts(to_bob[-1])["text/plain"]
     assert not Delivery.objects.filter(event="requested", status="pending").exists()
+
+
+def test_a_question_is_mailed_to_questions_notify_with_its_questions_and_a_link_to_its_page(by_email, mailbox):
+    from approvals.register import approval_register
+    from rules.services import config_update
+
+    from ..approvals.question_support import QUESTIONS
+
+    config = by_email["config"]
+    bob_contact = config.contacts.get(name="Bob")
+    config_update(config=config, questions_notify=[bob_contact.public_id])
+    version = publish(config)
+    approval = approval_register(
+        workspace=by_email["workspace"],
+        engine_key=by_email["engine_key"],
+        kind="question",
+        config_id=config.public_id,
+        config_version=version.number,
+        run_id="run_q",
+        thread_id="",
+        caller="migration-bot",
+        title="Before the migration",
+        questions=QUESTIONS,
+    ).approval
+
+    deliveries_send_due()
+
+    [(rcpt, mail)] = mailbox.messages
+    assert rcpt == ["bob@acme.test"] and mail["Subject"] == "Answer: Before the migration?"
+    text = parts(mail)["text/plain"]
+    assert "1. Which environment should the migration run on? (Staging / Production)" in text
+    assert f"/hitl/approvals/{approval.public_id}/" in text
+    assert "/hitl/r/" not in text  # answered on its page, not by an approve / reject link

@@ -37,15 +37,31 @@ class Refusal(NamedTuple):
 # (a 400 naming another field, a 413, a 422) still fails the check, here and on every other operation.
 POSITIVE_DATA_REFUSED: dict[str, Refusal] = {
     "approvals_register": Refusal(
-        frozenset({"tokens_used", "rule_id", "arguments", "summary", "scope", "requested_by", "arguments_schema"}),
+        frozenset(
+            {
+                "tokens_used",
+                "rule_id",
+                "arguments",
+                "summary",
+                "scope",
+                "requested_by",
+                "arguments_schema",
+                "questions",
+                "title",
+            }
+        ),
         "tokens_used must reach token_cap; rule_id must be an enabled gate of the served version; arguments and "
         "summary only at the version's pass level; scope turn not under a stop cap; requested_by an address "
-        "Django's email check takes (stricter than the schema's string); arguments_schema must be a JSON Schema "
-        "(draft 2020-12), which no schema of a schema in OpenAPI 3.0 states",
+        "Django's email check takes (stricter than the schema's string); a question's ids unique, its options "
+        "2–20 and distinct, its recommended an option's index, its min ≤ max, choice-only fields on a choice "
+        "(questions.<n>.…); a title not blank; arguments_schema must be a JSON Schema (draft 2020-12), which no "
+        "schema of a schema in OpenAPI 3.0 states",
     ),
     "approvals_decide": Refusal(
-        frozenset({"decision", "grant", "grant_ttl_seconds", "arguments"}),
-        "which decision fits depends on the stored request (approve/reject a gate, proceed/stop a token cap), "
+        frozenset({"decision", "grant", "grant_ttl_seconds", "answers", "reason", "arguments"}),
+        "which decision fits depends on the stored request (approve/reject a gate, proceed/stop a token cap, "
+        "answer/decline a question — each answer checked against its question, answers.<id> — approve/revise a "
+        "plan, revise with a reason), "
         "and `grant: run` on whether its rule allows run grants; grant_ttl_seconds goes with `grant: run` "
         "(OpenAPI 3.0 has no dependentRequired); `arguments` on whether its rule allows edits and on the "
         "request's own arguments_schema (a failing path inside them is named: arguments.amount_cents)",
@@ -75,6 +91,10 @@ POSITIVE_DATA_REFUSED: dict[str, Refusal] = {
 # A PATCH is judged together with the stored object's other fields: the same refusals.
 POSITIVE_DATA_REFUSED["configs_contacts_partial_update"] = POSITIVE_DATA_REFUSED["configs_contacts_create"]
 POSITIVE_DATA_REFUSED["configs_rules_partial_update"] = POSITIVE_DATA_REFUSED["configs_rules_create"]
+# The config's operationId as drf-spectacular names it: questions_notify must name contacts of this config.
+POSITIVE_DATA_REFUSED["configs_partial_update"] = Refusal(
+    frozenset({"questions_notify"}), "questions_notify must name contacts of this config"
+)
 
 
 def positive_data_acceptance_but_for_stated_refusals(ctx, response, case) -> bool | None:
@@ -98,7 +118,7 @@ def positive_data_acceptance_but_for_stated_refusals(ctx, response, case) -> boo
         blank = _blank_strings(response.request)
         if fields and all(
             name in stated
-            or name.partition(".")[0] in stated  # a path inside a stated field (arguments.amount_cents)
+            or name.split(".", 1)[0] in stated  # a path inside a stated field (questions.0.options, answers.env)
             or (nul and _about_nul(message))
             or (name in blank and message == BLANK)
             for name, message in fields.items()

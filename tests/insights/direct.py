@@ -6,7 +6,7 @@ from datetime import UTC, date, datetime, timedelta
 from approvals.models import ApprovalRequest, Status
 from insights import rollup
 from insights.rollup import RUBBER_STAMP_SECONDS
-from insights.selectors import ROW_FIELDS, Facts
+from insights.selectors import OUTCOMES, ROW_FIELDS, Facts
 
 
 def percentile(values: list[float], fraction: float) -> float | None:
@@ -41,6 +41,8 @@ def facts_directly(*, workspace_id: int, reviewer: str | None, now: datetime) ->
     yesterday = now.astimezone(UTC).date() - timedelta(days=1)
     for created, status, expires, config_id, rule_id, email, decided, execution, undeliverable in requests:
         person = status in (Status.APPROVED, Status.REJECTED)
+        if status not in OUTCOMES and status != Status.PENDING:
+            continue  # a question answered or declined: counted by questions_for, as the rollups do
         if status == Status.PENDING and expires > now:
             continue  # still waiting
         resolved = expires if status == Status.PENDING else decided  # the sweep sets decided_at to the deadline
