@@ -8,6 +8,7 @@ from rest_framework import serializers
 from rules.models import PassInformationLevel
 
 from .models import EXPIRED_REASON, Action, ApprovalKind, ApprovalRequest, ExecutionStatus, Scope, Status
+from .receipts import receipt_of
 from .selectors import approving_votes
 
 
@@ -66,6 +67,10 @@ class ApprovalRequestSerializer(serializers.Serializer):
     requested_by = serializers.EmailField(allow_null=True, help_text="the person the run acts for (four eyes)")
     approvals_required = serializers.IntegerField(help_text="distinct reviewers who must approve (from the rule)")
     approvals = ApprovingVoteSerializer(many=True, help_text="the approving votes so far, oldest first")
+    receipt = serializers.CharField(
+        allow_null=True,
+        help_text="a decided request's signed receipt: a compact JWS (EdDSA) checked against /.well-known/jwks.json",
+    )
 
     def to_representation(self, instance: ApprovalRequest) -> dict:
         return approval_as_dict(instance)
@@ -118,10 +123,11 @@ def approval_as_dict(approval: ApprovalRequest, now: datetime.datetime | None = 
     now = now or timezone.now()
     decision = _decision(approval, now)
     execution = _execution(approval)
+    status = approval.effective_status(now)
     return {
         "id": approval.public_id,
         "kind": approval.kind,
-        "status": approval.effective_status(now),
+        "status": status,
         "config_id": approval.config.public_id,
         "config_version": approval.config_version,
         "rule_id": approval.rule_id or None,
@@ -147,4 +153,5 @@ def approval_as_dict(approval: ApprovalRequest, now: datetime.datetime | None = 
         "requested_by": approval.requested_by or None,
         "approvals_required": approval.approvals_required,
         "approvals": [{**vote, "at": _iso(vote["at"])} for vote in approving_votes(approval, now)],
+        "receipt": receipt_of(approval, decision, status=status),
     }

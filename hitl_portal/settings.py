@@ -268,6 +268,15 @@ HITL_MAX_WAITS_PER_KEY = envint("HITL_MAX_WAITS_PER_KEY", "1000")
 # The Approvals tab refreshes its queue this often (tests shorten it).
 APPROVALS_REFRESH_SECONDS = envint("APPROVALS_REFRESH_SECONDS", "10")
 
+# --- Receipts (approvals/receipt_keys.py, docs/receipts.md) ---------------------------------
+# The Ed25519 private key (PEM) every decided request's receipt is signed with; required when DEBUG is
+# off (checked at startup). With DEBUG on and none set, a development key is derived from SECRET_KEY so
+# every process of one portal signs alike. `hitl receipt-key new` makes one.
+HITL_RECEIPT_KEY = os.environ.get("HITL_RECEIPT_KEY", "")
+# Public keys (PEM, one or more blocks) of keys signed with before: still published by /.well-known/jwks.json,
+# so receipts signed before a rotation keep verifying. `hitl receipt-key rotate` prints the new pair of values.
+HITL_RECEIPT_PREVIOUS_KEYS = os.environ.get("HITL_RECEIPT_PREVIOUS_KEYS", "")
+
 # --- Notifications (contacts.outbox, contacts.transports) -----------------------------------
 # The portal's public address, for links in messages and the webhook `source`. Required when
 # DEBUG is off and any contact exists (checked at startup: contacts.checks).

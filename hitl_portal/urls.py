@@ -3,6 +3,8 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularSwaggerSplitView
 
+from approvals.api_receipts import jwks_view
+
 from . import operations, views
 from .schema_view import SchemaView
 
@@ -12,6 +14,7 @@ urlpatterns = [
     path("", views.home, name="home"),
     path("healthz", operations.healthz, name="healthz"),
     path("metrics", operations.metrics, name="metrics"),
+    path(".well-known/jwks.json", jwks_view, name="jwks"),
     path("login/", auth_views.LoginView.as_view(template_name="registration/login.html"), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("workspaces/", include("workspaces.urls")),
