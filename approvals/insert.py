@@ -19,7 +19,8 @@ from contacts.models import Delivery
 from workspaces.models import ApiToken
 
 from .grants import may_have_live_grant
-from .models import Action, ApprovalKind, ApprovalRequest, Grant, Status
+from .halts import may_be_halted
+from .models import Action, ApprovalKind, ApprovalRequest, Grant, Halt, Status
 
 # The INSERT the ORM would send for a new request, written once: on the registration hot path,
 # compiling it per request cost more than PostgreSQL took to run it (bench/).
@@ -122,25 +123,70 @@ _GRANTED = {
     "reason": "COALESCE((SELECT 'Approved for the rest of this run by ' || granted_by_email || ' (' || public_id "
     f"|| ')' FROM live), {_literal(_FRESH['reason'])})",
 }
-_GRANTED_INSERT_CTES = """
+_RETURNING = "RETURNING id, status, grant_id, decided_at, decided_by_id, decided_by_email, decision_action, reason"
+_LIVE_CTE = f"""
 live AS (
-    SELECT public_id, granted_by_id, granted_by_email FROM {grants}
+    SELECT public_id, granted_by_id, granted_by_email FROM {Grant._meta.db_table}
     WHERE config_id = %s AND rule_id = %s AND run_id = %s AND revoked_at IS NULL AND expires_at > %s
       AND (%s OR lower(granted_by_email) <> lower(%s))
     ORDER BY expires_at DESC
     LIMIT 1
-), apr AS (
-    INSERT INTO {table} ({columns}) VALUES ({values})
-    RETURNING id, status, grant_id, decided_at, decided_by_id, decided_by_email, decision_action, reason
-)""".format(
-    grants=Grant._meta.db_table,
-    table=ApprovalRequest._meta.db_table,
-    columns=", ".join(f'"{field.column}"' for field in _INSERT_FIELDS),
-    values=", ".join(
-        _GRANTED.get(field.column) or (_literal(_FRESH[field.attname]) if field.attname in _FRESH else "%s")
-        for field in _INSERT_FIELDS
-    ),
-)
+)"""
+
+# A workspace with a halt in force (approvals/halts.py) registers through this form: a CTE reads the halt
+# that covers the request — the workspace frozen, or its run halted (under any config, or its own) — and
+# the row goes in already rejected with the halt's reason and halter. A halt wins over a run grant (it
+# revoked them, but one made since must not approve a halted run). Bound: the halt action, now, the
+# workspace, the run, the config.
+_HALT_CTE = f"""
+halt AS (
+    SELECT %s::varchar AS action, %s::timestamptz AS at, halted_by_id, halted_by_email, reason
+    FROM {Halt._meta.db_table}
+    WHERE workspace_id = %s AND lifted_at IS NULL
+      AND (run_id = '' OR (run_id = %s AND (config_id IS NULL OR config_id = %s)))
+    ORDER BY created_at, id
+    LIMIT 1
+)"""
+_HALTED = {
+    "status": f"COALESCE((SELECT '{Status.REJECTED.value}'::varchar FROM halt), {_literal(_FRESH['status'])})",
+    "decided_at": "(SELECT at FROM halt)",
+    "decided_by_id": "(SELECT halted_by_id FROM halt)",
+    "decided_by_email": f"COALESCE((SELECT halted_by_email FROM halt), {_literal(_FRESH['decided_by_email'])})",
+    "decision_action": f"COALESCE((SELECT action FROM halt), {_literal(_FRESH['decision_action'])})",
+    "reason": f"COALESCE((SELECT reason FROM halt), {_literal(_FRESH['reason'])})",
+}
+# Both: the halt first, else the grant, else pending.
+_HALTED_GRANTED = {
+    "status": f"COALESCE((SELECT '{Status.REJECTED.value}'::varchar FROM halt), "
+    f"(SELECT '{Status.APPROVED.value}'::varchar FROM live), {_literal(_FRESH['status'])})",
+    "grant_id": "(SELECT public_id FROM live WHERE NOT EXISTS (SELECT FROM halt))",
+    "decided_at": "COALESCE((SELECT at FROM halt), (SELECT %s::timestamptz FROM live))",  # bound: now
+    "decided_by_id": "COALESCE((SELECT halted_by_id FROM halt), (SELECT granted_by_id FROM live))",
+    "decided_by_email": "COALESCE((SELECT halted_by_email FROM halt), (SELECT granted_by_email FROM live), "
+    f"{_literal(_FRESH['decided_by_email'])})",
+    "decision_action": f"COALESCE((SELECT action FROM halt), (SELECT '{Action.RESUME.value}'::varchar FROM live), "
+    f"{_literal(_FRESH['decision_action'])})",
+    "reason": "COALESCE((SELECT reason FROM halt), (SELECT 'Approved for the rest of this run by ' || granted_by_email "
+    f"|| ' (' || public_id || ')' FROM live), {_literal(_FRESH['reason'])})",
+}
+
+
+def _insert_cte(expressions: dict[str, str]) -> str:
+    """The request's INSERT as the CTE `apr`, these columns computed in the statement, the rest as _INSERT_SQL."""
+    return "apr AS (INSERT INTO {table} ({columns}) VALUES ({values}) {returning})".format(
+        table=ApprovalRequest._meta.db_table,
+        columns=", ".join(f'"{field.column}"' for field in _INSERT_FIELDS),
+        values=", ".join(
+            expressions.get(field.column) or (_literal(_FRESH[field.attname]) if field.attname in _FRESH else "%s")
+            for field in _INSERT_FIELDS
+        ),
+        returning=_RETURNING,
+    )
+
+
+_GRANTED_INSERT_CTES = _LIVE_CTE + ", " + _insert_cte(_GRANTED)
+_HALTED_INSERT_CTES = _HALT_CTE + ", " + _insert_cte(_HALTED)
+_HALTED_GRANTED_INSERT_CTES = _HALT_CTE + ", " + _LIVE_CTE + ", " + _insert_cte(_HALTED_GRANTED)
 
 
 # Its audit records: the registration's (APPEND_CTE's row) and, only when `live` found a grant, the
@@ -148,15 +194,19 @@ live AS (
 _AUDIT_WITH_GRANT_USED_CTE = record_cte(
     "audit_record",
     "SELECT %s, %s::timestamptz, %s, %s, %s, %s::jsonb "
-    "UNION ALL SELECT %s, %s::timestamptz, %s, 'grant.used', live.public_id, %s::jsonb FROM live",
+    "UNION ALL SELECT %s, %s::timestamptz, %s, 'grant.used', live.public_id, %s::jsonb FROM live{halted}",
 )
+# A halt in force: the grant was not used.
+_UNLESS_HALTED = " WHERE NOT EXISTS (SELECT FROM halt)"
+_AUDIT_WITH_GRANT_USED_UNLESS_HALTED_CTE = _AUDIT_WITH_GRANT_USED_CTE.replace("{halted}", _UNLESS_HALTED)
+_AUDIT_WITH_GRANT_USED_CTE = _AUDIT_WITH_GRANT_USED_CTE.replace("{halted}", "")
 
 
 def insert_request(approval: ApprovalRequest, *, engine_key: ApiToken, deliveries: list[Delivery] = (), now) -> None:
     """INSERT the request with its audit record and outbox rows in one statement (CTEs): atomic in autocommit.
 
-    A request a live run grant covers goes in approved, and then tells its contacts nothing: there
-    is nothing left to ask them.
+    A request a live run grant covers goes in approved, one a halt covers goes in rejected (the halt
+    wins), and then tells its contacts nothing: there is nothing left to ask them.
     """
     audited = audit_enabled()
     approval.ensure_public_id()
@@ -168,18 +218,23 @@ def insert_request(approval: ApprovalRequest, *, engine_key: ApiToken, deliverie
     for index, field in _NEEDS_PREPARING:
         params[index] = field.get_db_prep_save(params[index], connection)
     probe = approval.allow_run_grant and may_have_live_grant(approval, now=now)
+    halted = may_be_halted(approval)
     if probe:
         # A grant never approves for the person the run acts for when the rule wants four eyes.
         lookup = [approval.config_id, approval.rule_id, approval.run_id, now]
         lookup += [approval.self_approval or not approval.requested_by, approval.requested_by]
-        ctes = [_GRANTED_INSERT_CTES]
+        ctes = [_HALTED_GRANTED_INSERT_CTES if halted else _GRANTED_INSERT_CTES]
         params = lookup + _granted_params(params, now=now)
+    elif halted:
+        ctes = [_HALTED_INSERT_CTES]
     else:
         ctes = [f"apr AS ({_INSERT_SQL})"]
+    if halted:
+        params = [approval.halt_action, now, approval.workspace_id, approval.run_id, approval.config_id] + params
     if audited:
         params += append_params(_registered(approval, engine_key=engine_key))
         if probe:
-            ctes.append(_AUDIT_WITH_GRANT_USED_CTE)
+            ctes.append(_AUDIT_WITH_GRANT_USED_UNLESS_HALTED_CTE if halted else _AUDIT_WITH_GRANT_USED_CTE)
             params += [
                 approval.workspace_id,
                 now,
@@ -189,14 +244,14 @@ def insert_request(approval: ApprovalRequest, *, engine_key: ApiToken, deliverie
         else:
             ctes.append(APPEND_CTE)
     if deliveries:
-        ctes.append(_DELIVERIES_CTE_GRANTED if probe else _DELIVERIES_CTE)
+        ctes.append(_DELIVERIES_CTE_GRANTED if probe or halted else _DELIVERIES_CTE)
         params.append(_deliveries_json(deliveries))
     sql = "WITH " + ", ".join(ctes) + " SELECT * FROM apr"
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         row = cursor.fetchone()
     approval.pk = row[0]
-    if probe:
+    if probe or halted:
         (
             approval.status,
             approval.grant_id,
