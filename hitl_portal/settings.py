@@ -98,6 +98,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "workspaces.context_processors.workspace",
+                "approvals.context_processors.halting",  # the banner while the workspace is frozen
             ],
         },
     },
