@@ -17,7 +17,7 @@ import time
 import urllib.parse
 from datetime import UTC, datetime
 
-from bench import adapters, audit, long_poll, notify, pages, policy, poll, registration, sweep
+from bench import adapters, audit, long_poll, notify, pages, policy, poll, receipts, registration, sweep
 from bench.harness import RESULTS, Bench, Section, World, log, recreate_database, setup_django, sql
 from bench.report import table
 from bench.seed import seed_big_table
@@ -26,13 +26,13 @@ from bench.server import GUNICORN, Server
 # Before the million rows are seeded (the pages' near-empty figures).
 ON_EMPTY_TABLE: list[Section] = [pages.near_empty]
 # On the million rows, in-process.
-ON_BIG_TABLE: list[Section] = [pages.big]
+ON_BIG_TABLE: list[Section] = [pages.big, receipts.run]
 # On the million rows, with the portal under gunicorn (bench/server.py: `load`, `paired`).
 WITH_SERVER: list[Section] = [registration.run, poll.run, long_poll.run, adapters.run, policy.run]
 # After the server has stopped (sections that change many rows).
 AFTER_SERVER: list[Section] = [sweep.run, notify.run]
 # `--only NAME`: that section alone on an empty table (it starts what it needs), to try it quickly.
-ALONE: dict[str, Section] = {"notify": notify.run}
+ALONE: dict[str, Section] = {"notify": notify.run, "receipts": receipts.run}
 
 
 def main() -> None:
@@ -89,7 +89,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--waiting", action="store_true", help="only the waiting-engines section (bench/waiting.py)")
     parser.add_argument("--servers", default="gthread,gunicorn+uvicorn", help="--waiting: servers to compare")
     parser.add_argument("--levels", default=[100, 1000, 3000, 10000], type=lambda v: [int(x) for x in v.split(",")])
-    parser.add_argument("--only", choices=["notify"], help="run one section alone (see ALONE)")
+    parser.add_argument("--only", choices=sorted(ALONE), help="run one section alone (see ALONE)")
     return parser.parse_args()
 
 

@@ -32,6 +32,7 @@ def test_a_reviewer_halts_a_run_from_its_card(page, bob, support):
     page.goto(QUEUE)
 
     first = page.locator(f"#card-{wild[0].public_id}")
+    first.get_by_text("Halt this run…").click()
     first.get_by_placeholder(re.compile("Why halt the run")).fill(REASON)
     first.get_by_role("button", name="Halt this run").click()
 
@@ -49,13 +50,14 @@ def test_a_halted_runs_request_page_says_so_and_resumes_it(page, bob, support):
     login(page, "bob@acme.test")
     page.goto(f"/hitl/approvals/{approval.public_id}/")
 
+    page.locator("#run").get_by_text("Halt this run…").click()
     page.locator("#run").get_by_placeholder(re.compile("Why halt the run")).fill(REASON)
     page.locator("#run").get_by_role("button", name="Halt this run").click()
 
     expect(page.locator("#run")).to_contain_text("This run is halted")
     expect(page.locator("#request")).to_contain_text("Rejected")
     page.get_by_role("button", name="Resume this run").click()
-    expect(page.locator("#run").get_by_role("button", name="Halt this run")).to_be_visible()
+    expect(page.locator("#run").get_by_text("Halt this run…")).to_be_visible()
     assert not Halt.objects.in_force().exists()
 
 
