@@ -18,7 +18,7 @@ from .decide import REASON_MAX
 from .halts import Halted, run_halt, run_resume, workspace_freeze, workspace_thaw
 from .permissions import MayDecide
 
-TAG = ["halting"]
+TAG = ["reviewers"]
 
 
 def _error(description: str) -> OpenApiResponse:

@@ -26,7 +26,8 @@ class JwksSerializer(serializers.Serializer):
 
 
 @extend_schema(
-    tags=["Receipts"],
+    tags=["engines"],
+    operation_id="receipt_keys",
     summary="Receipt keys (JWKS)",
     description="The public keys of receipts: the current one and the previous ones (HITL_RECEIPT_PREVIOUS_KEYS).",
     auth=[],
