@@ -41,10 +41,8 @@ def test_halt_rejects_the_runs_pending_requests_and_resume_lifts_it(support, bob
     assert "resumed" in hitl("resume", "run_9", "--workspace", "acme", "--as", "bob@acme.test")
     assert "was not halted" in hitl("resume", "run_9", "--workspace", "acme", "--as", "bob@acme.test")
     assert not Halt.objects.in_force().exists()
-    assert list(AuditRecord.objects.filter(action__startswith="run.").order_by("id").values_list("action", flat=True)) == [
-        "run.halted",
-        "run.resumed",
-    ]
+    records = AuditRecord.objects.filter(action__startswith="run.").order_by("id")
+    assert list(records.values_list("action", flat=True)) == ["run.halted", "run.resumed"]
 
 
 def test_halt_is_refused_to_a_stranger_and_without_a_reason(support, bob, globex):
