@@ -18,8 +18,8 @@ from .models import ApprovalKind, ApprovalRequest
 from .receipt_keys import receipt_keys
 
 RECEIPT_ALGORITHM = "EdDSA"
-# Enough for every request a busy process renders in a while; a miss only costs one signature.
-_CACHED_RECEIPTS = 65_536
+# The decided requests a busy process renders again and again (about 10 MB at most); a miss costs one signature.
+_CACHED_RECEIPTS = 16_384
 _slugs: dict[int, str] = {}  # workspace id → slug: slugs are never changed once made
 
 
