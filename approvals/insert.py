@@ -16,6 +16,7 @@ from django.db.models import DateField, DateTimeField, Field
 from audit.chain import canonical
 from audit.services import APPEND_CTE, AuditEntry, actor_of, append_params, audit_enabled, record_cte
 from contacts.models import Delivery
+from rules.models import Config
 from workspaces.models import ApiToken
 
 from .grants import may_have_live_grant
@@ -136,39 +137,47 @@ live AS (
 # A workspace with a halt in force (approvals/halts.py) registers through this form: a CTE reads the halt
 # that covers the request — the workspace frozen, or its run halted (under any config, or its own) — and
 # the row goes in already rejected with the halt's reason and halter. A halt wins over a run grant (it
-# revoked them, but one made since must not approve a halted run). Bound: the halt action, now, the
-# workspace, the run, the config.
+# revoked them, but one made since must not approve a halted run). Bound: the config (its workspace is
+# read through it) and the run — two values, so the form with the grant probe stays within psycopg's
+# 50-parameter parse cache; the halt's action is a literal (one form per action), and decided_at
+# shares the one bound `now` with the grant's.
 _HALT_CTE = f"""
 halt AS (
-    SELECT %s::varchar AS action, %s::timestamptz AS at, halted_by_id, halted_by_email, reason
-    FROM {Halt._meta.db_table}
-    WHERE workspace_id = %s AND lifted_at IS NULL
-      AND (run_id = '' OR (run_id = %s AND (config_id IS NULL OR config_id = %s)))
-    ORDER BY created_at, id
+    SELECT h.halted_by_id, h.halted_by_email, h.reason FROM {Halt._meta.db_table} h, (SELECT %s::bigint AS id) cfg
+    WHERE h.workspace_id = (SELECT workspace_id FROM {Config._meta.db_table} WHERE id = cfg.id)
+      AND h.lifted_at IS NULL AND (h.run_id = '' OR (h.run_id = %s AND (h.config_id IS NULL OR h.config_id = cfg.id)))
+    ORDER BY h.created_at, h.id
     LIMIT 1
 )"""
-_HALTED = {
-    "status": f"COALESCE((SELECT '{Status.REJECTED.value}'::varchar FROM halt), {_literal(_FRESH['status'])})",
-    "decided_at": "(SELECT at FROM halt)",
-    "decided_by_id": "(SELECT halted_by_id FROM halt)",
-    "decided_by_email": f"COALESCE((SELECT halted_by_email FROM halt), {_literal(_FRESH['decided_by_email'])})",
-    "decision_action": f"COALESCE((SELECT action FROM halt), {_literal(_FRESH['decision_action'])})",
-    "reason": f"COALESCE((SELECT reason FROM halt), {_literal(_FRESH['reason'])})",
-}
-# Both: the halt first, else the grant, else pending.
-_HALTED_GRANTED = {
-    "status": f"COALESCE((SELECT '{Status.REJECTED.value}'::varchar FROM halt), "
-    f"(SELECT '{Status.APPROVED.value}'::varchar FROM live), {_literal(_FRESH['status'])})",
-    "grant_id": "(SELECT public_id FROM live WHERE NOT EXISTS (SELECT FROM halt))",
-    "decided_at": "COALESCE((SELECT at FROM halt), (SELECT %s::timestamptz FROM live))",  # bound: now
-    "decided_by_id": "COALESCE((SELECT halted_by_id FROM halt), (SELECT granted_by_id FROM live))",
-    "decided_by_email": "COALESCE((SELECT halted_by_email FROM halt), (SELECT granted_by_email FROM live), "
-    f"{_literal(_FRESH['decided_by_email'])})",
-    "decision_action": f"COALESCE((SELECT action FROM halt), (SELECT '{Action.RESUME.value}'::varchar FROM live), "
-    f"{_literal(_FRESH['decision_action'])})",
-    "reason": "COALESCE((SELECT reason FROM halt), (SELECT 'Approved for the rest of this run by ' || granted_by_email "
-    f"|| ' (' || public_id || ')' FROM live), {_literal(_FRESH['reason'])})",
-}
+
+
+def _halted(action: str) -> dict[str, str]:
+    return {
+        "status": f"COALESCE((SELECT '{Status.REJECTED.value}'::varchar FROM halt), {_literal(_FRESH['status'])})",
+        "decided_at": "CASE WHEN EXISTS (SELECT FROM halt) THEN %s::timestamptz END",  # bound: now
+        "decided_by_id": "(SELECT halted_by_id FROM halt)",
+        "decided_by_email": f"COALESCE((SELECT halted_by_email FROM halt), {_literal(_FRESH['decided_by_email'])})",
+        "decision_action": f"COALESCE((SELECT {_literal(action)}::varchar FROM halt), "
+        f"{_literal(_FRESH['decision_action'])})",
+        "reason": f"COALESCE((SELECT reason FROM halt), {_literal(_FRESH['reason'])})",
+    }
+
+
+def _halted_granted(action: str) -> dict[str, str]:
+    """Both: the halt first, else the grant, else pending."""
+    return {
+        "status": f"COALESCE((SELECT '{Status.REJECTED.value}'::varchar FROM halt), "
+        f"(SELECT '{Status.APPROVED.value}'::varchar FROM live), {_literal(_FRESH['status'])})",
+        "grant_id": "(SELECT public_id FROM live WHERE NOT EXISTS (SELECT FROM halt))",
+        "decided_at": "CASE WHEN EXISTS (SELECT FROM halt) OR EXISTS (SELECT FROM live) THEN %s::timestamptz END",
+        "decided_by_id": "COALESCE((SELECT halted_by_id FROM halt), (SELECT granted_by_id FROM live))",
+        "decided_by_email": "COALESCE((SELECT halted_by_email FROM halt), (SELECT granted_by_email FROM live), "
+        f"{_literal(_FRESH['decided_by_email'])})",
+        "decision_action": f"COALESCE((SELECT {_literal(action)}::varchar FROM halt), "
+        f"(SELECT '{Action.RESUME.value}'::varchar FROM live), {_literal(_FRESH['decision_action'])})",
+        "reason": "COALESCE((SELECT reason FROM halt), (SELECT 'Approved for the rest of this run by ' "
+        f"|| granted_by_email || ' (' || public_id || ')' FROM live), {_literal(_FRESH['reason'])})",
+    }
 
 
 def _insert_cte(expressions: dict[str, str]) -> str:
@@ -185,8 +194,12 @@ def _insert_cte(expressions: dict[str, str]) -> str:
 
 
 _GRANTED_INSERT_CTES = _LIVE_CTE + ", " + _insert_cte(_GRANTED)
-_HALTED_INSERT_CTES = _HALT_CTE + ", " + _insert_cte(_HALTED)
-_HALTED_GRANTED_INSERT_CTES = _HALT_CTE + ", " + _LIVE_CTE + ", " + _insert_cte(_HALTED_GRANTED)
+# By the action a halted request takes (ApprovalRequest.halt_action).
+_HALT_ACTIONS = (Action.HALT, Action.STOP_RUN)
+_HALTED_INSERT_CTES = {action: _HALT_CTE + ", " + _insert_cte(_halted(action)) for action in _HALT_ACTIONS}
+_HALTED_GRANTED_INSERT_CTES = {
+    action: _HALT_CTE + ", " + _LIVE_CTE + ", " + _insert_cte(_halted_granted(action)) for action in _HALT_ACTIONS
+}
 
 
 # Its audit records: the registration's (APPEND_CTE's row) and, only when `live` found a grant, the
@@ -223,14 +236,15 @@ def insert_request(approval: ApprovalRequest, *, engine_key: ApiToken, deliverie
         # A grant never approves for the person the run acts for when the rule wants four eyes.
         lookup = [approval.config_id, approval.rule_id, approval.run_id, now]
         lookup += [approval.self_approval or not approval.requested_by, approval.requested_by]
-        ctes = [_HALTED_GRANTED_INSERT_CTES if halted else _GRANTED_INSERT_CTES]
+        ctes = [_HALTED_GRANTED_INSERT_CTES[approval.halt_action] if halted else _GRANTED_INSERT_CTES]
         params = lookup + _granted_params(params, now=now)
     elif halted:
-        ctes = [_HALTED_INSERT_CTES]
+        ctes = [_HALTED_INSERT_CTES[approval.halt_action]]
+        params = _granted_params(params, now=now)  # now at decided_at, as in the grant's form
     else:
         ctes = [f"apr AS ({_INSERT_SQL})"]
     if halted:
-        params = [approval.halt_action, now, approval.workspace_id, approval.run_id, approval.config_id] + params
+        params = [approval.config_id, approval.run_id] + params
     if audited:
         params += append_params(_registered(approval, engine_key=engine_key))
         if probe:
@@ -297,7 +311,7 @@ def _deliveries_json(deliveries: list[Delivery]) -> str:
 
 
 def _granted_params(params: list, *, now) -> list:
-    """The plain INSERT's bound values for _GRANTED_INSERT_CTES, with `now` where decided_at is bound."""
+    """The plain INSERT's bound values with `now` where decided_at is bound (the grant's and the halt's forms)."""
     out, bound = [], iter(params)
     for field in _INSERT_FIELDS:
         if field.column == "decided_at":

@@ -403,7 +403,6 @@ def card(approval: ApprovalRequest, *, user, reviewers: list[str], urls: CardUrl
         "version_url": urls.fill(urls.version, config.public_id, approval.config_version),
         "caps_url": urls.fill(urls.settings, config.public_id),
         "run_id": shown["run"],
-        "halt_run_id": approval.run_id,  # as stored: what "Halt this run" sends
         "thread_id": visible(approval.thread_id) if approval.thread_id else "",
         "requested_by": shown.get("requested_by", ""),
         "level": approval.pass_information_level,

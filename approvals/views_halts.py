@@ -2,14 +2,15 @@
 
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
 from workspaces.decorators import member_required
 
-from .exceptions import ReasonTooLong
+from . import selectors
+from .exceptions import ApprovalNotFound, ReasonTooLong
 from .halts import ReasonRequired, run_halt, run_resume, workspace_freeze, workspace_thaw
 from .permissions import may_decide
 from .presenters import visible
@@ -22,6 +23,15 @@ def _back(request: HttpRequest) -> HttpResponse:
     return redirect("approvals:queue")
 
 
+def _run_of(request: HttpRequest) -> str | None:
+    """The run of the request the form names (`approval`): the form never carries the engine's text itself."""
+    try:
+        approval = selectors.approval_get(workspace=request.actor.workspace, public_id=request.POST.get("approval", ""))
+    except ApprovalNotFound as missing:
+        raise Http404(missing.message) from None
+    return approval.run_id
+
+
 def _said(halted) -> str:
     grants = f", {halted.grants_revoked} run grant(s) revoked" if halted.grants_revoked else ""
     return f"{halted.rejected} pending request(s) rejected{grants}; every later one is rejected too."
@@ -32,10 +42,7 @@ def _said(halted) -> str:
 def halt_run(request: HttpRequest) -> HttpResponse:
     if not may_decide(request.actor):
         raise PermissionDenied("Only a reviewer or an admin of this workspace may halt a run.")
-    run_id = request.POST.get("run_id", "")[:500]
-    if not run_id:
-        messages.error(request, "Name the run to halt.")
-        return _back(request)
+    run_id = _run_of(request)
     try:
         halted = run_halt(
             workspace=request.actor.workspace, user=request.user, run_id=run_id, reason=request.POST.get("reason", "")
@@ -52,7 +59,7 @@ def halt_run(request: HttpRequest) -> HttpResponse:
 def resume_run(request: HttpRequest) -> HttpResponse:
     if not may_decide(request.actor):
         raise PermissionDenied("Only a reviewer or an admin of this workspace may resume a run.")
-    run_id = request.POST.get("run_id", "")[:500]
+    run_id = _run_of(request)
     if run_resume(workspace=request.actor.workspace, user=request.user, run_id=run_id):
         messages.success(request, f"Run {visible(run_id)} resumed: its later requests wait for a reviewer again.")
     return _back(request)
