@@ -72,6 +72,13 @@ def curl_example() -> str:
     return match[1]
 
 
+def receipt_key() -> str:
+    """A fresh Ed25519 private key as PEM (RFC 8410's PKCS#8 form: a fixed prefix and 32 random bytes),
+    made with the standard library: this script runs before any virtualenv has cryptography."""
+    der = bytes.fromhex("302e020100300506032b657004220420") + secrets.token_bytes(32)
+    return "-----BEGIN PRIVATE KEY-----\n" + base64.b64encode(der).decode() + "\n-----END PRIVATE KEY-----\n"
+
+
 def production_env(database_url: str, port: int) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "PYTHON"))}
     for line in (ROOT / "docs" / "production.env").read_text().splitlines():
@@ -82,6 +89,7 @@ def production_env(database_url: str, port: int) -> dict[str, str]:
         SECRET_KEY=secrets.token_urlsafe(50),
         DATABASE_URL=database_url,
         HITL_BASE_URL=f"http://127.0.0.1:{port}",
+        HITL_RECEIPT_KEY=receipt_key(),  # required with DEBUG off (docs/receipts.md)
     )
     return env
 

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import api, api_engine, api_grants, api_reviewer
+from . import api, api_engine, api_grants, api_halts, api_reviewer
 
 urlpatterns = [
     path("approvals", api.ApprovalCollectionView.as_view(), name="api-approvals"),
@@ -10,4 +10,7 @@ urlpatterns = [
     path("approvals/<str:apr>/decision", api_reviewer.DecisionView.as_view(), name="api-approval-decision"),
     path("grants", api_grants.GrantListView.as_view(), name="api-grants"),
     path("grants/<str:grt>", api_grants.GrantDetailView.as_view(), name="api-grant"),
+    path("runs/halt", api_halts.RunHaltView.as_view(), name="api-runs-halt"),
+    path("runs/halt/<path:run_id>", api_halts.RunResumeView.as_view(), name="api-run-halt"),
+    path("workspace/freeze", api_halts.WorkspaceFreezeView.as_view(), name="api-workspace-freeze"),
 ]

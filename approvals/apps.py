@@ -1,5 +1,22 @@
 from django.apps import AppConfig
+from django.core import checks
 
 
 class ApprovalsConfig(AppConfig):
     name = "approvals"
+
+    def ready(self) -> None:
+        checks.register(receipt_key_check)
+
+
+def receipt_key_check(app_configs, **kwargs) -> list[checks.CheckMessage]:
+    """`manage.py check` (and so migrate, the server, the cluster) refuses a missing or malformed receipt key."""
+    from django.core.exceptions import ImproperlyConfigured
+
+    from .receipt_keys import receipt_keys
+
+    try:
+        receipt_keys()
+    except ImproperlyConfigured as error:
+        return [checks.Error(str(error), id="approvals.E001")]
+    return []

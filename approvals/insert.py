@@ -8,6 +8,7 @@ model disagree; tests/approvals/test_engine_register.py reads every column back.
 
 import json
 from datetime import datetime
+from functools import cache
 
 from django.core.exceptions import ImproperlyConfigured
 from django.db import connection
@@ -16,10 +17,12 @@ from django.db.models import DateField, DateTimeField, Field
 from audit.chain import canonical
 from audit.services import APPEND_CTE, AuditEntry, actor_of, append_params, audit_enabled, record_cte
 from contacts.models import Delivery
+from rules.models import Config
 from workspaces.models import ApiToken
 
 from .grants import may_have_live_grant
-from .models import Action, ApprovalKind, ApprovalRequest, Grant, Status
+from .halts import may_be_halted
+from .models import Action, ApprovalKind, ApprovalRequest, Grant, Halt, Status
 from .questions import ASKED_ACTIONS
 
 # The INSERT the ORM would send for a new request, written once: on the registration hot path,
@@ -48,35 +51,27 @@ _FRESH = {
     "execution_digest": "",
     "answers": None,
 }
-# A question's or a plan's own columns: what a gate or a token cap never carries, so in their statement
-# these are literals too (their forms stay within psycopg's parse cache); a question binds them.
-_ASKED = {"title": "", "questions": None, "plan": ""}
-_CONSTANT = {**_FRESH, **_ASKED}
-_BOUND_FIELDS = [field for field in _INSERT_FIELDS if field.attname not in _CONSTANT]
-_ASKED_BOUND_FIELDS = [field for field in _INSERT_FIELDS if field.attname not in _FRESH]
+# Columns a new request usually leaves at one value — another kind's columns, the rarer policies — are
+# literals too while they hold it, bound when not: each combination is its own statement text (a handful
+# in practice, each built once: _form), and each form stays within psycopg's 50-parameter parse cache.
+_USUAL = {
+    # a question's or a plan's
+    "title": "",
+    "questions": None,
+    "plan": "",
+    # a gate's rarer policies and inputs
+    "arguments_schema": None,
+    "allow_edit": False,
+    "require_passkey": False,
+    "condition_error": "",
+}
 
 
 def _literal(value: str | bool | None) -> str:
-    """One of _FRESH's constants as SQL (never client input: those are always bound)."""
+    """One of _FRESH's or _USUAL's constants as SQL (never client input: what differs is always bound)."""
     if isinstance(value, bool):
         return "true" if value else "false"
     return "NULL" if value is None else "'" + value.replace("'", "''") + "'"
-
-
-def _plain_insert(constant: dict) -> str:
-    return "INSERT INTO {table} ({columns}) VALUES ({values}) RETURNING id".format(
-        table=ApprovalRequest._meta.db_table,
-        columns=", ".join(f'"{field.column}"' for field in _INSERT_FIELDS),
-        values=", ".join(
-            _literal(constant[field.attname]) if field.attname in constant else "%s" for field in _INSERT_FIELDS
-        ),
-    )
-
-
-_INSERT_SQL = _plain_insert(_CONSTANT)
-_ASKED_INSERT_SQL = _plain_insert(_FRESH)
-# insert_request wraps it as a CTE beside its `approval.registered` audit record and its outbox rows, one
-# statement: if the INSERT is refused (an idempotent replay) neither is written.
 
 
 def _check_insert_fields() -> None:
@@ -102,14 +97,6 @@ def _check_insert_fields() -> None:
 
 
 _check_insert_fields()
-
-# Strings, integers, ids and aware datetimes go to psycopg as they are; JSON needs its adapter.
-_NEEDS_PREPARING = [
-    (index, field) for index, field in enumerate(_BOUND_FIELDS) if field.get_internal_type() == "JSONField"
-]
-_ASKED_NEEDS_PREPARING = [
-    (index, field) for index, field in enumerate(_ASKED_BOUND_FIELDS) if field.get_internal_type() == "JSONField"
-]
 
 
 def _registered(approval: ApprovalRequest, *, engine_key: ApiToken) -> AuditEntry:
@@ -140,6 +127,12 @@ def _registered(approval: ApprovalRequest, *, engine_key: ApiToken) -> AuditEntr
 # one statement and one round trip, so a request no grant covers pays only an index probe (bench/policy.py).
 # The grant's columns are scalar subqueries of `live` inside a plain VALUES row: an INSERT … SELECT
 # joined to `live` costs PostgreSQL more to plan and run (bench/policy.py).
+# The reason a grant's approval records: a rule window's own reason, or the run grant's.
+_GRANT_REASON = (
+    "(SELECT CASE WHEN scope = 'rule' THEN 'Approved under the rule window of ' || granted_by_email || ' ('"
+    " || public_id || '): ' || reason ELSE 'Approved for the rest of this run by ' || granted_by_email || ' ('"
+    " || public_id || ')' END FROM live)"
+)
 _GRANTED = {
     "status": f"COALESCE((SELECT '{Status.APPROVED.value}'::varchar FROM live), {_literal(_FRESH['status'])})",
     "grant_id": "(SELECT public_id FROM live)",
@@ -148,29 +141,116 @@ _GRANTED = {
     "decided_by_email": f"COALESCE((SELECT granted_by_email FROM live), {_literal(_FRESH['decided_by_email'])})",
     "decision_action": f"COALESCE((SELECT '{Action.RESUME.value}'::varchar FROM live), "
     f"{_literal(_FRESH['decision_action'])})",
-    "reason": "COALESCE((SELECT CASE WHEN scope = 'rule' THEN 'Approved under the rule window of ' "
-    "|| granted_by_email || ' (' || public_id || '): ' || reason ELSE 'Approved for the rest of this run by ' "
-    f"|| granted_by_email || ' (' || public_id || ')' END FROM live), {_literal(_FRESH['reason'])})",
+    "reason": f"COALESCE({_GRANT_REASON}, {_literal(_FRESH['reason'])})",
 }
-_GRANTED_INSERT_CTES = """
+_RETURNING = "RETURNING id, status, grant_id, decided_at, decided_by_id, decided_by_email, decision_action, reason"
+_LIVE_CTE = f"""
 live AS (
-    SELECT public_id, granted_by_id, granted_by_email, scope, reason FROM {grants}
+    SELECT public_id, granted_by_id, granted_by_email, scope, reason FROM {Grant._meta.db_table}
     WHERE config_id = %s AND rule_id = %s AND run_id IN (%s, '') AND revoked_at IS NULL AND expires_at > %s
       AND (%s OR lower(granted_by_email) <> lower(%s))
     ORDER BY expires_at DESC
     LIMIT 1
-), apr AS (
-    INSERT INTO {table} ({columns}) VALUES ({values})
-    RETURNING id, status, grant_id, decided_at, decided_by_id, decided_by_email, decision_action, reason
-)""".format(
-    grants=Grant._meta.db_table,
-    table=ApprovalRequest._meta.db_table,
-    columns=", ".join(f'"{field.column}"' for field in _INSERT_FIELDS),
-    values=", ".join(
-        _GRANTED.get(field.column) or (_literal(_CONSTANT[field.attname]) if field.attname in _CONSTANT else "%s")
-        for field in _INSERT_FIELDS
-    ),
-)
+)"""
+
+# A workspace with a halt in force (approvals/halts.py) registers through this form: a CTE reads the halt
+# that covers the request — the workspace frozen, or its run halted (under any config, or its own) — and
+# the row goes in already rejected with the halt's reason and halter. A halt wins over a run grant (it
+# revoked them, but one made since must not approve a halted run). Bound: the config (its workspace is
+# read through it) and the run — two values, so the form with the grant probe stays within psycopg's
+# 50-parameter parse cache; the halt's action is a literal (one form per action), and decided_at
+# shares the one bound `now` with the grant's.
+_HALT_CTE = f"""
+halt AS (
+    SELECT h.halted_by_id, h.halted_by_email, h.reason FROM {Halt._meta.db_table} h, (SELECT %s::bigint AS id) cfg
+    WHERE h.workspace_id = (SELECT workspace_id FROM {Config._meta.db_table} WHERE id = cfg.id)
+      AND h.lifted_at IS NULL AND (h.run_id = '' OR (h.run_id = %s AND (h.config_id IS NULL OR h.config_id = cfg.id)))
+    ORDER BY h.created_at, h.id
+    LIMIT 1
+)"""
+
+
+def _halted(action: str) -> dict[str, str]:
+    return {
+        "status": f"COALESCE((SELECT '{Status.REJECTED.value}'::varchar FROM halt), {_literal(_FRESH['status'])})",
+        "decided_at": "CASE WHEN EXISTS (SELECT FROM halt) THEN %s::timestamptz END",  # bound: now
+        "decided_by_id": "(SELECT halted_by_id FROM halt)",
+        "decided_by_email": f"COALESCE((SELECT halted_by_email FROM halt), {_literal(_FRESH['decided_by_email'])})",
+        "decision_action": f"COALESCE((SELECT {_literal(action)}::varchar FROM halt), "
+        f"{_literal(_FRESH['decision_action'])})",
+        "reason": f"COALESCE((SELECT reason FROM halt), {_literal(_FRESH['reason'])})",
+    }
+
+
+def _halted_granted(action: str) -> dict[str, str]:
+    """Both: the halt first, else the grant, else pending."""
+    return {
+        "status": f"COALESCE((SELECT '{Status.REJECTED.value}'::varchar FROM halt), "
+        f"(SELECT '{Status.APPROVED.value}'::varchar FROM live), {_literal(_FRESH['status'])})",
+        "grant_id": "(SELECT public_id FROM live WHERE NOT EXISTS (SELECT FROM halt))",
+        "decided_at": "CASE WHEN EXISTS (SELECT FROM halt) OR EXISTS (SELECT FROM live) THEN %s::timestamptz END",
+        "decided_by_id": "COALESCE((SELECT halted_by_id FROM halt), (SELECT granted_by_id FROM live))",
+        "decided_by_email": "COALESCE((SELECT halted_by_email FROM halt), (SELECT granted_by_email FROM live), "
+        f"{_literal(_FRESH['decided_by_email'])})",
+        "decision_action": f"COALESCE((SELECT {_literal(action)}::varchar FROM halt), "
+        f"(SELECT '{Action.RESUME.value}'::varchar FROM live), {_literal(_FRESH['decision_action'])})",
+        "reason": f"COALESCE((SELECT reason FROM halt), {_GRANT_REASON}, {_literal(_FRESH['reason'])})",
+    }
+
+
+_HALT_ACTIONS = (Action.HALT, Action.STOP_RUN)  # by the action a halted request takes (halt_action)
+
+
+class _Form:
+    """The statement's forms for one set of `unusual` columns (bound, the rest of _USUAL as literals)."""
+
+    def __init__(self, unusual: frozenset[str]) -> None:
+        self.constant = {**_FRESH, **{name: value for name, value in _USUAL.items() if name not in unusual}}
+        # In column order, what params() binds: decided_at (`now`, in the grant's and the halt's forms) and
+        # every column not constant here, with whether JSON's adapter must prepare it.
+        self.bound = [
+            (field, field.get_internal_type() == "JSONField", field.column == "decided_at")
+            for field in _INSERT_FIELDS
+            if field.attname not in self.constant or field.column == "decided_at"
+        ]
+        self.plain = "apr AS (" + self._insert({}, returning="RETURNING id") + ")"
+        self.granted = _LIVE_CTE + ", apr AS (" + self._insert(_GRANTED) + ")"
+        self.halted = {a: _HALT_CTE + ", apr AS (" + self._insert(_halted(a)) + ")" for a in _HALT_ACTIONS}
+        self.halted_granted = {
+            a: _HALT_CTE + ", " + _LIVE_CTE + ", apr AS (" + self._insert(_halted_granted(a)) + ")"
+            for a in _HALT_ACTIONS
+        }
+
+    def _insert(self, expressions: dict[str, str], returning: str = _RETURNING) -> str:
+        """The request's INSERT, these columns computed in the statement, the constants as literals."""
+        values = (
+            expressions.get(field.column)
+            or (_literal(self.constant[field.attname]) if field.attname in self.constant else "%s")
+            for field in _INSERT_FIELDS
+        )
+        return "INSERT INTO {table} ({columns}) VALUES ({values}) {returning}".format(
+            table=ApprovalRequest._meta.db_table,
+            columns=", ".join(f'"{field.column}"' for field in _INSERT_FIELDS),
+            values=", ".join(values),
+            returning=returning,
+        )
+
+    def params(self, values: dict, *, now=None) -> list:
+        """The bound values in column order; `now` where a grant's or a halt's form binds decided_at."""
+        out = []
+        for field, is_json, is_decided_at in self.bound:
+            if is_decided_at:
+                if now is not None:
+                    out.append(now)
+            else:
+                value = values[field.attname]
+                out.append(field.get_db_prep_save(value, connection) if is_json else value)
+        return out
+
+
+@cache
+def _form(unusual: frozenset[str]) -> _Form:
+    return _Form(unusual)
 
 
 # Its audit records: the registration's (APPEND_CTE's row) and, only when `live` found a grant, the
@@ -178,41 +258,49 @@ live AS (
 _AUDIT_WITH_GRANT_USED_CTE = record_cte(
     "audit_record",
     "SELECT %s, %s::timestamptz, %s, %s, %s, %s::jsonb "
-    "UNION ALL SELECT %s, %s::timestamptz, %s, 'grant.used', live.public_id, %s::jsonb FROM live",
+    "UNION ALL SELECT %s, %s::timestamptz, %s, 'grant.used', live.public_id, %s::jsonb FROM live{halted}",
 )
+# A halt in force: the grant was not used.
+_UNLESS_HALTED = " WHERE NOT EXISTS (SELECT FROM halt)"
+_AUDIT_WITH_GRANT_USED_UNLESS_HALTED_CTE = _AUDIT_WITH_GRANT_USED_CTE.replace("{halted}", _UNLESS_HALTED)
+_AUDIT_WITH_GRANT_USED_CTE = _AUDIT_WITH_GRANT_USED_CTE.replace("{halted}", "")
 
 
 def insert_request(approval: ApprovalRequest, *, engine_key: ApiToken, deliveries: list[Delivery] = (), now) -> None:
     """INSERT the request with its audit record and outbox rows in one statement (CTEs): atomic in autocommit.
 
-    A request a live run grant covers goes in approved, and then tells its contacts nothing: there
-    is nothing left to ask them.
+    A request a live run grant or rule window covers goes in approved, one a halt covers goes in
+    rejected (the halt wins), and then tells its contacts nothing: there is nothing left to ask them.
     """
     audited = audit_enabled()
     approval.ensure_public_id()
     values = approval.__dict__
-    asked = approval.is_question
-    stale = [name for name, fresh in (_FRESH if asked else _CONSTANT).items() if values[name] != fresh]
+    stale = [name for name, fresh in _FRESH.items() if values[name] != fresh]
     if stale:
         raise ValueError(f"insert_request writes {stale} as a new request's; this one has them set")
-    params = [values[field.attname] for field in (_ASKED_BOUND_FIELDS if asked else _BOUND_FIELDS)]
-    for index, field in _ASKED_NEEDS_PREPARING if asked else _NEEDS_PREPARING:
-        params[index] = field.get_db_prep_save(params[index], connection)
+    form = _form(frozenset(name for name, usual in _USUAL.items() if values[name] != usual))
     # Any gate may fall in a rule window (run id ""); a run grant counts only where the rule allows them.
     probe = approval.kind == ApprovalKind.GATE and may_have_live_grant(approval, now=now)
+    halted = may_be_halted(approval)
     if probe:
         # A grant never approves for the person the run acts for when the rule wants four eyes.
         run_id = approval.run_id if approval.allow_run_grant else ""
         lookup = [approval.config_id, approval.rule_id, run_id, now]
         lookup += [approval.self_approval or not approval.requested_by, approval.requested_by]
-        ctes = [_GRANTED_INSERT_CTES]
-        params = lookup + _granted_params(params, now=now)
+        ctes = [form.halted_granted[approval.halt_action] if halted else form.granted]
+        params = lookup + form.params(values, now=now)
+    elif halted:
+        ctes = [form.halted[approval.halt_action]]
+        params = form.params(values, now=now)  # now at decided_at, as in the grant's form
     else:
-        ctes = [f"apr AS ({_ASKED_INSERT_SQL if asked else _INSERT_SQL})"]
+        ctes = [form.plain]
+        params = form.params(values)
+    if halted:
+        params = [approval.config_id, approval.run_id] + params
     if audited:
         params += append_params(_registered(approval, engine_key=engine_key))
         if probe:
-            ctes.append(_AUDIT_WITH_GRANT_USED_CTE)
+            ctes.append(_AUDIT_WITH_GRANT_USED_UNLESS_HALTED_CTE if halted else _AUDIT_WITH_GRANT_USED_CTE)
             params += [
                 approval.workspace_id,
                 now,
@@ -222,14 +310,14 @@ def insert_request(approval: ApprovalRequest, *, engine_key: ApiToken, deliverie
         else:
             ctes.append(APPEND_CTE)
     if deliveries:
-        ctes.append(_DELIVERIES_CTE_GRANTED if probe else _DELIVERIES_CTE)
+        ctes.append(_DELIVERIES_CTE_GRANTED if probe or halted else _DELIVERIES_CTE)
         params.append(_deliveries_json(deliveries))
     sql = "WITH " + ", ".join(ctes) + " SELECT * FROM apr"
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         row = cursor.fetchone()
     approval.pk = row[0]
-    if probe:
+    if probe or halted:
         (
             approval.status,
             approval.grant_id,
@@ -272,14 +360,3 @@ def _deliveries_json(deliveries: list[Delivery]) -> str:
             row[field.column] = value.isoformat() if isinstance(value, datetime) else value
         rows.append(row)
     return json.dumps(rows, separators=(",", ":"))
-
-
-def _granted_params(params: list, *, now) -> list:
-    """The plain INSERT's bound values for _GRANTED_INSERT_CTES, with `now` where decided_at is bound."""
-    out, bound = [], iter(params)
-    for field in _INSERT_FIELDS:
-        if field.column == "decided_at":
-            out.append(now)
-        elif field.attname not in _CONSTANT:
-            out.append(next(bound))
-    return out

@@ -347,3 +347,46 @@ class Grant(PublicIdMixin, models.Model):
 
     def is_live(self, now: datetime | None = None) -> bool:
         return self.revoked_at is None and self.expires_at > (now or timezone.now())
+
+
+class HaltQuerySet(models.QuerySet):
+    def in_force(self) -> "HaltQuerySet":
+        return self.filter(lifted_at__isnull=True)
+
+
+class Halt(models.Model):
+    """A run halted, or (run_id "") a whole workspace frozen, until lifted (docs/halting.md).
+
+    While one is in force every pending request it covers has been rejected, and every later
+    registration it covers is stored already rejected with its reason (approvals/insert.py). Lifting
+    sets lifted_at; a halt is never deleted, so the trail keeps who stopped what and why.
+    """
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="halts", db_index=False)
+    run_id = models.CharField(max_length=500, blank=True)  # "": the whole workspace is frozen
+    # A run halted under one config only (the API's optional config_id); null: the run under any config.
+    config = models.ForeignKey(Config, null=True, blank=True, on_delete=models.CASCADE, related_name="+")
+    reason = models.CharField(max_length=2000)
+    halted_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+", db_index=False
+    )
+    halted_by_email = models.CharField(max_length=254)
+    created_at = models.DateTimeField(default=timezone.now)
+    lifted_at = models.DateTimeField(null=True, blank=True)
+    lifted_by_email = models.CharField(max_length=254, blank=True)
+
+    objects = HaltQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        indexes = [
+            # The registration statement looks for a halt in force of (workspace, run) through this.
+            models.Index(fields=["workspace", "run_id"], condition=Q(lifted_at__isnull=True), name="halt_in_force"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.run_id or 'workspace'} halted by {self.halted_by_email}"
+
+    @property
+    def is_freeze(self) -> bool:
+        return not self.run_id

@@ -9,3 +9,5 @@ CHANNEL = "hitl_approvals"
 TOKENS_CHANNEL = "hitl_tokens"
 # A run grant was created (`<config pk>:<rule id>`): sent by a trigger, approvals/migrations/0009.
 GRANTS_CHANNEL = "hitl_grants"
+# A halt was made or lifted (`<workspace pk>`): sent by a trigger, approvals/migrations/0010.
+HALTS_CHANNEL = "hitl_halts"

@@ -19,6 +19,7 @@ from .models import (
     Status,
     expired_reason,
 )
+from .receipts import receipt_of
 from .selectors import approving_votes
 
 
@@ -151,6 +152,10 @@ class ApprovalRequestSerializer(serializers.Serializer):
     title = serializers.CharField(allow_null=True, help_text="a question's or a plan's title")
     questions = QuestionsField(help_text="a question's questions, as registered with their defaults")
     plan = serializers.CharField(allow_null=True, help_text="a plan's Markdown")
+    receipt = serializers.CharField(
+        allow_null=True,
+        help_text="a decided request's signed receipt: a compact JWS (EdDSA) checked against /.well-known/jwks.json",
+    )
 
     def to_representation(self, instance: ApprovalRequest) -> dict:
         return approval_as_dict(instance)
@@ -219,10 +224,11 @@ def approval_as_dict(approval: ApprovalRequest, now: datetime.datetime | None = 
     now = now or timezone.now()
     decision = _decision(approval, now)
     execution = _execution(approval)
+    status = approval.effective_status(now)
     return {
         "id": approval.public_id,
         "kind": approval.kind,
-        "status": approval.effective_status(now),
+        "status": status,
         "config_id": approval.config.public_id,
         "config_version": approval.config_version,
         "rule_id": approval.rule_id or None,
@@ -254,4 +260,5 @@ def approval_as_dict(approval: ApprovalRequest, now: datetime.datetime | None = 
         "title": approval.title or None,
         "questions": approval.questions,
         "plan": approval.plan or None,
+        "receipt": receipt_of(approval, decision, status=status),
     }

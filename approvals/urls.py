@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import views
+from . import views, views_halts
 
 app_name = "approvals"
 urlpatterns = [
@@ -10,6 +10,9 @@ urlpatterns = [
     path("approvals/<str:public_id>/decide/", views.decide, name="decide"),
     path("approvals/<str:public_id>/edit-check/", views.edit_check, name="edit-check"),
     path("grants/", views.grants, name="grants"),
+    path("runs/halt/", views_halts.halt_run, name="halt-run"),
+    path("runs/resume/", views_halts.resume_run, name="resume-run"),
+    path("workspace/freeze/", views_halts.freeze, name="freeze"),
     path("grants/<str:public_id>/revoke/", views.grant_revoke, name="grant-revoke"),
     path("approvals/<str:public_id>/", views.detail, name="detail"),
     path("r/<str:token>", views.link, name="link"),

@@ -27,6 +27,7 @@ from .exceptions import ApprovalNotFound, EditedArgumentsInvalid, SelfApproval, 
 from .expire import approval_expire_if_overdue
 from .forms import DecisionForm, HistoryFilterForm
 from .grants import grant_revoke as grant_revoke_service
+from .halts import run_halted
 from .links import LinkRefused, link_open
 from .models import Status
 from .permissions import DECIDERS_ONLY, may_decide
@@ -206,6 +207,7 @@ def detail(request: HttpRequest, public_id: str) -> HttpResponse:
         "deliveries": delivery_rows(deliveries),
         "edit": presenters.edit_summary(approval),
         "digest_warning": presenters.mismatch_warning(approval),
+        "run_halt": run_halted(workspace=request.actor.workspace, run_id=approval.run_id),
     }
     if ctx["pending"] and ctx["can_review"]:
         # Who may still vote, on a quorum request's card (as in the queue).

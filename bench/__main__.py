@@ -28,6 +28,7 @@ from bench import (
     poll,
     push,
     questions,
+    receipts,
     registration,
     simulate,
     sweep,
@@ -42,7 +43,7 @@ from bench.server import GUNICORN, Server
 # Before the million rows are seeded (the pages' near-empty figures).
 ON_EMPTY_TABLE: list[Section] = [pages.near_empty]
 # On the million rows, in-process.
-ON_BIG_TABLE: list[Section] = [pages.big]
+ON_BIG_TABLE: list[Section] = [pages.big, receipts.run]
 # On the million rows, with the portal under gunicorn (bench/server.py: `load`, `paired`).
 WITH_SERVER: list[Section] = [
     registration.run,
@@ -62,6 +63,7 @@ ALONE: dict[str, Section] = {
     "push": push.run,
     "telegram": telegram.run,
     "questions": questions.run_alone,
+    "receipts": receipts.run,
 }
 
 

@@ -29,8 +29,9 @@ from django.contrib.auth import get_user_model
 from psycopg.conninfo import make_conninfo
 
 from approvals.grants import live_grants_until
+from approvals.halts import halts_in_force
 from approvals.models import ApprovalRequest, Status
-from approvals.notify import CHANNEL, GRANTS_CHANNEL, TOKENS_CHANNEL
+from approvals.notify import CHANNEL, GRANTS_CHANNEL, HALTS_CHANNEL, TOKENS_CHANNEL
 from workspaces.authentication import engine_keys
 from workspaces.models import ApiToken
 
@@ -38,8 +39,9 @@ logger = logging.getLogger(__name__)
 
 
 def _keep_while_listening(*, live: bool) -> None:
-    """Empty the caches this connection keeps right (engine keys, rules' live grants); keep them only if live."""
-    for cache in (engine_keys, live_grants_until):
+    """Empty the caches this connection keeps right (engine keys, rules' live grants, workspaces' halts);
+    keep them only if live."""
+    for cache in (engine_keys, live_grants_until, halts_in_force):
         cache.invalidate(live=live)
 
 
@@ -159,6 +161,9 @@ class WaitHub:
         if channel == GRANTS_CHANNEL:
             live_grants_until.clear()  # a new grant: read rules' live grants afresh
             return
+        if channel == HALTS_CHANNEL:
+            halts_in_force.clear()  # a halt made or lifted: read which workspaces have one afresh
+            return
         engine_keys.clear()  # a key, a user or a workspace changed: look keys up afresh
         kind, _, raw_id = payload.partition(":")
         if raw_id.isdigit():
@@ -178,6 +183,7 @@ class WaitHub:
                     await conn.execute(f"LISTEN {CHANNEL}")
                     await conn.execute(f"LISTEN {TOKENS_CHANNEL}")
                     await conn.execute(f"LISTEN {GRANTS_CHANNEL}")
+                    await conn.execute(f"LISTEN {HALTS_CHANNEL}")
                     self.connects += 1
                     self.listening.set()
                     _keep_while_listening(live=True)  # from now on every change is heard

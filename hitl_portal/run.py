@@ -25,6 +25,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / ".data" / "postgres"
+RECEIPT_KEY = ROOT / ".data" / "receipt_key.pem"
 STOP_GRACE_SECONDS = 10  # the cluster has hung mid-shutdown: after this, what is left is killed
 
 
@@ -80,6 +81,21 @@ def database():
         yield
 
 
+def receipt_key() -> None:
+    """HITL_RECEIPT_KEY as given, or the one kept in .data/ (made on the first run): receipts made on
+    one run still verify on the next."""
+    if os.environ.get("HITL_RECEIPT_KEY"):
+        return
+    if not RECEIPT_KEY.exists():
+        from approvals.receipt_keys import new_private_pem
+
+        RECEIPT_KEY.parent.mkdir(parents=True, exist_ok=True)
+        RECEIPT_KEY.touch(mode=0o600)
+        RECEIPT_KEY.write_text(new_private_pem())
+        say(f"made a receipt signing key in {RECEIPT_KEY.relative_to(ROOT)} (HITL_RECEIPT_KEY)")
+    os.environ["HITL_RECEIPT_KEY"] = RECEIPT_KEY.read_text()
+
+
 def manage(*args: str) -> None:
     subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, check=True, stdin=subprocess.DEVNULL)
 
@@ -127,6 +143,7 @@ def run(args: argparse.Namespace, stack: ExitStack, children: list[subprocess.Po
     os.environ["HITL_DEMO_WEBHOOK"] = url_of(receiver)  # the demo's webhook contact names this variable
     say(f"demo webhook receiver listening on {url_of(receiver)}")
 
+    receipt_key()
     manage("migrate", "--noinput", "--verbosity", "0")
     manage("collectstatic", "--noinput", "--verbosity", "0")
     manage("hitl", "demo", "--url", args.url)

@@ -100,6 +100,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "workspaces.context_processors.workspace",
+                "approvals.context_processors.halting",  # the banner while the workspace is frozen
             ],
         },
     },
@@ -275,6 +276,15 @@ HITL_CONDITION_TIME_LIMIT_MS = envint("HITL_CONDITION_TIME_LIMIT_MS", "50")
 HITL_SIMULATE_TIMEOUT_SECONDS = envint("HITL_SIMULATE_TIMEOUT_SECONDS", "20")
 # The Approvals tab refreshes its queue this often (tests shorten it).
 APPROVALS_REFRESH_SECONDS = envint("APPROVALS_REFRESH_SECONDS", "10")
+
+# --- Receipts (approvals/receipt_keys.py, docs/receipts.md) ---------------------------------
+# The Ed25519 private key (PEM) every decided request's receipt is signed with; required when DEBUG is
+# off (checked at startup). With DEBUG on and none set, a development key is derived from SECRET_KEY so
+# every process of one portal signs alike. `hitl receipt-key new` makes one.
+HITL_RECEIPT_KEY = os.environ.get("HITL_RECEIPT_KEY", "")
+# Public keys (PEM, one or more blocks) of keys signed with before: still published by /.well-known/jwks.json,
+# so receipts signed before a rotation keep verifying. `hitl receipt-key rotate` prints the new pair of values.
+HITL_RECEIPT_PREVIOUS_KEYS = os.environ.get("HITL_RECEIPT_PREVIOUS_KEYS", "")
 
 # --- Notifications (contacts.outbox, contacts.transports) -----------------------------------
 # The portal's public address, for links in messages and the webhook `source`. Required when

@@ -3,6 +3,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularSwaggerSplitView
 
+from approvals.api_receipts import jwks_view
 from integrations import telegram_account_views
 from push import views as push_views
 from workspaces import account
@@ -16,6 +17,7 @@ urlpatterns = [
     path("", views.home, name="home"),
     path("healthz", operations.healthz, name="healthz"),
     path("metrics", operations.metrics, name="metrics"),
+    path(".well-known/jwks.json", jwks_view, name="jwks"),
     path("login/", auth_views.LoginView.as_view(template_name="registration/login.html"), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("workspaces/", include("workspaces.urls")),

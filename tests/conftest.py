@@ -13,6 +13,23 @@ from .loopback import mailbox, receiver  # noqa: F401 — fixtures for every tes
 # Playwright's sync API runs an event loop in the test thread; the ORM calls our tests make
 # beside it are still synchronous and safe.
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+# The tests' receipt key (docs/receipts.md): made for them, never a deployment's. Set in the environment so
+# every live server the tests start signs with it too.
+TEST_RECEIPT_KEY = """-----BEGIN PRIVATE KEY-----
+MC4CAQAwBQYDK2VwBCIEIFt6S0CMNDWMp5iVURRUWN4ZoT1GpoQ00VM/tNRb8xEQ
+-----END PRIVATE KEY-----"""
+os.environ.setdefault("HITL_RECEIPT_KEY", TEST_RECEIPT_KEY)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _receipt_key():
+    """The key, also where the settings were read before this module set the environment."""
+    from approvals.receipt_keys import receipt_keys_reset
+
+    with override_settings(HITL_RECEIPT_KEY=os.environ["HITL_RECEIPT_KEY"]):
+        receipt_keys_reset()
+        yield
+    receipt_keys_reset()
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -173,3 +173,54 @@ def test_at_level_summary_the_request_carries_a_summary_and_never_the_arguments(
 
     assert decided["summary"] == "delete_customer on customer T-4821" and decided["arguments"] is None
     assert crm == []  # the digest covers target and operation at this level, and it matched
+
+
+def test_a_restarted_run_never_runs_an_approved_call_that_was_already_executed(
+    live_server, engine_key, support, bob_api, caplog
+):
+    deleted: list[str] = []
+    crm = ["T-4821"]
+
+    async def first_engine() -> str:
+        client = AsyncHitlClient(live_server.url, engine_key)
+        gates = runner(client, await client.served(support.public_id), wait_timeout=1)
+        paused = await gates.run(crm_agent(delete_script(), crm), "Delete customer T-4821", run_id="conv_46")
+        return paused.to_state().to_string()  # saved while it waits for a person
+
+    saved = asyncio.run(first_engine())
+    wait_until_pending(bob_api)
+
+    async def resumed_engine(model: ScriptedModel):
+        """The saved run resumed; it ends (or crashes) before it saves again, so a restart resumes the same state."""
+        client = AsyncHitlClient(live_server.url, engine_key)
+        agent = crm_agent(model, crm)
+        original = agent.tools[0].on_invoke_tool
+
+        async def counted(ctx, args):
+            deleted.append(args)
+            return await original(ctx, args)
+
+        agent.tools[0].on_invoke_tool = counted
+        state = await RunState.from_string(agent, saved)
+        gates = runner(client, await client.served(support.public_id), wait_timeout=20)
+        return await gates.run(agent, state, run_id="conv_46"), gates
+
+    reviewer = Reviewer(bob_api, "approve")
+    asyncio.run(resumed_engine(ScriptedModel([[assistant_message("Customer T-4821 deleted.")]])))
+    [decided] = reviewer.finish()
+    assert len(deleted) == 1 and crm == []
+    assert ApprovalRequest.objects.get(public_id=decided["id"]).execution_status == "executed"
+
+    crm.append("T-4821")  # were the delete run again, this record would go
+    model = ScriptedModel([[assistant_message("It was deleted before.")]])
+    with caplog.at_level("WARNING", logger="hitl_client"):
+        result, gates = asyncio.run(resumed_engine(model))
+
+    assert len(deleted) == 1 and crm == ["T-4821"]  # not run again
+    [verdict] = gates.verdicts
+    assert verdict.state == "already_executed" and verdict.result["status"] == "executed"
+    told = [item for item in model.last_call.input if item.get("type") == "function_call_output"]
+    assert "already executed" in told[-1]["output"]
+    assert any("already reported executed" in record.getMessage() for record in caplog.records)
+    assert result.final_output == "It was deleted before."
+    assert ApprovalRequest.objects.count() == 1

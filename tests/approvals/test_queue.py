@@ -147,7 +147,8 @@ def test_it_runs_the_same_queries_with_10_and_with_1000_requests(client, bob, su
     with_1000 = {url: _queries(client, url) for url in (QUEUE, PARTIAL)}
     for url in (QUEUE, PARTIAL):
         assert len(with_10[url]) == len(with_1000[url]), url
-        assert len(with_1000[url]) <= 5, with_1000[url]  # session, user, memberships, queue; nothing per card
+        # session, user, memberships, queue (and the page's frozen-workspace banner); nothing per card
+        assert len(with_1000[url]) <= (6 if url == QUEUE else 5), with_1000[url]
 
 
 def test_it_fills_the_meter_at_most_once_past_the_cap(client, bob, support):

@@ -106,3 +106,24 @@ def test_send_test_reaches_the_slack_channel(fake_slack, slack_world):
     assert sent["channel"] == CHANNEL and sent["text"].startswith("Test message from the HITL Portal")
     row.refresh_from_db()
     assert row.status == "sent"
+
+
+def test_a_halt_updates_the_messages_of_the_requests_it_rejects_and_asks_nothing_of_later_ones(
+    fake_slack, slack_world, bob
+):
+    from approvals.halts import run_halt
+
+    approval = register(slack_world)
+    deliveries_send_due()
+
+    run_halt(workspace=slack_world["workspace"], user=bob, run_id="run_1", reason="Runaway loop")
+    deliveries_send_due()
+
+    [update] = fake_slack.calls_to("chat.update")
+    assert update["ts"] == SlackMessage.objects.get(approval=approval).ts
+    assert not any(block["type"] == "actions" for block in update["blocks"])
+    assert "Rejected by bob@acme.test at " in str(update["blocks"]) and "Runaway loop" in str(update["blocks"])
+    later = register(slack_world, target="customer T-9")
+    deliveries_send_due()
+    assert later.status == "rejected" and not Delivery.objects.filter(approval=later).exists()
+    assert len(fake_slack.calls_to("chat.postMessage")) == 1  # nobody is asked about a halted run's request

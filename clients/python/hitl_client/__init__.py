@@ -12,7 +12,8 @@
     if not verdict.allowed:
         tell_the_agent(verdict.message)      # a person's reason, or "Nobody answered …"
 
-`AsyncHitlClient` is the same API for asyncio. The core is standard library only; the adapters
+`AsyncHitlClient` is the same API for asyncio. The core needs PyJWT (receipts.py: an approval's
+signed receipt is checked before the call runs); the adapters
 (`hitl_client.openai_agents`, `hitl_client.langgraph`, `hitl_client.mcp_gateway`) need their extra.
 Contract: the portal's docs/api.md, "Engines".
 """

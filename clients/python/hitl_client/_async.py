@@ -18,6 +18,7 @@ from typing import Any
 
 from . import _core
 from ._core import LONG_POLL_SECONDS, Backoff, GatedCall, HitlError, Verdict
+from .receipts import AsyncReceiptChecks
 
 logger = logging.getLogger("hitl_client")
 
@@ -71,7 +72,7 @@ async def _http(
     return await asyncio.wait_for(exchange(), timeout)
 
 
-class AsyncHitlClient:
+class AsyncHitlClient(AsyncReceiptChecks):
     """HitlClient for asyncio: every method of the same name, awaitable."""
 
     def __init__(
@@ -199,10 +200,8 @@ class AsyncHitlClient:
             if on_pending is not None:
                 await _maybe_await(on_pending(approval))
             approval = await self.wait(approval["id"], wait_timeout)
-        verdict = _core.verdict_of(approval)
-        if verdict.allowed and not _core.digest_matches(served, approval, call):
-            return _core.digest_mismatch(approval)
-        return verdict
+        # Approved: not yet run, what was approved, and the receipt proves it (receipts.py).
+        return await self.judged(served, approval, call)
 
     async def report(self, verdict: Verdict) -> Verdict:
         if verdict.state == "approved" and verdict.approval is not None and not verdict.approval.get("execution"):

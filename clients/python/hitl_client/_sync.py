@@ -13,11 +13,12 @@ from typing import Any
 
 from . import _core
 from ._core import LONG_POLL_SECONDS, Backoff, GatedCall, HitlError, Verdict
+from .receipts import ReceiptChecks
 
 logger = logging.getLogger("hitl_client")
 
 
-class HitlClient:
+class HitlClient(ReceiptChecks):
     """Talks to one portal with one engine key.
 
     client = HitlClient("https://portal.example", engine_key)
@@ -190,10 +191,8 @@ class HitlClient:
             if on_pending is not None:
                 on_pending(approval)
             approval = self.wait(approval["id"], wait_timeout)
-        verdict = _core.verdict_of(approval)
-        if verdict.allowed and not _core.digest_matches(served, approval, call):
-            return _core.digest_mismatch(approval)
-        return verdict
+        # Approved: not yet run, what was approved, and the receipt proves it (receipts.py).
+        return self.judged(served, approval, call)
 
     def report(self, verdict: Verdict) -> Verdict:
         """Report what happened to an approved call that ran (`verdict.result`) or raised (`verdict.error`)."""

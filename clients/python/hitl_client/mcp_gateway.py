@@ -277,14 +277,19 @@ class Gateway:
                 return Verdict(True, "inert", approval["notice"])
             if approval["status"] == "pending" or (approval["status"] == "approved" and not approval.get("execution")):
                 break  # this call's own request (a restart finds it again)
+            if approval.get("execution"):
+                # An identical call of this run ran already (reported executed): this one is a new call.
+                logger.info("HITL: %s.%s #%d already executed (%s); asking for this call anew",
+                            server_id, tool, occurrence, approval["id"])  # fmt: skip
             occurrence += 1  # an identical earlier call ran, was rejected or expired: ask anew
         self._occurrence[base] = occurrence  # the next identical call starts here, finds it used, and moves on
         if approval["status"] == "pending":
             logger.info("HITL: %s.%s waits for a person (%s)", server_id, tool, approval["id"])
             approval = await self.client.wait(approval["id"], self.config.wait_timeout)
-        verdict = _core.verdict_of(approval)
-        if verdict.allowed and not _core.digest_matches(served, approval, call):
-            return _core.digest_mismatch(approval)
+        # Not run yet (else "already executed"), what was approved, and its receipt verifies (receipts.py).
+        verdict = await self.client.judged(served, approval, call)
+        if verdict.state == "already_executed":
+            logger.warning("HITL: %s.%s — %s", server_id, tool, verdict.message)
         return verdict
 
     def _call(

@@ -15,6 +15,8 @@ CLI_MODULES = [
     "workspaces.cli",
     "hitl_portal.demo",
     "approvals.cli",
+    "approvals.halt_cli",
+    "approvals.receipt_cli",
     "approvals.demo_engine",
     "audit.cli",
     "push.cli",
