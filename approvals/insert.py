@@ -198,7 +198,7 @@ def _halted_granted(action: str) -> dict[str, str]:
     }
 
 
-_HALT_ACTIONS = (Action.HALT, Action.STOP_RUN)  # by the action a halted request takes (halt_action)
+_HALT_ACTIONS = (Action.HALT, Action.STOP_RUN)  # a halted token cap stops the run; anything else halts
 
 
 class _Form:
@@ -282,15 +282,17 @@ def insert_request(approval: ApprovalRequest, *, engine_key: ApiToken, deliverie
     # Any gate may fall in a rule window (run id ""); a run grant counts only where the rule allows them.
     probe = approval.kind == ApprovalKind.GATE and may_have_live_grant(approval, now=now)
     halted = may_be_halted(approval)
+    # A halt stops the whole run: its questions and plans too, with the gate's action (approvals/halts.py).
+    halt_action = Action.STOP_RUN if approval.is_token_cap else Action.HALT
     if probe:
         # A grant never approves for the person the run acts for when the rule wants four eyes.
         run_id = approval.run_id if approval.allow_run_grant else ""
         lookup = [approval.config_id, approval.rule_id, run_id, now]
         lookup += [approval.self_approval or not approval.requested_by, approval.requested_by]
-        ctes = [form.halted_granted[approval.halt_action] if halted else form.granted]
+        ctes = [form.halted_granted[halt_action] if halted else form.granted]
         params = lookup + form.params(values, now=now)
     elif halted:
-        ctes = [form.halted[approval.halt_action]]
+        ctes = [form.halted[halt_action]]
         params = form.params(values, now=now)  # now at decided_at, as in the grant's form
     else:
         ctes = [form.plain]

@@ -77,7 +77,12 @@ def test_halting_a_run_rejects_its_pending_requests_and_stores_its_later_ones_re
             "decided_at": None,
             "reason": REASON,
             "expired": False,
+            "undeliverable": False,
             "grant_id": None,
+            "arguments": approval["arguments"],  # the call decided on: the proposal, nobody edited it
+            "call_digest": approval["call_digest"],
+            "edited": False,
+            "answers": None,
         }
         assert approval["receipt"]
     assert engine.get(f"/api/v1/approvals/{cap['id']}").json()["decision"]["action"] == "stop_run"
