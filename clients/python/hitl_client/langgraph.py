@@ -96,9 +96,11 @@ class HitlInbox:
                 )
             action = request["action_request"]["action"]
             args = request["action_request"].get("args") or {}
+            allowed = request.get("config") or {}
+            gated = allowed.get("allow_accept", True) or allowed.get("allow_edit", False)
             call = GatedCall(
                 kind=self.kinds.get(action, self.default_kind),
-                target=self.target(action, args),
+                target=self.target(action, args) if gated else action,  # a question proposes no call
                 operation=action,
                 run_id=self.run_id or thread_id,
                 thread_id=thread_id,
@@ -108,7 +110,7 @@ class HitlInbox:
                 arguments=args,
                 arguments_schema=self.schemas.get(action),
             )
-            found.append(_Request(call, request.get("config") or {}, request.get("description") or ""))
+            found.append(_Request(call, allowed, request.get("description") or ""))
         return found
 
     @staticmethod

@@ -520,8 +520,21 @@ class _Relay:
         self.pending[relay_id] = (server_id, tool, message["id"], progress)
         self.relay_ids[message["id"]] = relay_id
         self.arguments[relay_id] = params.get("arguments") or {}
-        await self._upstream(server_id, {**message, "id": relay_id})
+        await self._upstream(server_id, {**message, "id": relay_id, "params": self._answering(server_id, params)})
         return True
+
+    def _answering(self, server_id: str, params: dict) -> dict:
+        """The call's params with the gateway's own elicitation capability (2026: declared per request).
+
+        Whatever the client behind us declared, it is the gateway that answers the upstream's form
+        elicitations (through the portal), so that is what the upstream is told."""
+        if self.versions.get(server_id) not in MODERN_PROTOCOL_VERSIONS:
+            return params  # declared once at initialize, by the gateway's own client
+        meta = dict(params.get("_meta") or {})
+        capabilities = dict(meta.get(types.CLIENT_CAPABILITIES_META_KEY) or {})
+        capabilities["elicitation"] = {"form": {}}
+        meta[types.CLIENT_CAPABILITIES_META_KEY] = capabilities
+        return {**params, "_meta": meta}
 
     async def _cancel(self, message: dict, params: dict) -> bool:
         relay_id = self.relay_ids.pop(params["requestId"])
