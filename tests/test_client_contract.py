@@ -6,7 +6,7 @@ with each answer the contract allows, including the ones no server sends yet.
 
 import hitl_client
 import pytest
-from hitl_client import GatedCall, _core, _questions, answers_of, call_digest, review_of
+from hitl_client import GatedCall, _core, _questions, answers_of, call_digest, elicitation, review_of
 
 SERVED = {
     "config_id": "cfg_1",
@@ -241,3 +241,87 @@ def test_a_plan_longer_than_the_contract_allows_is_refused_whole():
 
 def test_the_new_names_are_exported():
     assert {"Answers", "PlanReview", "answers_of", "review_of", "QUESTIONS_INERT_NOTICE"} <= set(hitl_client.__all__)
+
+
+# --- MCP elicitation as questions (hitl_client.elicitation) ----------------------------------
+
+ELICIT_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "reason": {"type": "string", "enum": ["damaged", "late"], "default": "late", "description": "Why?"},
+        "tier": {"type": "string", "oneOf": [{"const": "gold", "title": "Gold"}, {"const": "basic"}]},
+        "amount_cents": {"type": "integer", "minimum": 1, "maximum": 10_000, "title": "Amount"},
+        "notify": {"type": "boolean"},
+        "tags": {"type": "array", "items": {"enum": ["vip", "repeat", "press"]}},
+        "note": {"type": "string", "format": "email"},
+    },
+    "required": ["reason", "amount_cents"],
+}
+
+
+def test_an_elicitation_schema_becomes_one_question_per_field():
+    title, questions, fields = elicitation.questions_of("Refund T-4821?", ELICIT_SCHEMA)
+    asked = {question["id"]: question for question in questions}
+
+    assert title == "Refund T-4821?" and list(fields.values()) == list(ELICIT_SCHEMA["properties"])
+    assert asked["reason"] == {
+        "id": "reason",
+        "prompt": "Why?",
+        "required": True,
+        "type": "choice",
+        "options": [{"value": "damaged"}, {"value": "late"}],
+        "free_text": False,
+        "recommended": 1,  # the schema's default is a suggestion, never an answer
+    }
+    assert asked["tier"]["options"] == [{"value": "gold", "label": "Gold"}, {"value": "basic"}]
+    assert (asked["amount_cents"]["type"], asked["amount_cents"]["min"], asked["amount_cents"]["max"]) == (
+        "number",
+        1,
+        10_000,
+    )
+    assert asked["amount_cents"]["prompt"] == "Amount" and asked["notify"]["type"] == "boolean"
+    assert asked["tags"]["multi"] is True and asked["note"] == {
+        "id": "note",
+        "prompt": "note",
+        "required": False,
+        "type": "text",
+    }
+
+
+def test_the_answers_go_back_in_the_schemas_types_and_an_expiry_is_a_cancel():
+    _, questions, fields = elicitation.questions_of("Refund?", ELICIT_SCHEMA)
+    answered = _questions.Answers(
+        "answered", "", {"reason": "late", "amount_cents": 2500.0, "notify": False, "tags": ["vip"]}
+    )
+
+    assert elicitation.result_of(answered, fields, ELICIT_SCHEMA) == {
+        "action": "accept",
+        "content": {"reason": "late", "amount_cents": 2500, "notify": False, "tags": ["vip"]},
+    }
+    assert isinstance(elicitation.result_of(answered, fields, ELICIT_SCHEMA)["content"]["amount_cents"], int)
+    assert elicitation.result_of(_questions.Answers("declined", "", {}), fields, ELICIT_SCHEMA) == {
+        "action": "decline"
+    }
+    for state in ("expired", "timeout", "inert"):
+        assert elicitation.result_of(_questions.Answers(state, "", {}), fields, ELICIT_SCHEMA) == {"action": "cancel"}
+
+
+def test_a_schema_the_portal_cannot_ask_is_refused_with_the_reason():
+    too_many = {"type": "object", "properties": {f"f{i}": {"type": "string"} for i in range(9)}}
+    nested = {"type": "object", "properties": {"address": {"type": "object"}}}
+
+    with pytest.raises(elicitation.Unaskable, match="at most 8"):
+        elicitation.questions_of("?", too_many)
+    with pytest.raises(elicitation.Unaskable, match="address"):
+        elicitation.questions_of("?", nested)
+    with pytest.raises(elicitation.Unaskable, match="no fields"):
+        elicitation.questions_of("?", {"type": "object", "properties": {}})
+
+
+def test_a_long_message_is_the_title_cut_and_the_first_prompt_whole():
+    message = "Please confirm. " * 20
+    schema = {"type": "object", "properties": {"ok": {"type": "boolean"}}}
+    title, questions, _ = elicitation.questions_of(message, schema)
+
+    assert len(title) == 200 and title.endswith("…")
+    assert questions[0]["prompt"].startswith(message.strip())
