@@ -299,9 +299,7 @@ def test_the_answers_go_back_in_the_schemas_types_and_an_expiry_is_a_cancel():
         "content": {"reason": "late", "amount_cents": 2500, "notify": False, "tags": ["vip"]},
     }
     assert isinstance(elicitation.result_of(answered, fields, ELICIT_SCHEMA)["content"]["amount_cents"], int)
-    assert elicitation.result_of(_questions.Answers("declined", "", {}), fields, ELICIT_SCHEMA) == {
-        "action": "decline"
-    }
+    assert elicitation.result_of(_questions.Answers("declined", "", {}), fields, ELICIT_SCHEMA) == {"action": "decline"}
     for state in ("expired", "timeout", "inert"):
         assert elicitation.result_of(_questions.Answers(state, "", {}), fields, ELICIT_SCHEMA) == {"action": "cancel"}
 
