@@ -254,3 +254,17 @@ def test_a_declined_question_resumes_the_graph_with_ignore_where_allowed(live_se
     reviewer.finish()
 
     assert result["outcome"] == "ignore: None"
+
+
+def test_the_asyncio_inbox_asks_a_respond_only_interrupt_too(live_server, engine_key, support, bob_api):
+    async def engine():
+        client = AsyncHitlClient(live_server.url, engine_key)
+        inbox = inbox_for(client, await client.served(support.public_id), wait_timeout=20)
+        return await inbox.arun(build_ask_graph(InMemorySaver(), allow_ignore=False), {}, THREAD)
+
+    reviewer = Reviewer(bob_api, "decline", "Not ours to say.")
+    result = asyncio.run(engine())
+    reviewer.finish()
+
+    # No ignore allowed: the graph hears that the person declined, in words that are not an expiry's.
+    assert result["outcome"].startswith("response: bob@acme.test declined to answer: Not ours to say")

@@ -242,7 +242,7 @@ class Gateway:
             return _tool_error(f"Unknown tool {params.name!r}: this gateway offers {', '.join(self.server_of)}.")
         arguments = params.arguments or {}
         try:
-            asked = await self.ask(server_id, params.name, arguments)
+            asked = await self.register_call(server_id, params.name, arguments)
             if isinstance(asked, Verdict):
                 verdict = asked
             else:
@@ -311,7 +311,7 @@ class Gateway:
 
         return asyncio.ensure_future(elicit())
 
-    async def ask(self, server_id: str, tool: str, arguments: dict) -> Verdict | tuple[dict, GatedCall, dict]:
+    async def register_call(self, server_id: str, tool: str, arguments: dict) -> Verdict | tuple[dict, GatedCall, dict]:
         """Register one call (unless no rule gates the server): a verdict at once, or (served, call, request)."""
         served = await self.served()
         call = self._call(served, server_id, tool, arguments, occurrence=0)
@@ -338,7 +338,7 @@ class Gateway:
 
     async def decide(self, server_id: str, tool: str, arguments: dict) -> Verdict:
         """Ask the portal about one call (unless no rule gates the server) and wait for the answer."""
-        asked = await self.ask(server_id, tool, arguments)
+        asked = await self.register_call(server_id, tool, arguments)
         if isinstance(asked, Verdict):
             return asked
         served, call, approval = asked
