@@ -3,13 +3,21 @@
 import threading
 import time
 
+from ..helpers import make_config, make_rule, publish
+
 
 class Reviewer(threading.Thread):
-    """Decides the next `count` pending requests through `POST …/decision`, oldest first, as a person would."""
+    """Decides the next `count` pending requests through `POST …/decision`, oldest first, as a person would.
 
-    def __init__(self, api, decision: str, reason: str = "", *, count: int = 1, timeout: float = 30):
+    `body` adds to the decision: `{"arguments": …}` approves with edits, `{"answers": …}` answers a question.
+    """
+
+    def __init__(
+        self, api, decision: str, reason: str = "", *, count: int = 1, timeout: float = 30, body: dict | None = None
+    ):
         super().__init__(daemon=True)
         self.api, self.decision, self.reason, self.count, self.timeout = api, decision, reason, count, timeout
+        self.body = body or {}
         self.decided: list[dict] = []
         self.start()
 
@@ -17,9 +25,8 @@ class Reviewer(threading.Thread):
         deadline = time.monotonic() + self.timeout
         while len(self.decided) < self.count and time.monotonic() < deadline:
             for approval in self.api.get("/api/v1/approvals?status=pending").json()["results"]:
-                answer = self.api.post(
-                    f"/api/v1/approvals/{approval['id']}/decision", {"decision": self.decision, "reason": self.reason}
-                )
+                decision = {"decision": self.decision, **({"reason": self.reason} if self.reason else {}), **self.body}
+                answer = self.api.post(f"/api/v1/approvals/{approval['id']}/decision", decision)
                 assert answer.status_code == 200, answer.text
                 self.decided.append(answer.json())
                 if len(self.decided) == self.count:
@@ -40,3 +47,11 @@ def wait_until_pending(api, count: int = 1, timeout: float = 20) -> list[dict]:
             return pending
         time.sleep(0.05)
     raise AssertionError(f"the engine never asked: fewer than {count} pending requests after {timeout} s")
+
+
+def make_billing_config(workspace, user=None):
+    """Published v1 at level full: refunds on mcp_billing gated, a reviewer may approve them with edits."""
+    config = make_config(workspace, "Billing agent", pass_information_level="full")
+    make_rule(config, kind="mcp_server", match="mcp_billing", allow_edit=True, message="Refunds move real money.")
+    publish(config, user)
+    return config

@@ -17,7 +17,7 @@ from approvals.models import ApprovalRequest
 
 from ..approvals.engine_support import make_support_config
 from ..helpers import make_token, travel
-from .support import Reviewer, wait_until_pending
+from .support import Reviewer, make_billing_config, wait_until_pending
 
 
 class Ticket(TypedDict, total=False):
@@ -155,3 +155,116 @@ def test_an_expired_request_resumes_the_graph_saying_nobody_answered(live_server
 
     assert result["outcome"].startswith("kept: Nobody answered") and crm == ["T-4821"]
     assert "rejected" not in result["outcome"]
+
+
+# --- HumanInterrupt mapped fully: edits typed, a respond-only interrupt as a question, ignore ----------
+
+
+def build_refund_graph(checkpointer, ledger: list[dict]):
+    """A billing graph whose refund step allows edits; its ask step only lets a person respond."""
+
+    def refund(state: Ticket) -> Ticket:
+        response = interrupt(
+            {
+                "action_request": {"action": "issue_refund", "args": {"ticket_id": "T-4821", "amount_cents": 4900}},
+                "config": {"allow_accept": True, "allow_edit": True, "allow_respond": True, "allow_ignore": False},
+                "description": "Refund ticket T-4821",
+            }
+        )
+        if response["type"] == "edit":
+            ledger.append(response["args"])
+            return {"outcome": "refunded as edited"}
+        if response["type"] == "accept":
+            ledger.append({"action": "issue_refund", "args": {"ticket_id": "T-4821", "amount_cents": 4900}})
+            return {"outcome": "refunded"}
+        return {"outcome": f"not refunded: {response['args']}"}
+
+    graph = StateGraph(Ticket)
+    graph.add_node("refund", refund)
+    graph.add_edge(START, "refund")
+    graph.add_edge("refund", END)
+    return graph.compile(checkpointer=checkpointer)
+
+
+def build_ask_graph(checkpointer, *, allow_ignore: bool):
+    def ask(state: Ticket) -> Ticket:
+        response = interrupt(
+            {
+                "action_request": {"action": "ask_customer_tier", "args": {}},
+                "config": {"allow_accept": False, "allow_edit": False, "allow_respond": True,
+                           "allow_ignore": allow_ignore},
+                "description": "Which support tier is customer T-4821 on?",
+            }
+        )  # fmt: skip
+        return {"outcome": f"{response['type']}: {response['args']}"}
+
+    graph = StateGraph(Ticket)
+    graph.add_node("ask", ask)
+    graph.add_edge(START, "ask")
+    graph.add_edge("ask", END)
+    return graph.compile(checkpointer=checkpointer)
+
+
+@pytest.fixture
+def billing(acme, alice):
+    return make_billing_config(acme, alice)
+
+
+EDITED = {"ticket_id": "T-4821", "amount_cents": 2500}
+
+
+def test_an_edited_approval_resumes_the_graph_with_the_edited_arguments_typed(live_server, engine_key, billing,
+                                                                              bob_api):  # fmt: skip
+    ledger: list[dict] = []
+    client = HitlClient(live_server.url, engine_key)
+    inbox = HitlInbox(client, client.served(billing.public_id), caller="billing-bot",
+                      kinds={"issue_refund": "mcp_server"}, target=lambda action, args: "mcp_billing",
+                      wait_timeout=20)  # fmt: skip
+
+    reviewer = Reviewer(bob_api, "approve", body={"arguments": EDITED})
+    result = inbox.run(build_refund_graph(InMemorySaver(), ledger), {}, THREAD)
+    [decided] = reviewer.finish()
+
+    assert result["outcome"] == "refunded as edited"
+    assert ledger == [{"action": "issue_refund", "args": EDITED}]
+    assert isinstance(ledger[0]["args"]["amount_cents"], int)  # a number, not Agent Inbox's "2500"
+    stored = ApprovalRequest.objects.get(public_id=decided["id"])
+    assert stored.execution_status == "executed"
+
+
+def test_an_interrupt_that_only_allows_a_response_is_asked_as_a_question(live_server, engine_key, support, bob_api):
+    client = HitlClient(live_server.url, engine_key)
+    inbox = inbox_for(client, client.served(support.public_id), wait_timeout=20)
+
+    reviewer = Reviewer(bob_api, "answer", body={"answers": {"response": "Enterprise, with a 4-hour SLA."}})
+    result = inbox.run(build_ask_graph(InMemorySaver(), allow_ignore=False), {}, THREAD)
+    [decided] = reviewer.finish()
+
+    assert result["outcome"] == "response: Enterprise, with a 4-hour SLA."
+    assert decided["kind"] == "question" and decided["questions"][0]["prompt"].startswith("Which support tier")
+    assert [answers.state for answers in inbox.answers] == ["answered"] and inbox.verdicts == []
+
+
+def test_a_declined_question_resumes_the_graph_with_ignore_where_allowed(live_server, engine_key, support, bob_api):
+    client = HitlClient(live_server.url, engine_key)
+    inbox = inbox_for(client, client.served(support.public_id), wait_timeout=20)
+
+    reviewer = Reviewer(bob_api, "decline", "Not ours to say.")
+    result = inbox.run(build_ask_graph(InMemorySaver(), allow_ignore=True), {}, THREAD)
+    reviewer.finish()
+
+    assert result["outcome"] == "ignore: None"
+
+
+def test_the_asyncio_inbox_asks_a_respond_only_interrupt_too(live_server, engine_key, support, bob_api):
+    async def engine():
+        client = AsyncHitlClient(live_server.url, engine_key)
+        inbox = inbox_for(client, await client.served(support.public_id), wait_timeout=20)
+        return await inbox.arun(build_ask_graph(InMemorySaver(), allow_ignore=False), {}, THREAD)
+
+    reviewer = Reviewer(bob_api, "decline", "Not ours to say.")
+    result = asyncio.run(engine())
+    reviewer.finish()
+
+    # No ignore allowed: the graph hears that the person declined, in words that are not an expiry's.
+    assert result["outcome"].startswith("response: bob@acme.test declined to answer: Not ours to say")

@@ -11,6 +11,7 @@ from contextlib import AsyncExitStack
 from datetime import timedelta
 from pathlib import Path
 
+import mcp_types as types
 import pytest
 from hitl_client.mcp_gateway import Gateway, GatewayConfig, GatewayConfigError
 from mcp import Client, StdioServerParameters
@@ -21,7 +22,7 @@ from workspaces.services import workspace_set_plan
 
 from ..approvals.engine_support import make_support_config
 from ..helpers import make_token, travel
-from .support import Reviewer, wait_until_pending
+from .support import Reviewer, make_billing_config, wait_until_pending
 
 UPSTREAM = str(Path(__file__).with_name("upstream_billing.py"))
 REFUND = {"ticket_id": "T-4821", "amount_cents": 4900}
@@ -70,14 +71,15 @@ args = ["{UPSTREAM}", "{ledger}", "tickets"]
     return path
 
 
-def stdio_gateway(gateway_toml: Path, engine_key: str) -> Client:
+def stdio_gateway(gateway_toml: Path, engine_key: str, **options) -> Client:
     """The gateway as an MCP client launches it: a subprocess speaking MCP on stdin/stdout."""
     return Client(
         StdioServerParameters(
             command=sys.executable,
             args=["-m", "hitl_client.mcp_gateway", "--config", str(gateway_toml)],
             env={**os.environ, "HITL_ENGINE_KEY": engine_key},
-        )
+        ),
+        **options,
     )
 
 
@@ -386,3 +388,153 @@ def test_with_the_portal_unreachable_ungated_calls_go_on_and_gated_ones_fail_clo
 
     assert not lookup.is_error and ledger.read_text().splitlines() == ["lookup_ticket T-4821"]
     assert refund.is_error and "could not be asked, so the call was not run" in text_of(refund)
+
+
+# --- elicitation: an upstream asks its user, a person answers in the portal ------------------------
+
+ASKS = str(Path(__file__).with_name("upstream_asks.py"))
+DETAILS = {"reason": "late", "amount_cents": 2500, "notify": True}
+
+
+@pytest.fixture
+def asks_toml(tmp_path, live_server, support, ledger) -> Path:
+    """A gateway in front of mcp_desk, a server no rule gates, whose schedule_refund elicits its details."""
+    path = tmp_path / "asks.toml"
+    path.write_text(
+        f'[portal]\nurl = "{live_server.url}"\nconfig = "{support.public_id}"\n'
+        f'[gateway]\ncaller = "desktop-agent"\nwait_timeout_seconds = 20\n'
+        f'[servers.mcp_desk]\ncommand = "{sys.executable}"\nargs = ["{ASKS}", "{ledger}"]\n',
+        encoding="utf-8",
+    )
+    return path
+
+
+def test_an_upstreams_elicitation_is_a_portal_question_and_its_answer_the_accepted_content(
+    asks_toml, engine_key, ledger, bob_api
+):
+    async def session():
+        async with stdio_gateway(asks_toml, engine_key) as client:
+            return await client.call_tool("schedule_refund", {"ticket_id": "T-4821"})
+
+    reviewer = Reviewer(bob_api, "answer", body={"answers": DETAILS})
+    result = asyncio.run(session())
+    [decided] = reviewer.finish()
+
+    assert not result.is_error and text_of(result) == "Scheduled a refund of 2500 cents on T-4821."
+    assert ledger.read_text().splitlines() == [
+        'accept {"amount_cents": 2500, "note": null, "notify": true, "reason": "late"}'  # an integer stays one
+    ]
+    assert decided["kind"] == "question" and decided["title"] == "Refund ticket T-4821: how much, and why?"
+    asked = {question["id"]: question for question in decided["questions"]}
+    assert asked["reason"]["type"] == "choice" and [o["value"] for o in asked["reason"]["options"]] == [
+        "damaged",
+        "late",
+        "other",
+    ]
+    assert (asked["amount_cents"]["type"], asked["amount_cents"]["min"], asked["amount_cents"]["max"]) == (
+        "number",
+        1,
+        10_000,
+    )
+    assert asked["notify"]["type"] == "boolean" and asked["note"]["required"] is False
+    assert (decided["caller"], decided["thread_id"]) == ("desktop-agent", "mcp_desk")
+
+
+def test_a_declined_question_is_a_declined_elicitation(asks_toml, engine_key, ledger, bob_api):
+    async def session():
+        async with stdio_gateway(asks_toml, engine_key, mode="legacy") as client:  # elicitation/create as a request
+            return await client.call_tool("schedule_refund", {"ticket_id": "T-4821"})
+
+    reviewer = Reviewer(bob_api, "decline", "Refunds go through finance.")
+    result = asyncio.run(session())
+    reviewer.finish()
+
+    assert text_of(result) == "No refund scheduled on T-4821: decline."
+    assert ledger.read_text().splitlines() == ["decline"]
+
+
+def test_an_expired_question_cancels_the_elicitation_and_answers_nothing(
+    asks_toml, engine_key, ledger, bob_api, monkeypatch
+):
+    monkeypatch.setenv("HITL_ENGINE_KEY", engine_key)
+
+    def sweep_when_asked() -> None:
+        wait_until_pending(bob_api)
+        with travel(timedelta(hours=25)):
+            expire_requests(ApprovalRequest.objects.all())
+
+    import threading
+
+    sweeper = threading.Thread(target=sweep_when_asked)
+    sweeper.start()
+    result = asyncio.run(
+        _in_process(GatewayConfig.load(asks_toml), lambda client: client.call_tool("schedule_refund",
+                                                                                   {"ticket_id": "T-4821"}))
+    )  # fmt: skip
+    sweeper.join()
+
+    assert text_of(result) == "No refund scheduled on T-4821: cancel."
+    assert ledger.read_text().splitlines() == ["cancel"]  # never the recommended option, never a decline
+
+
+# --- URL mode: a waiting gated call points the client at the request's page ----------------------
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+def test_a_client_that_opens_urls_is_pointed_at_the_waiting_requests_page(
+    mode, gateway_toml, engine_key, ledger, bob_api, live_server
+):
+    opened: list = []
+
+    async def open_and_approve(context, params):
+        opened.append(params)
+        approval_id = params.url.rstrip("/").rsplit("/", 1)[-1]
+        answer = await asyncio.to_thread(
+            bob_api.post, f"/api/v1/approvals/{approval_id}/decision", {"decision": "approve"}
+        )  # the person decides right there
+        assert answer.status_code == 200, answer.text
+        return types.ElicitResult(action="accept")
+
+    async def session():
+        params = stdio_gateway(gateway_toml, engine_key).server
+        options = {} if mode == "auto" else {"mode": mode}
+        async with Client(params, elicitation_callback=open_and_approve, **options) as client:
+            return await client.call_tool("issue_refund", REFUND)
+
+    result = asyncio.run(session())
+
+    [pointed] = opened
+    [stored] = ApprovalRequest.objects.all()
+    assert pointed.mode == "url" and pointed.url == f"{live_server.url}/hitl/approvals/{stored.public_id}/"
+    assert "issue_refund on mcp_billing waits for a person's approval" in pointed.message
+    assert not result.is_error and ledger.read_text().splitlines() == ["issue_refund T-4821 4900"]
+    assert stored.execution_status == "executed"
+
+
+# --- approve with edits: the gateway forwards what was approved ----------------------------------
+
+
+def test_an_edited_approval_forwards_the_edited_arguments_and_says_so(
+    tmp_path, live_server, engine_key, ledger, acme, alice, bob_api
+):
+    billing = make_billing_config(acme, alice)
+    toml = tmp_path / "billing.toml"
+    toml.write_text(
+        f'[portal]\nurl = "{live_server.url}"\nconfig = "{billing.public_id}"\n[gateway]\nwait_timeout_seconds = 20\n'
+        f'[servers.mcp_billing]\ncommand = "{sys.executable}"\nargs = ["{UPSTREAM}", "{ledger}", "billing"]\n',
+        encoding="utf-8",
+    )
+
+    async def session():
+        async with stdio_gateway(toml, engine_key) as client:
+            return await client.call_tool("issue_refund", REFUND)
+
+    reviewer = Reviewer(bob_api, "approve", body={"arguments": {**REFUND, "amount_cents": 2500}})
+    result = asyncio.run(session())
+    [decided] = reviewer.finish()
+
+    assert ledger.read_text().splitlines() == ["issue_refund T-4821 2500"]  # never the proposed 4900
+    assert text_of(result).startswith("Refunded 2500 cents on T-4821.")
+    assert "with edited arguments" in text_of(result)
+    stored = ApprovalRequest.objects.get(public_id=decided["id"])
+    assert stored.execution_status == "executed"

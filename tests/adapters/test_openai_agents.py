@@ -15,7 +15,7 @@ from approvals.models import ApprovalRequest
 
 from ..approvals.engine_support import make_support_config
 from ..helpers import make_token
-from .support import Reviewer, wait_until_pending
+from .support import Reviewer, make_billing_config, wait_until_pending
 
 UPSTREAM = str(Path(__file__).with_name("upstream_billing.py"))
 set_tracing_disabled(True)  # no network: the SDK would export traces
@@ -224,3 +224,105 @@ def test_a_restarted_run_never_runs_an_approved_call_that_was_already_executed(
     assert any("already reported executed" in record.getMessage() for record in caplog.records)
     assert result.final_output == "It was deleted before."
     assert ApprovalRequest.objects.count() == 1
+
+
+# --- ask_human, and approvals with edits ----------------------------------------------------------
+
+ASKED = {
+    "title": "Refund ticket T-4821",
+    "questions": [
+        {"id": "amount", "prompt": "Refund how much?", "type": "choice", "options": ["full", "half"], "multi": None,
+         "recommended": 0},
+        {"id": "why", "prompt": "Why?", "type": "text", "options": None, "multi": None, "recommended": None},
+    ],
+}  # fmt: skip
+
+
+def test_the_model_asks_people_with_ask_human_and_reads_their_answers(live_server, engine_key, support, bob_api):
+    model = ScriptedModel(
+        [
+            [function_call("ask_human", ASKED, call_id="call_ask_1")],
+            [assistant_message("Refunding half.")],
+        ]
+    )
+
+    async def engine():
+        client = AsyncHitlClient(live_server.url, engine_key)
+        gates = runner(client, await client.served(support.public_id), wait_timeout=20)
+        agent = Agent(name="support-bot", model=model, tools=[gates.ask_human()])
+        return await gates.run(agent, "Refund ticket T-4821", run_id="conv_46")
+
+    reviewer = Reviewer(bob_api, "answer", body={"answers": {"amount": "half", "why": "Late by two days."}})
+    result = asyncio.run(engine())
+    [decided] = reviewer.finish()
+
+    told = [item for item in model.last_call.input if item.get("type") == "function_call_output"]
+    assert "bob@acme.test answered:" in told[-1]["output"]
+    assert "- Refund how much? (amount): half" in told[-1]["output"] and "Late by two days." in told[-1]["output"]
+    assert (decided["kind"], decided["run_id"], decided["thread_id"]) == ("question", "conv_46", "support-bot")
+    assert [option["value"] for option in decided["questions"][0]["options"]] == ["full", "half"]
+    assert result.final_output == "Refunding half."
+
+
+def test_a_declined_ask_human_tells_the_model_so_in_other_words_than_an_expiry(live_server, engine_key, support,
+                                                                               bob_api):  # fmt: skip
+    model = ScriptedModel([[function_call("ask_human", ASKED, call_id="call_ask_2")], [assistant_message("OK.")]])
+
+    async def engine():
+        client = AsyncHitlClient(live_server.url, engine_key)
+        gates = runner(client, await client.served(support.public_id), wait_timeout=20)
+        agent = Agent(name="support-bot", model=model, tools=[gates.ask_human()])
+        return await gates.run(agent, "Refund ticket T-4821", run_id="conv_47")
+
+    reviewer = Reviewer(bob_api, "decline", "Finance decides this, not support.")
+    asyncio.run(engine())
+    reviewer.finish()
+
+    told = [item for item in model.last_call.input if item.get("type") == "function_call_output"]
+    assert "declined to answer: Finance decides this, not support" in told[-1]["output"]
+    assert "Nobody answered" not in told[-1]["output"]
+
+
+def test_an_edited_approval_is_told_to_the_model_and_its_call_again_runs_on_the_same_approval(
+    live_server, engine_key, acme, alice, bob_api
+):
+    config = make_billing_config(acme, alice)
+    refunds: list[int] = []
+
+    @function_tool(needs_approval=True)
+    def issue_refund(ticket_id: str, amount_cents: int) -> str:
+        """Refund a ticket's charge."""
+        refunds.append(amount_cents)
+        return f"Refunded {amount_cents} cents on {ticket_id}."
+
+    model = ScriptedModel(
+        [
+            [function_call("issue_refund", {"ticket_id": "T-4821", "amount_cents": 4900}, call_id="call_ref_1")],
+            [function_call("issue_refund", {"ticket_id": "T-4821", "amount_cents": 2500}, call_id="call_ref_2")],
+            [assistant_message("Refunded 25.00 USD, as approved.")],
+        ]
+    )
+
+    async def engine():
+        client = AsyncHitlClient(live_server.url, engine_key)
+        gates = HitlRunner(client, await client.served(config.public_id), caller="billing-bot",
+                           kinds={"issue_refund": "mcp_server"}, target=lambda tool, args: "mcp_billing",
+                           wait_timeout=20)  # fmt: skip
+        agent = Agent(name="billing-bot", model=model, tools=[issue_refund])
+        return await gates.run(agent, "Refund ticket T-4821", run_id="conv_48"), gates
+
+    reviewer = Reviewer(bob_api, "approve", body={"arguments": {"ticket_id": "T-4821", "amount_cents": 2500}})
+    result, gates = asyncio.run(engine())
+    [decided] = reviewer.finish()
+
+    assert refunds == [2500]  # the proposal never ran; the edit ran once
+    told = [item for item in model.last_call.input if item.get("type") == "function_call_output"]
+    assert (
+        'Make the call again with exactly these arguments: {"amount_cents": 2500, "ticket_id": "T-4821"}'
+        in (told[0]["output"])
+    )
+    assert ApprovalRequest.objects.count() == 1  # the second call ran on the reviewer's approval
+    stored = ApprovalRequest.objects.get(public_id=decided["id"])
+    assert (stored.execution_status, stored.execution_id) == ("executed", "call_ref_2")
+    assert result.final_output == "Refunded 25.00 USD, as approved."
+    assert [verdict.state for verdict in gates.verdicts] == ["edit_to_retry"]

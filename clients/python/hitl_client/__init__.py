@@ -8,14 +8,21 @@
         kind="delete", target="customer T-4821", operation="delete",
         run_id=run_id, thread_id=thread_id, call_id=call_id, caller="support-bot",
         summary="Delete the customer record", arguments={"id": "T-4821"},
-    ), execute=lambda: crm.delete("T-4821"))
+    ), execute=lambda arguments: crm.delete(arguments["id"]))   # what was approved: an edit, if any
     if not verdict.allowed:
         tell_the_agent(verdict.message)      # a person's reason, or "Nobody answered …"
+
+    answers = client.ask(served, [{"id": "env", "prompt": "Deploy where?", "type": "choice",
+                                   "options": [{"value": "staging"}, {"value": "prod"}]}],
+                         run_id=run_id, thread_id=thread_id, call_id="ask-env", caller="support-bot")
+    if answers.answered: env = answers["env"]       # else answers.state: declined · expired · …
+    review = client.review_plan(served, plan_markdown, run_id=…, thread_id=…, call_id="plan-1", caller=…)
+    if review.changes_requested: revise(review.feedback)
 
 `AsyncHitlClient` is the same API for asyncio. The core needs PyJWT (receipts.py: an approval's
 signed receipt is checked before the call runs); the adapters
 (`hitl_client.openai_agents`, `hitl_client.langgraph`, `hitl_client.mcp_gateway`) need their extra.
-Contract: the portal's docs/api.md, "Engines".
+Contract: the portal's docs/api.md, "Engines", "Questions and plans", "Approve with edits".
 """
 
 from ._async import AsyncHitlClient
@@ -32,20 +39,26 @@ from ._core import (
     idempotency_key,
     verdict_of,
 )
+from ._questions import QUESTIONS_INERT_NOTICE, Answers, PlanReview, answers_of, review_of
 from ._sync import HitlClient
 
 __all__ = [
     "ANY",
     "INERT_NOTICE",
     "LONG_POLL_SECONDS",
+    "QUESTIONS_INERT_NOTICE",
+    "Answers",
     "AsyncHitlClient",
     "DigestMismatch",
     "GatedCall",
     "HitlClient",
     "HitlError",
+    "PlanReview",
     "Verdict",
+    "answers_of",
     "call_digest",
     "find_gate",
     "idempotency_key",
+    "review_of",
     "verdict_of",
 ]

@@ -16,8 +16,9 @@ import urllib.parse
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from . import _core
+from . import _core, _questions
 from ._core import LONG_POLL_SECONDS, Backoff, GatedCall, HitlError, Verdict
+from ._questions import Answers, PlanReview
 from .receipts import AsyncReceiptChecks
 
 logger = logging.getLogger("hitl_client")
@@ -170,9 +171,15 @@ class AsyncHitlClient(AsyncReceiptChecks):
                 return approval
 
     async def report_outcome(
-        self, approval_id: str, *, status: str, execution_id: str | None = None, detail: str | None = None
+        self,
+        approval_id: str,
+        *,
+        status: str,
+        execution_id: str | None = None,
+        detail: str | None = None,
+        call_digest: str | None = None,
     ) -> dict:
-        body = _core.outcome_body(status=status, execution_id=execution_id, detail=detail)
+        body = _core.outcome_body(status=status, execution_id=execution_id, detail=detail, call_digest=call_digest)
         _, approval = await self._call("POST", f"/api/v1/approvals/{urllib.parse.quote(approval_id)}/outcome", body)
         return approval
 
@@ -195,7 +202,7 @@ class AsyncHitlClient(AsyncReceiptChecks):
         approval = await self.request_approval(served, gate, call)
         if approval.get("status") == "inert":
             self.log.info(approval["notice"])
-            return Verdict(True, "inert", approval["notice"])
+            return Verdict(True, "inert", approval["notice"], arguments=call.arguments)
         if approval["status"] == "pending":
             if on_pending is not None:
                 await _maybe_await(on_pending(approval))
@@ -204,7 +211,7 @@ class AsyncHitlClient(AsyncReceiptChecks):
         return await self.judged(served, approval, call)
 
     async def report(self, verdict: Verdict) -> Verdict:
-        if verdict.state == "approved" and verdict.approval is not None and not verdict.approval.get("execution"):
+        if _core.reportable(verdict):
             verdict.approval = await self.report_outcome(verdict.approval["id"], **_core.outcome_of(verdict))
         return verdict
 
@@ -217,15 +224,125 @@ class AsyncHitlClient(AsyncReceiptChecks):
         wait_timeout: float | None = None,
         on_pending: Callable[[dict], Any] | None = None,
     ) -> Verdict:
-        """HitlClient.gate_call, awaitable; `execute` may be a plain or an async callable."""
+        """HitlClient.gate_call, awaitable; `execute` may be a plain or an async callable, of the arguments
+        to run (the reviewer's edit where they edited them) or of nothing (then an edit is not run)."""
         verdict = await self.decide_call(served, call, wait_timeout=wait_timeout, on_pending=on_pending)
         if not verdict.allowed or execute is None:
             return verdict
+        with_arguments = _core.takes_arguments(execute)
+        if verdict.edited and not with_arguments:
+            return await self.report(_core.edit_to_retry(verdict))
         try:
-            verdict.result = await _maybe_await(execute())
+            verdict.result = await _maybe_await(execute(verdict.arguments) if with_arguments else execute())
         except Exception as error:
             verdict.error = error
         return await self.report(verdict)
+
+    # --- Questions and plans (HitlClient.ask, HitlClient.review_plan) -------------------------
+
+    async def request_question(
+        self,
+        served: dict,
+        questions: dict | list[dict],
+        *,
+        run_id: str,
+        thread_id: str,
+        call_id: str,
+        caller: str,
+        title: str | None = None,
+        ttl_seconds: int | None = None,
+        requested_by: str | None = None,
+    ) -> dict:
+        listed = _questions.as_questions(questions)
+        body = _questions.question_body(
+            served, listed, title=title or _questions.default_title(listed), run_id=run_id, thread_id=thread_id,
+            caller=caller, ttl_seconds=ttl_seconds, requested_by=requested_by,
+        )  # fmt: skip
+        return await self.register(body, _core.idempotency_key(run_id=run_id, thread_id=thread_id, call_id=call_id))
+
+    async def ask(
+        self,
+        served: dict,
+        questions: dict | list[dict],
+        *,
+        run_id: str,
+        thread_id: str,
+        call_id: str,
+        caller: str,
+        title: str | None = None,
+        ttl_seconds: int | None = None,
+        requested_by: str | None = None,
+        wait_timeout: float | None = None,
+        on_pending: Callable[[dict], Any] | None = None,
+    ) -> Answers:
+        """HitlClient.ask, awaitable: the answers, or a decline or an expiry told apart by `state`."""
+        listed = _questions.as_questions(questions)
+        if not _questions.questions_active(served):
+            self.log.info(_questions.QUESTIONS_INERT_NOTICE)
+            return _questions.inert_answers()
+        approval = await self.request_question(
+            served, listed, run_id=run_id, thread_id=thread_id, call_id=call_id, caller=caller, title=title,
+            ttl_seconds=ttl_seconds, requested_by=requested_by,
+        )  # fmt: skip
+        if approval.get("status") == "inert":
+            self.log.info(approval["notice"])
+            return _questions.inert_answers(approval["notice"])
+        if approval["status"] == "pending":
+            if on_pending is not None:
+                await _maybe_await(on_pending(approval))
+            approval = await self.wait(approval["id"], wait_timeout)
+        return _questions.answers_of(approval, listed)
+
+    async def request_plan_review(
+        self,
+        served: dict,
+        plan: str,
+        *,
+        run_id: str,
+        thread_id: str,
+        call_id: str,
+        caller: str,
+        title: str = "Review this plan",
+        ttl_seconds: int | None = None,
+        requested_by: str | None = None,
+    ) -> dict:
+        body = _questions.plan_body(
+            served, plan, title=title, run_id=run_id, thread_id=thread_id, caller=caller, ttl_seconds=ttl_seconds,
+            requested_by=requested_by,
+        )  # fmt: skip
+        return await self.register(body, _core.idempotency_key(run_id=run_id, thread_id=thread_id, call_id=call_id))
+
+    async def review_plan(
+        self,
+        served: dict,
+        plan: str,
+        *,
+        run_id: str,
+        thread_id: str,
+        call_id: str,
+        caller: str,
+        title: str = "Review this plan",
+        ttl_seconds: int | None = None,
+        requested_by: str | None = None,
+        wait_timeout: float | None = None,
+        on_pending: Callable[[dict], Any] | None = None,
+    ) -> PlanReview:
+        """HitlClient.review_plan, awaitable: approved, or changes asked with the reviewer's words."""
+        if not _questions.questions_active(served):
+            self.log.info(_questions.QUESTIONS_INERT_NOTICE)
+            return _questions.inert_review()
+        approval = await self.request_plan_review(
+            served, plan, run_id=run_id, thread_id=thread_id, call_id=call_id, caller=caller, title=title,
+            ttl_seconds=ttl_seconds, requested_by=requested_by,
+        )  # fmt: skip
+        if approval.get("status") == "inert":
+            self.log.info(approval["notice"])
+            return _questions.inert_review(approval["notice"])
+        if approval["status"] == "pending":
+            if on_pending is not None:
+                await _maybe_await(on_pending(approval))
+            approval = await self.wait(approval["id"], wait_timeout)
+        return _questions.review_of(approval)
 
     verdict_of = staticmethod(_core.verdict_of)
     check_digest = staticmethod(_core.digest_matches)

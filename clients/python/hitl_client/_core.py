@@ -7,6 +7,7 @@ one an engine uses: the same idempotency key, the same trimmed body, the same ve
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
 import random
 from dataclasses import dataclass, field
@@ -52,12 +53,16 @@ class Verdict:
     """What the engine does with a gated call, and what it tells the agent."""
 
     allowed: bool
-    # not_gated · inert · approved · rejected · expired · timeout · digest_mismatch
+    # not_gated · inert · approved · rejected · expired · timeout · digest_mismatch · edit_to_retry
     state: str
     message: str
     approval: dict | None = None
     result: Any = None
     error: BaseException | None = field(default=None, repr=False)
+    # What to run once allowed: the call's own arguments, or the reviewer's edit of them (`edited`).
+    arguments: Any = None
+    edited: bool = False
+    call_digest: str | None = None  # the digest of what runs, reported with the outcome
 
     @property
     def reason(self) -> str:
@@ -80,6 +85,8 @@ class GatedCall:
     point: str = "entry"
     summary: str | None = None
     arguments: Any = None
+    # A JSON Schema of the arguments: a reviewer's edit (where the rule allows edits) is checked against it.
+    arguments_schema: dict | None = None
 
     @property
     def idempotency_key(self) -> str:
@@ -152,15 +159,88 @@ def gate_body(served: dict, gate: dict, call: GatedCall, *, ttl_seconds: int | N
     arguments = passed_arguments(served, call.arguments)
     if arguments is not None:
         body["arguments"] = arguments
+        if call.arguments_schema is not None:  # it describes the arguments: sent only beside them
+            body["arguments_schema"] = call.arguments_schema
     if ttl_seconds is not None:
         body["ttl_seconds"] = ttl_seconds
     return body
 
 
+def approved_arguments(approval: dict, call: GatedCall) -> tuple[Any, bool]:
+    """What to run, and whether a reviewer edited it: `decision.arguments` when edited, else the call's own.
+
+    Unedited, the engine runs its own arguments (below level `full` the portal never saw them); the digest
+    check then proves they are the ones proposed.
+    """
+    decision = approval.get("decision") or {}
+    if decision.get("edited"):
+        return decision.get("arguments"), True
+    return call.arguments, False
+
+
+def approved_digest(approval: dict) -> str | None:
+    """The digest of what was approved: `decision.call_digest`, or the proposal's where the portal gives none."""
+    decision = approval.get("decision") or {}
+    return decision.get("call_digest") or approval.get("call_digest")
+
+
+def running_digest(served: dict, call: GatedCall, arguments: Any) -> str:
+    """The digest of the call as it will run, over what the level let the engine pass."""
+    return call_digest(target=call.target, operation=call.operation, arguments=passed_arguments(served, arguments))
+
+
 def digest_matches(served: dict, approval: dict, call: GatedCall) -> bool:
     """Is what we are about to run exactly what was approved (as far as the level let us tell the portal)?"""
-    arguments = passed_arguments(served, call.arguments)
-    return approval.get("call_digest") == call_digest(target=call.target, operation=call.operation, arguments=arguments)
+    arguments, _ = approved_arguments(approval, call)
+    return approved_digest(approval) == running_digest(served, call, arguments)
+
+
+def settle(served: dict, approval: dict, call: GatedCall) -> Verdict:
+    """The verdict on a decided (or still pending) request for this call, with what to run when approved.
+
+    An approval whose digest is not the digest of what would run (the call changed, or an edit that does
+    not add up) is never run.
+    """
+    verdict = verdict_of(approval)
+    if not verdict.allowed:
+        return verdict
+    if not digest_matches(served, approval, call):
+        return digest_mismatch(approval)
+    verdict.arguments, verdict.edited = approved_arguments(approval, call)
+    verdict.call_digest = running_digest(served, call, verdict.arguments)
+    return verdict
+
+
+def takes_arguments(execute: Any) -> bool:
+    """Does `execute` take the arguments to run (one positional parameter), or nothing?"""
+    try:
+        parameters = inspect.signature(execute).parameters.values()
+    except (TypeError, ValueError):  # a builtin without a signature: called as it was before edits existed
+        return False
+    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return any(p.kind in positional or p.kind is inspect.Parameter.VAR_POSITIONAL for p in parameters)
+
+
+def edit_to_retry(verdict: Verdict) -> Verdict:
+    """An approval with edits that this engine cannot run as edited: nothing runs, and the agent learns
+    exactly what was approved so it can make that call instead."""
+    decision = (verdict.approval or {}).get("decision") or {}
+    who = decision.get("decided_by") or "A reviewer"
+    return Verdict(
+        False,
+        "edit_to_retry",
+        f"{who} approved this call only with edited arguments, so the call as proposed was not run. "
+        f"Make the call again with exactly these arguments: {canonical_json(verdict.arguments)}",
+        verdict.approval,
+        arguments=verdict.arguments,
+        edited=True,
+        call_digest=verdict.call_digest,
+    )
+
+
+def canonical_json(value: Any) -> str:
+    """JSON as a person or a model reads it back: compact, keys sorted, non-ASCII kept."""
+    return json.dumps(value, sort_keys=True, separators=(", ", ": "), ensure_ascii=False)
 
 
 def not_asked(served: dict, call: GatedCall) -> Verdict | None:
@@ -168,8 +248,8 @@ def not_asked(served: dict, call: GatedCall) -> Verdict | None:
     if find_gate(served, kind=call.kind, target=call.target, point=call.point) is not None:
         return None
     if would_gate(served, kind=call.kind, target=call.target, point=call.point):
-        return Verdict(True, "inert", INERT_NOTICE)
-    return Verdict(True, "not_gated", "No rule gates this call.")
+        return Verdict(True, "inert", INERT_NOTICE, arguments=call.arguments)
+    return Verdict(True, "not_gated", "No rule gates this call.", arguments=call.arguments)
 
 
 def digest_mismatch(approval: dict) -> Verdict:
@@ -187,7 +267,11 @@ def verdict_of(approval: dict) -> Verdict:
     decision = approval.get("decision") or {}
     if status == "approved":
         note = f" ({decision['reason']})" if decision.get("reason") else ""
-        return Verdict(True, "approved", f"Approved by {decision.get('decided_by') or 'a reviewer'}{note}.", approval)
+        who = decision.get("decided_by") or "a reviewer"
+        if decision.get("edited"):
+            edit = f" with edited arguments: {canonical_json(decision.get('arguments'))} (that is what runs)"
+            return Verdict(True, "approved", f"Approved by {who}{note}{edit}.", approval)
+        return Verdict(True, "approved", f"Approved by {who}{note}.", approval)
     if status == "expired":
         return Verdict(
             False,
@@ -209,21 +293,36 @@ def verdict_of(approval: dict) -> Verdict:
     )
 
 
-def outcome_body(*, status: str, execution_id: str | None = None, detail: str | None = None) -> dict:
+def outcome_body(
+    *, status: str, execution_id: str | None = None, detail: str | None = None, call_digest: str | None = None
+) -> dict:
     body: dict[str, Any] = {"status": status}
     if execution_id:
-        body["execution_id"] = execution_id[:500]
+        body["execution_id"] = execution_id[:255]
     if detail:
         body["detail"] = detail[:2000]
+    if call_digest:  # what ran: the portal records a digest that is not the approved one
+        body["call_digest"] = call_digest
     return body
 
 
 def outcome_of(verdict: Verdict) -> dict:
     """The outcome body for a call that ran (`verdict.result`) or raised (`verdict.error`)."""
+    if verdict.state == "edit_to_retry":
+        detail = "Approved with edits this engine could not run as edited: nothing ran; the agent was told the edit."
+        return outcome_body(status="failed", detail=detail)
     if verdict.error is None:
         execution_id = verdict.result if isinstance(verdict.result, str) else None
-        return outcome_body(status="executed", execution_id=execution_id)
-    return outcome_body(status="failed", detail=f"{type(verdict.error).__name__}: {verdict.error}")
+        return outcome_body(status="executed", execution_id=execution_id, call_digest=verdict.call_digest)
+    return outcome_body(
+        status="failed", detail=f"{type(verdict.error).__name__}: {verdict.error}", call_digest=verdict.call_digest
+    )
+
+
+def reportable(verdict: Verdict) -> bool:
+    """An approved request whose outcome is not reported yet (what ran, failed, or could not run as edited)."""
+    approved = verdict.state == "approved" or verdict.state == "edit_to_retry"
+    return approved and verdict.approval is not None and not verdict.approval.get("execution")
 
 
 class Backoff:

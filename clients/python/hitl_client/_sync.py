@@ -11,8 +11,9 @@ import urllib.request
 from collections.abc import Callable
 from typing import Any
 
-from . import _core
+from . import _core, _questions
 from ._core import LONG_POLL_SECONDS, Backoff, GatedCall, HitlError, Verdict
+from ._questions import Answers, PlanReview
 from .receipts import ReceiptChecks
 
 logger = logging.getLogger("hitl_client")
@@ -155,9 +156,15 @@ class HitlClient(ReceiptChecks):
                 return approval
 
     def report_outcome(
-        self, approval_id: str, *, status: str, execution_id: str | None = None, detail: str | None = None
+        self,
+        approval_id: str,
+        *,
+        status: str,
+        execution_id: str | None = None,
+        detail: str | None = None,
+        call_digest: str | None = None,
     ) -> dict:
-        body = _core.outcome_body(status=status, execution_id=execution_id, detail=detail)
+        body = _core.outcome_body(status=status, execution_id=execution_id, detail=detail, call_digest=call_digest)
         _, approval = self._call("POST", f"/api/v1/approvals/{urllib.parse.quote(approval_id)}/outcome", body)
         return approval
 
@@ -174,7 +181,8 @@ class HitlClient(ReceiptChecks):
         """Find the gate, ask, wait and check the digest — everything but running the call.
 
         For frameworks that run the call themselves (an SDK's approval flow): run it only when
-        `verdict.allowed`, then report the outcome with `report(verdict, …)`.
+        `verdict.allowed`, with `verdict.arguments` (a reviewer's edit where `verdict.edited`), then
+        report the outcome with `report(verdict)`.
         """
         verdict = _core.not_asked(served, call)
         if verdict is not None:
@@ -186,7 +194,7 @@ class HitlClient(ReceiptChecks):
         approval = self.request_approval(served, gate, call)
         if approval.get("status") == "inert":  # the plan changed since we read the served config
             self.log.info(approval["notice"])
-            return Verdict(True, "inert", approval["notice"])
+            return Verdict(True, "inert", approval["notice"], arguments=call.arguments)
         if approval["status"] == "pending":
             if on_pending is not None:
                 on_pending(approval)
@@ -195,8 +203,9 @@ class HitlClient(ReceiptChecks):
         return self.judged(served, approval, call)
 
     def report(self, verdict: Verdict) -> Verdict:
-        """Report what happened to an approved call that ran (`verdict.result`) or raised (`verdict.error`)."""
-        if verdict.state == "approved" and verdict.approval is not None and not verdict.approval.get("execution"):
+        """Report what happened to an approved call that ran (`verdict.result`) or raised (`verdict.error`),
+        with the digest of what ran."""
+        if _core.reportable(verdict):
             verdict.approval = self.report_outcome(verdict.approval["id"], **_core.outcome_of(verdict))
         return verdict
 
@@ -205,22 +214,143 @@ class HitlClient(ReceiptChecks):
         served: dict,
         call: GatedCall,
         *,
-        execute: Callable[[], Any] | None = None,
+        execute: Callable[..., Any] | None = None,
         wait_timeout: float | None = None,
         on_pending: Callable[[dict], None] | None = None,
     ) -> Verdict:
         """Find the gate, ask, wait, check the digest, run (`execute`) and report the outcome.
 
+        `execute(arguments)` gets what was approved — the reviewer's edit of the arguments where they
+        edited them — and the outcome carries its digest. An `execute()` without parameters runs the call
+        as proposed, so an edited approval is not run through it: the verdict (`edit_to_retry`) tells the
+        agent what was approved instead.
         Fails closed: rejected, expired, a wait that timed out, or a digest mismatch never runs the call.
         """
         verdict = self.decide_call(served, call, wait_timeout=wait_timeout, on_pending=on_pending)
         if not verdict.allowed or execute is None:
             return verdict
+        with_arguments = _core.takes_arguments(execute)
+        if verdict.edited and not with_arguments:
+            return self.report(_core.edit_to_retry(verdict))
         try:
-            verdict.result = execute()
+            verdict.result = execute(verdict.arguments) if with_arguments else execute()
         except Exception as error:  # the call's failure is reported as an outcome, not raised through us
             verdict.error = error
         return self.report(verdict)
+
+    # --- Questions and plans ------------------------------------------------------------------
+
+    def request_question(
+        self,
+        served: dict,
+        questions: dict | list[dict],
+        *,
+        run_id: str,
+        thread_id: str,
+        call_id: str,
+        caller: str,
+        title: str | None = None,
+        ttl_seconds: int | None = None,
+        requested_by: str | None = None,
+    ) -> dict:
+        """Register questions; returns the request (or `{"status": "inert", …}`). Safe to retry."""
+        listed = _questions.as_questions(questions)
+        body = _questions.question_body(
+            served, listed, title=title or _questions.default_title(listed), run_id=run_id, thread_id=thread_id,
+            caller=caller, ttl_seconds=ttl_seconds, requested_by=requested_by,
+        )  # fmt: skip
+        return self.register(body, _core.idempotency_key(run_id=run_id, thread_id=thread_id, call_id=call_id))
+
+    def ask(
+        self,
+        served: dict,
+        questions: dict | list[dict],
+        *,
+        run_id: str,
+        thread_id: str,
+        call_id: str,
+        caller: str,
+        title: str | None = None,
+        ttl_seconds: int | None = None,
+        requested_by: str | None = None,
+        wait_timeout: float | None = None,
+        on_pending: Callable[[dict], None] | None = None,
+    ) -> Answers:
+        """Ask people one to eight questions (docs/api.md's shape) and wait for the answers.
+
+        `answers.state` tells an answer from a decline (`reason`: their words) and from an expiry (nobody
+        answered; nothing is chosen for anyone); `answers["id"]` reads one answer, `answers.message` is
+        what to tell the agent. The same `call_id` of the same run and thread asks once, also after a restart.
+        """
+        listed = _questions.as_questions(questions)
+        if not _questions.questions_active(served):
+            self.log.info(_questions.QUESTIONS_INERT_NOTICE)
+            return _questions.inert_answers()
+        approval = self.request_question(
+            served, listed, run_id=run_id, thread_id=thread_id, call_id=call_id, caller=caller, title=title,
+            ttl_seconds=ttl_seconds, requested_by=requested_by,
+        )  # fmt: skip
+        if approval.get("status") == "inert":
+            self.log.info(approval["notice"])
+            return _questions.inert_answers(approval["notice"])
+        if approval["status"] == "pending":
+            if on_pending is not None:
+                on_pending(approval)
+            approval = self.wait(approval["id"], wait_timeout)
+        return _questions.answers_of(approval, listed)
+
+    def request_plan_review(
+        self,
+        served: dict,
+        plan: str,
+        *,
+        run_id: str,
+        thread_id: str,
+        call_id: str,
+        caller: str,
+        title: str = "Review this plan",
+        ttl_seconds: int | None = None,
+        requested_by: str | None = None,
+    ) -> dict:
+        """Register a plan for review; returns the request (or `{"status": "inert", …}`). Safe to retry."""
+        body = _questions.plan_body(
+            served, plan, title=title, run_id=run_id, thread_id=thread_id, caller=caller, ttl_seconds=ttl_seconds,
+            requested_by=requested_by,
+        )  # fmt: skip
+        return self.register(body, _core.idempotency_key(run_id=run_id, thread_id=thread_id, call_id=call_id))
+
+    def review_plan(
+        self,
+        served: dict,
+        plan: str,
+        *,
+        run_id: str,
+        thread_id: str,
+        call_id: str,
+        caller: str,
+        title: str = "Review this plan",
+        ttl_seconds: int | None = None,
+        requested_by: str | None = None,
+        wait_timeout: float | None = None,
+        on_pending: Callable[[dict], None] | None = None,
+    ) -> PlanReview:
+        """Show people a Markdown plan and wait: `review.approved`, or `review.changes_requested` with the
+        reviewer's words in `review.feedback`; an expiry is neither (`state == "expired"`)."""
+        if not _questions.questions_active(served):
+            self.log.info(_questions.QUESTIONS_INERT_NOTICE)
+            return _questions.inert_review()
+        approval = self.request_plan_review(
+            served, plan, run_id=run_id, thread_id=thread_id, call_id=call_id, caller=caller, title=title,
+            ttl_seconds=ttl_seconds, requested_by=requested_by,
+        )  # fmt: skip
+        if approval.get("status") == "inert":
+            self.log.info(approval["notice"])
+            return _questions.inert_review(approval["notice"])
+        if approval["status"] == "pending":
+            if on_pending is not None:
+                on_pending(approval)
+            approval = self.wait(approval["id"], wait_timeout)
+        return _questions.review_of(approval)
 
     # Kept as static methods so callers need not import the module-level functions.
     verdict_of = staticmethod(_core.verdict_of)

@@ -12,9 +12,20 @@ A node asks for review with Agent Inbox's request shape —
                       target=lambda action, args: f"customer {args['customer_id']}")
     result = inbox.run(graph, {"messages": [...]}, {"configurable": {"thread_id": "t-1"}})
 
-Each interrupt becomes a portal request (the rule looked up in the served gate table), and the graph
-resumes with `Command(resume=…)`: `{"type": "accept"}` when a person approved, `{"type": "response",
-"args": <the reviewer's reason>}` when they rejected (`"ignore"` if the interrupt allows no response).
+Each request of an interrupt is mapped by what its `config` allows (Agent Inbox's HumanInterrupt):
+
+- `allow_accept` / `allow_edit`: a gated call (the rule looked up in the served gate table). Approved →
+  `{"type": "accept"}`; approved with the reviewer's edit (where the rule allows edits, checked against
+  `schemas[action]`) → `{"type": "edit", "args": {"action", "args": <the edited arguments>}}` with the
+  arguments as JSON values — numbers stay numbers, never stringified as Agent Inbox's own UI does;
+  rejected or expired → `{"type": "response", "args": <the reviewer's reason, or "Nobody answered …">}`
+  (`"ignore"` where no response is allowed). An edit the interrupt does not allow is not accepted as
+  the original: the response says what was approved, so the node can ask again with it.
+- only `allow_respond`: a question (one free-text question, the description as its prompt). Answered →
+  `{"type": "response", "args": <their words>}`; declined or expired → `{"type": "ignore"}` where allowed,
+  else a response saying which — a decline and an expiry in different words.
+- only `allow_ignore`: nothing to ask; `{"type": "ignore"}`.
+
 The idempotency key is (run, thread, interrupt id): with a checkpointer, an engine that restarts while
 a person is still deciding finds the same paused interrupt and waits on the same request.
 """
@@ -23,6 +34,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 try:
@@ -30,8 +42,10 @@ try:
 except ImportError as missing:  # the core has no dependencies; each adapter needs its extra
     raise ImportError(f'{missing} — install the extra: pip install "hitl-client[langgraph]"') from missing
 
+from . import _core
 from ._async import AsyncHitlClient
-from ._core import GatedCall, Verdict
+from ._core import GatedCall, Verdict, edit_to_retry
+from ._questions import Answers
 from ._sync import HitlClient
 
 logger = logging.getLogger("hitl_client")
@@ -51,6 +65,7 @@ class HitlInbox:
         kinds: Mapping[str, str] | None = None,
         default_kind: str = "worker",
         target: Target | None = None,
+        schemas: Mapping[str, dict] | None = None,
         run_id: str | None = None,
         wait_timeout: float | None = None,
     ):
@@ -60,17 +75,19 @@ class HitlInbox:
         self.kinds = dict(kinds or {})  # action name → rule kind (delete · mcp_server · cell · worker)
         self.default_kind = default_kind
         self.target = target or (lambda action, args: action)
+        self.schemas = dict(schemas or {})  # action name → JSON Schema of its args (checks a reviewer's edit)
         self.run_id = run_id
         self.wait_timeout = wait_timeout  # None: wait for a person as long as the request lives
-        self.verdicts: list[Verdict] = []  # every decision this inbox applied, oldest first
+        self.verdicts: list[Verdict] = []  # every decision this inbox applied to a gated call, oldest first
+        self.answers: list[Answers] = []  # every answer to a question it asked, oldest first
 
     # --- the pure parts ---------------------------------------------------------------------
 
-    def _calls(self, interrupt: Any, config: dict) -> list[tuple[GatedCall, dict]]:
-        """The gated calls in one interrupt (Agent Inbox sends a list of requests, or one request)."""
+    def _requests(self, interrupt: Any, config: dict) -> list[_Request]:
+        """The requests in one interrupt (Agent Inbox sends a list of requests, or one request)."""
         thread_id = str(config.get("configurable", {}).get("thread_id", ""))
         requests = interrupt.value if isinstance(interrupt.value, list) else [interrupt.value]
-        calls = []
+        found = []
         for index, request in enumerate(requests):
             if not isinstance(request, dict) or "action_request" not in request:
                 raise ValueError(
@@ -79,9 +96,11 @@ class HitlInbox:
                 )
             action = request["action_request"]["action"]
             args = request["action_request"].get("args") or {}
+            allowed = request.get("config") or {}
+            gated = allowed.get("allow_accept", True) or allowed.get("allow_edit", False)
             call = GatedCall(
                 kind=self.kinds.get(action, self.default_kind),
-                target=self.target(action, args),
+                target=self.target(action, args) if gated else action,  # a question proposes no call
                 operation=action,
                 run_id=self.run_id or thread_id,
                 thread_id=thread_id,
@@ -89,14 +108,17 @@ class HitlInbox:
                 caller=self.caller,
                 summary=request.get("description") or action,
                 arguments=args,
+                arguments_schema=self.schemas.get(action),
             )
-            calls.append((call, request.get("config") or {}))
-        return calls
+            found.append(_Request(call, allowed, request.get("description") or ""))
+        return found
 
     @staticmethod
-    def _response(verdict: Verdict, allowed: dict) -> dict:
-        """Agent Inbox's HumanResponse for a verdict, within what the interrupt's config allows."""
-        if verdict.allowed and allowed.get("allow_accept", True):
+    def _response(verdict: Verdict, allowed: dict, action: str) -> dict:
+        """Agent Inbox's HumanResponse for a gated call's verdict, within what the interrupt's config allows."""
+        if verdict.allowed:
+            if verdict.edited or not allowed.get("allow_accept", True):  # an edit-only interrupt: its own args
+                return {"type": "edit", "args": {"action": action, "args": verdict.arguments}}
             return {"type": "accept", "args": None}
         if allowed.get("allow_respond", True):
             return {"type": "response", "args": verdict.message}
@@ -105,10 +127,52 @@ class HitlInbox:
         raise ValueError("The interrupt allows neither accept, respond nor ignore: the portal cannot answer it.")
 
     @staticmethod
+    def _answered(answers: Answers, allowed: dict) -> dict:
+        """Agent Inbox's HumanResponse for a question's answers: their words, or ignore / a response saying why not."""
+        if answers.answered:
+            return {"type": "response", "args": answers.get("response") or ""}
+        if allowed.get("allow_ignore", False):
+            return {"type": "ignore", "args": None}
+        return {"type": "response", "args": answers.message}
+
+    def _verdict_within(self, verdict: Verdict, allowed: dict) -> Verdict:
+        """An edit the interrupt cannot take back is not accepted as the original call."""
+        if verdict.allowed and verdict.edited and not allowed.get("allow_edit", False):
+            return edit_to_retry(verdict)
+        return verdict
+
+    def _question(self, request: _Request) -> dict:
+        prompt = request.description or request.call.operation
+        return {"id": "response", "prompt": prompt[:2000], "type": "text"}
+
+    @staticmethod
     def _resume(interrupt: Any, responses: list[dict]) -> dict:
         return {interrupt.id: responses if isinstance(interrupt.value, list) else responses[0]}
 
     # --- sync --------------------------------------------------------------------------------
+
+    def _decide(self, request: _Request) -> tuple[dict | None, Verdict | None]:
+        """One request's HumanResponse (None: still waiting), and the verdict to report once the graph ran."""
+        assert isinstance(self.client, HitlClient)
+        call, allowed = request.call, request.allowed
+        if allowed.get("allow_accept", True) or allowed.get("allow_edit", False):
+            verdict = self._verdict_within(
+                self.client.decide_call(self.served, call, wait_timeout=self.wait_timeout), allowed
+            )
+            if verdict.state == "timeout":
+                return None, None
+            self.verdicts.append(verdict)
+            return self._response(verdict, allowed, call.operation), verdict
+        if allowed.get("allow_respond", True):
+            answers = self.client.ask(
+                self.served, [self._question(request)], title=call.operation, run_id=call.run_id,
+                thread_id=call.thread_id, call_id=call.call_id, caller=call.caller, wait_timeout=self.wait_timeout,
+            )  # fmt: skip
+            if answers.state == "timeout":
+                return None, None
+            self.answers.append(answers)
+            return self._answered(answers, allowed), None
+        return {"type": "ignore", "args": None}, None
 
     def run(self, graph: Any, graph_input: Any, config: dict) -> Any:
         """Invoke (or, after a restart, pick up) the graph until it ends or a wait gives up.
@@ -122,29 +186,50 @@ class HitlInbox:
         result = None if interrupts else graph.invoke(graph_input, config)
         while interrupts := graph.get_state(config).interrupts:
             resume: dict = {}
-            approved: list[Verdict] = []
+            decided: list[Verdict] = []
             for interrupt in interrupts:
                 responses = []
-                for call, allowed in self._calls(interrupt, config):
-                    verdict = self.client.decide_call(self.served, call, wait_timeout=self.wait_timeout)
-                    if verdict.state == "timeout":
+                for request in self._requests(interrupt, config):
+                    response, verdict = self._decide(request)
+                    if response is None:
                         return result  # still paused; nothing resumed, nothing run
-                    self.verdicts.append(verdict)
-                    approved += [verdict] if verdict.state == "approved" else []
-                    responses.append(self._response(verdict, allowed))
+                    decided += [verdict] if verdict is not None and _core.reportable(verdict) else []
+                    responses.append(response)
                 resume.update(self._resume(interrupt, responses))
             try:
                 result = graph.invoke(Command(resume=resume), config)
             except Exception as error:
-                for verdict in approved:
+                for verdict in decided:
                     verdict.error = error
                     self.client.report(verdict)
                 raise
-            for verdict in approved:
+            for verdict in decided:
                 self.client.report(verdict)
         return result
 
     # --- asyncio -----------------------------------------------------------------------------
+
+    async def _adecide(self, request: _Request) -> tuple[dict | None, Verdict | None]:
+        assert isinstance(self.client, AsyncHitlClient)
+        call, allowed = request.call, request.allowed
+        if allowed.get("allow_accept", True) or allowed.get("allow_edit", False):
+            verdict = self._verdict_within(
+                await self.client.decide_call(self.served, call, wait_timeout=self.wait_timeout), allowed
+            )
+            if verdict.state == "timeout":
+                return None, None
+            self.verdicts.append(verdict)
+            return self._response(verdict, allowed, call.operation), verdict
+        if allowed.get("allow_respond", True):
+            answers = await self.client.ask(
+                self.served, [self._question(request)], title=call.operation, run_id=call.run_id,
+                thread_id=call.thread_id, call_id=call.call_id, caller=call.caller, wait_timeout=self.wait_timeout,
+            )  # fmt: skip
+            if answers.state == "timeout":
+                return None, None
+            self.answers.append(answers)
+            return self._answered(answers, allowed), None
+        return {"type": "ignore", "args": None}, None
 
     async def arun(self, graph: Any, graph_input: Any, config: dict) -> Any:
         """`run` for asyncio: `graph.ainvoke` and an AsyncHitlClient."""
@@ -153,24 +238,32 @@ class HitlInbox:
         result = None if interrupts else await graph.ainvoke(graph_input, config)
         while interrupts := (await graph.aget_state(config)).interrupts:
             resume: dict = {}
-            approved: list[Verdict] = []
+            decided: list[Verdict] = []
             for interrupt in interrupts:
                 responses = []
-                for call, allowed in self._calls(interrupt, config):
-                    verdict = await self.client.decide_call(self.served, call, wait_timeout=self.wait_timeout)
-                    if verdict.state == "timeout":
+                for request in self._requests(interrupt, config):
+                    response, verdict = await self._adecide(request)
+                    if response is None:
                         return result
-                    self.verdicts.append(verdict)
-                    approved += [verdict] if verdict.state == "approved" else []
-                    responses.append(self._response(verdict, allowed))
+                    decided += [verdict] if verdict is not None and _core.reportable(verdict) else []
+                    responses.append(response)
                 resume.update(self._resume(interrupt, responses))
             try:
                 result = await graph.ainvoke(Command(resume=resume), config)
             except Exception as error:
-                for verdict in approved:
+                for verdict in decided:
                     verdict.error = error
                     await self.client.report(verdict)
                 raise
-            for verdict in approved:
+            for verdict in decided:
                 await self.client.report(verdict)
         return result
+
+
+@dataclass(frozen=True)
+class _Request:
+    """One Agent Inbox request: the call it proposes, what its config allows, its description."""
+
+    call: GatedCall
+    allowed: dict
+    description: str

@@ -30,6 +30,17 @@ most of what the extra hop cost. Everything else (gated calls, listing, HTTP) go
 The idempotency key of a call is (run id, server id, config version + call digest + occurrence): a
 client that calls again after a gateway restart waits on the same request; an identical call made
 after the first one ran, was rejected or expired asks anew.
+
+Approved with edits: the gateway forwards the arguments the reviewer approved (`decision.arguments`),
+reports their digest with the outcome, and adds a line to the result saying the call ran as edited.
+
+Elicitation: an upstream's `elicitation/create` (form mode) becomes a portal question — one question per
+field (see `hitl_client.elicitation`) — and the answer goes back as the elicitation's result: `accept`
+with the content, `decline` when a person declined, `cancel` when nobody answered before the deadline.
+Toward an MCP client that declared URL-mode elicitation, a gated call that waits for a person points the
+client at the request's page (an `InputRequiredResult` carrying a URL elicitation on the 2026 protocol,
+an `elicitation/create` in URL mode before it), so the person can decide right there; the call goes on
+waiting either way, and on the older protocol the client is told when the elicitation is complete.
 """
 
 from __future__ import annotations
@@ -62,7 +73,7 @@ try:
 except ImportError as missing:  # the core has no dependencies; each adapter needs its extra
     raise ImportError(f'{missing} — install the extra: pip install "hitl-client[mcp]"') from missing
 
-from . import _core
+from . import _core, _questions, elicitation
 from ._async import AsyncHitlClient
 from ._core import GatedCall, HitlError, Verdict
 
@@ -149,6 +160,7 @@ class Gateway:
         self._served: dict | None = None
         self._served_at = 0.0
         self._occurrence: dict[str, int] = {}  # where to start counting identical calls (a hint; the portal decides)
+        self._asked: dict[str, int] = {}  # the same for identical elicitations
         self.server: Server[Any] = Server(
             "hitl-mcp-gateway", on_list_tools=self._list_tools, on_call_tool=self._call_tool
         )
@@ -162,7 +174,9 @@ class Gateway:
             target = upstream.target()
             if isinstance(target, StdioServerParameters):  # its ungated calls can skip the SDK (see _Relay)
                 target = self.relay.transport(upstream.server_id, target)
-            client = await stack.enter_async_context(Client(target))
+            client = await stack.enter_async_context(
+                Client(target, elicitation_callback=self._elicitation_callback(upstream.server_id))
+            )
             self.upstreams[upstream.server_id] = client
             if upstream.server_id in self.relay.pipes:
                 self.relay.versions[upstream.server_id] = client.protocol_version
@@ -220,20 +234,37 @@ class Gateway:
     async def _list_tools(self, ctx: Any, params: Any) -> types.ListToolsResult:
         return types.ListToolsResult(tools=self.tools)
 
-    async def _call_tool(self, ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+    async def _call_tool(
+        self, ctx: Any, params: types.CallToolRequestParams
+    ) -> types.CallToolResult | types.InputRequiredResult:
         server_id = self.server_of.get(params.name)
         if server_id is None:
             return _tool_error(f"Unknown tool {params.name!r}: this gateway offers {', '.join(self.server_of)}.")
         arguments = params.arguments or {}
         try:
-            verdict = await self.decide(server_id, params.name, arguments)
+            asked = await self.register_call(server_id, params.name, arguments)
+            if isinstance(asked, Verdict):
+                verdict = asked
+            else:
+                served, call, approval = asked
+                if approval["status"] == "pending":
+                    pointed = await self._point(ctx, params, approval)
+                    if isinstance(pointed, types.InputRequiredResult):
+                        return pointed  # the client opens the page, then calls again: that call waits
+                    try:
+                        logger.info("HITL: %s.%s waits for a person (%s)", server_id, params.name, approval["id"])
+                        approval = await self.client.wait(approval["id"], self.config.wait_timeout)
+                    finally:
+                        await _pointed_done(ctx, pointed, approval["id"])
+                verdict = _core.settle(served, approval, call)
         except HitlError as error:  # fail closed: no answer from the portal is not an approval
             logger.warning("HITL: %s — %s.%s was not run", error, server_id, params.name)
             return _tool_error(f"The approval portal could not be asked, so the call was not run: {error}")
         if not verdict.allowed:
             return _tool_error(verdict.message)
+        to_run = verdict.arguments if verdict.edited else arguments
         try:
-            result = await self.upstreams[server_id].call_tool(params.name, arguments)
+            result = await self.upstreams[server_id].call_tool(params.name, to_run)
         except Exception as error:  # the upstream died or refused: the approved call did not run
             result = _tool_error(f"{server_id} could not run {params.name}: {error}")
         if verdict.state == "approved":
@@ -243,21 +274,45 @@ class Gateway:
                 await self.client.report(verdict)
             except HitlError as error:  # the call ran; losing its outcome must not lose its result
                 logger.warning("HITL: could not report the outcome of %s: %s", verdict.approval["id"], error)
+            if verdict.edited:  # the model must know the call it made is not the call that ran
+                edit = _core.canonical_json(verdict.arguments)
+                who = (verdict.approval.get("decision") or {}).get("decided_by") or "a reviewer"
+                note = types.TextContent(type="text", text=f"(Approved by {who} with edited arguments; ran as {edit}.)")
+                result = result.model_copy(update={"content": [*result.content, note]})
         return result
 
-    def not_asked_now(self, server_id: str, tool: str) -> Verdict | None:
-        """The verdict for a call the portal is not asked about, judged on a gate table still fresh;
-        None when the call is gated, or the table is due for a refresh (the full path does that)."""
-        if self._served is None or time.monotonic() - self._served_at > self.config.served_ttl:
-            return None
-        # A rule gates a whole server, never one tool: the arguments do not matter to this answer.
-        verdict = _core.not_asked(self._served, self._call(self._served, server_id, tool, {}, occurrence=0))
-        if verdict is not None and verdict.state == "inert":
-            logger.info("%s — forwarding %s.%s", verdict.message, server_id, tool)
-        return verdict
+    async def _point(self, ctx: Any, params: types.CallToolRequestParams, approval: dict) -> Any:
+        """Point a client that can open URLs at the request's page, where the person decides.
 
-    async def decide(self, server_id: str, tool: str, arguments: dict) -> Verdict:
-        """Ask the portal about one call (unless no rule gates the server) and wait for the answer."""
+        2026 protocol: the first round answers an `InputRequiredResult` with a URL elicitation (the
+        client opens it, then calls again, and that call waits). Before it: an `elicitation/create` in
+        URL mode sent beside the wait (a task; `_pointed_done` ends it). None for any other client.
+        """
+        if ctx is None or not _supports_url_elicitation(ctx):
+            return None
+        url = f"{self.client.base_url}/hitl/approvals/{approval['id']}/"
+        message = f"{params.name} on {self.server_of[params.name]} waits for a person's approval: {url}"
+        if getattr(ctx, "protocol_version", None) in MODERN_PROTOCOL_VERSIONS:
+            if (params.request_state or "").startswith(POINTED):
+                return None  # the client opened the page already: this round waits
+            request = types.ElicitRequest(params=types.ElicitRequestURLParams(message=message, url=url))
+            return types.InputRequiredResult(
+                input_requests={"hitl_review": request}, request_state=POINTED + approval["id"]
+            )
+        session = getattr(ctx, "session", None)
+        if session is None or not getattr(session, "can_send_request", False):
+            return None
+
+        async def elicit() -> None:
+            try:
+                await session.elicit_url(message, url, approval["id"], related_request_id=ctx.request_id)
+            except Exception as error:  # the client refused or went away: the wait goes on regardless
+                logger.info("HITL: the client did not open %s: %s", url, error)
+
+        return asyncio.ensure_future(elicit())
+
+    async def register_call(self, server_id: str, tool: str, arguments: dict) -> Verdict | tuple[dict, GatedCall, dict]:
+        """Register one call (unless no rule gates the server): a verdict at once, or (served, call, request)."""
         served = await self.served()
         call = self._call(served, server_id, tool, arguments, occurrence=0)
         verdict = _core.not_asked(served, call)
@@ -274,7 +329,7 @@ class Gateway:
             approval = await self.client.request_approval(served, gate, call)
             if approval.get("status") == "inert":
                 logger.info("%s — forwarding %s.%s", approval["notice"], server_id, tool)
-                return Verdict(True, "inert", approval["notice"])
+                return Verdict(True, "inert", approval["notice"], arguments=arguments)
             if approval["status"] == "pending" or (approval["status"] == "approved" and not approval.get("execution")):
                 break  # this call's own request (a restart finds it again)
             if approval.get("execution"):
@@ -283,6 +338,14 @@ class Gateway:
                             server_id, tool, occurrence, approval["id"])  # fmt: skip
             occurrence += 1  # an identical earlier call ran, was rejected or expired: ask anew
         self._occurrence[base] = occurrence  # the next identical call starts here, finds it used, and moves on
+        return served, call, approval
+
+    async def decide(self, server_id: str, tool: str, arguments: dict) -> Verdict:
+        """Ask the portal about one call (unless no rule gates the server) and wait for the answer."""
+        asked = await self.register_call(server_id, tool, arguments)
+        if isinstance(asked, Verdict):
+            return asked
+        served, call, approval = asked
         if approval["status"] == "pending":
             logger.info("HITL: %s.%s waits for a person (%s)", server_id, tool, approval["id"])
             approval = await self.client.wait(approval["id"], self.config.wait_timeout)
@@ -290,6 +353,72 @@ class Gateway:
         verdict = await self.client.judged(served, approval, call)
         if verdict.state == "already_executed":
             logger.warning("HITL: %s.%s — %s", server_id, tool, verdict.message)
+        return verdict
+
+    # --- elicitation: an upstream asks its user; a person answers in the portal ---------------
+
+    def _elicitation_callback(self, server_id: str) -> Any:
+        async def callback(context: Any, params: Any) -> types.ElicitResult | types.ErrorData:
+            return await self.elicit(server_id, params)
+
+        return callback
+
+    async def elicit(self, server_id: str, params: Any) -> types.ElicitResult | types.ErrorData:
+        """Ask an upstream's form-mode elicitation as a portal question; its answer as the result."""
+        if getattr(params, "mode", "form") != "form":
+            return types.ErrorData(
+                code=types.INVALID_REQUEST,
+                message="This gateway asks people in form mode only: a URL elicitation is not passed on.",
+            )
+        schema = params.requested_schema
+        try:
+            title, questions, fields = elicitation.questions_of(params.message, schema)
+        except elicitation.Unaskable as error:
+            return types.ErrorData(code=types.INVALID_PARAMS, message=f"The portal cannot ask this: {error}")
+        try:
+            served = await self.served()
+            if not _questions.questions_active(served):
+                logger.info("%s — %s's elicitation cancelled", _questions.QUESTIONS_INERT_NOTICE, server_id)
+                return types.ElicitResult(action="cancel")
+            approval = await self._question(served, server_id, title, questions, schema)
+            if approval.get("status") == "inert":
+                logger.info("%s — %s's elicitation cancelled", approval["notice"], server_id)
+                return types.ElicitResult(action="cancel")
+            if approval["status"] == "pending":
+                logger.info("HITL: %s asks a person (%s)", server_id, approval["id"])
+                approval = await self.client.wait(approval["id"], self.config.wait_timeout)
+        except HitlError as error:  # nobody could be asked: nobody chose anything
+            logger.warning("HITL: %s — %s's elicitation cancelled", error, server_id)
+            return types.ElicitResult(action="cancel")
+        answers = _questions.answers_of(approval, questions)
+        return types.ElicitResult(**elicitation.result_of(answers, fields, schema))
+
+    async def _question(self, served: dict, server_id: str, title: str, questions: list[dict], schema: dict) -> dict:
+        """Register the question under (run, server, digest + occurrence): a restarted gateway asked the same
+        waits on the same question; once a question was answered, declined or expired, the same asks anew."""
+        asked = json.dumps([title, questions, schema], sort_keys=True, ensure_ascii=False)
+        base = f"elicit:{served['version']}:{_core.call_digest(target=server_id, operation='elicit', arguments=asked)}"
+        occurrence = self._asked.get(base, 0)
+        while True:
+            approval = await self.client.request_question(
+                served, questions, title=title, run_id=self.config.run_id, thread_id=server_id,
+                call_id=f"{base}#{occurrence}", caller=self.config.caller,
+            )  # fmt: skip
+            if approval.get("status") in ("pending", "inert"):
+                break
+            occurrence += 1
+        self._asked[base] = occurrence + 1 if approval.get("status") == "pending" else occurrence
+        return approval
+
+    def not_asked_now(self, server_id: str, tool: str) -> Verdict | None:
+        """The verdict for a call the portal is not asked about, judged on a gate table still fresh;
+        None when the call is gated, or the table is due for a refresh (the full path does that)."""
+        if self._served is None or time.monotonic() - self._served_at > self.config.served_ttl:
+            return None
+        # A rule gates a whole server, never one tool: the arguments do not matter to this answer.
+        verdict = _core.not_asked(self._served, self._call(self._served, server_id, tool, {}, occurrence=0))
+        if verdict is not None and verdict.state == "inert":
+            logger.info("%s — forwarding %s.%s", verdict.message, server_id, tool)
         return verdict
 
     def _call(
@@ -309,6 +438,22 @@ class Gateway:
 
 
 RELAY_ID = "hitl-relay-"  # ids the gateway gives relayed calls upstream; the SDK's own are integers
+POINTED = "hitl-pointed:"  # request_state of a call whose client was pointed at the request's page
+
+
+def _supports_url_elicitation(ctx: Any) -> bool:
+    capabilities = getattr(getattr(ctx, "session", None), "client_capabilities", None)
+    elicit = getattr(capabilities, "elicitation", None)
+    return elicit is not None and getattr(elicit, "url", None) is not None
+
+
+async def _pointed_done(ctx: Any, pointed: Any, approval_id: str) -> None:
+    """The wait ended: tell the client its URL elicitation is complete, and stop asking it to open the page."""
+    if not isinstance(pointed, asyncio.Future):
+        return
+    pointed.cancel()
+    with suppress(Exception):  # a client that went away needs no notice
+        await ctx.session.send_elicit_complete(approval_id, related_request_id=ctx.request_id)
 
 
 class _Relay:
@@ -341,6 +486,7 @@ class _Relay:
         self.versions: dict[str, str | None] = {}  # server id → the protocol version agreed with it
         self.pending: dict[str, tuple[str, str, Any, Any]] = {}  # relay id → server id, tool, client id, progress
         self.relay_ids: dict[Any, str] = {}  # client's request id → relay id (for cancellation)
+        self.arguments: dict[str, Any] = {}  # relay id → the call's arguments (to call again through the SDK)
         self._count = 0
 
     # --- client → upstream (called by _LinesIn for each line the client sends) -----------------
@@ -381,12 +527,27 @@ class _Relay:
         progress = meta.get("progressToken") if isinstance(meta, dict) else None
         self.pending[relay_id] = (server_id, tool, message["id"], progress)
         self.relay_ids[message["id"]] = relay_id
-        await self._upstream(server_id, {**message, "id": relay_id})
+        self.arguments[relay_id] = params.get("arguments") or {}
+        await self._upstream(server_id, {**message, "id": relay_id, "params": self._answering(server_id, params)})
         return True
+
+    def _answering(self, server_id: str, params: dict) -> dict:
+        """The call's params with the gateway's own elicitation capability (2026: declared per request).
+
+        Whatever the client behind us declared, it is the gateway that answers the upstream's form
+        elicitations (through the portal), so that is what the upstream is told."""
+        if self.versions.get(server_id) not in MODERN_PROTOCOL_VERSIONS:
+            return params  # declared once at initialize, by the gateway's own client
+        meta = dict(params.get("_meta") or {})
+        capabilities = dict(meta.get(types.CLIENT_CAPABILITIES_META_KEY) or {})
+        capabilities["elicitation"] = {"form": {}}
+        meta[types.CLIENT_CAPABILITIES_META_KEY] = capabilities
+        return {**params, "_meta": meta}
 
     async def _cancel(self, message: dict, params: dict) -> bool:
         relay_id = self.relay_ids.pop(params["requestId"])
         server_id = self.pending.pop(relay_id)[0]  # nobody waits for its answer any more
+        self.arguments.pop(relay_id, None)
         await self._upstream(server_id, {**message, "params": {**params, "requestId": relay_id}})
         return True
 
@@ -414,7 +575,15 @@ class _Relay:
             relay_id = message.get("id")
             if not (isinstance(relay_id, str) and relay_id.startswith(RELAY_ID) and "method" not in message):
                 return False
+            result = message.get("result")
+            if isinstance(result, dict) and result.get("resultType") == "input_required":
+                # The upstream needs input (an elicitation) first: a person answers it in the portal, never
+                # the client behind us — so this call goes on through the SDK, which asks the gateway.
+                if relay_id in self.pending:
+                    asyncio.ensure_future(self._through_the_sdk(relay_id))
+                return True
             entry = self.pending.pop(relay_id, None)
+            self.arguments.pop(relay_id, None)
             if entry is not None:  # else the client cancelled it: nobody waits for the answer
                 self.relay_ids.pop(entry[2], None)
                 self._client({**message, "id": entry[2]})
@@ -433,12 +602,32 @@ class _Relay:
         for relay_id in [key for key, entry in self.pending.items() if entry[0] == server_id]:
             _, tool, client_id, _ = self.pending.pop(relay_id)
             self.relay_ids.pop(client_id, None)
-            result = _tool_error(f"{server_id} could not run {tool}: Connection closed").model_dump(
-                by_alias=True, mode="json", exclude_unset=True
-            )
-            if self.versions.get(server_id) in MODERN_PROTOCOL_VERSIONS:
-                result["resultType"] = "complete"  # required from 2026 on, and absent before
-            self._client({"jsonrpc": "2.0", "id": client_id, "result": result})
+            self.arguments.pop(relay_id, None)
+            self._result(server_id, client_id, _tool_error(f"{server_id} could not run {tool}: Connection closed"))
+
+    async def _through_the_sdk(self, relay_id: str) -> None:
+        """Call a relayed tool again through the SDK's client, whose elicitation callback asks the portal.
+
+        A first round that answered `input_required` ran nothing (the upstream asks before it acts), so
+        calling again from the start is what the client's own retry would have done."""
+        server_id, tool, client_id, _ = self.pending[relay_id]
+        try:
+            result = await self.gateway.upstreams[server_id].call_tool(tool, self.arguments.get(relay_id) or {})
+        except Exception as error:  # the upstream died or refused: the call did not run
+            result = _tool_error(f"{server_id} could not run {tool}: {error}")
+        if self.pending.pop(relay_id, None) is None:
+            return  # the client cancelled it meanwhile
+        self.arguments.pop(relay_id, None)
+        self.relay_ids.pop(client_id, None)
+        self._result(server_id, client_id, result)
+
+    def _result(self, server_id: str, client_id: Any, result: types.CallToolResult) -> None:
+        answer = result.model_dump(by_alias=True, mode="json", exclude_none=True)
+        if self.versions.get(server_id) in MODERN_PROTOCOL_VERSIONS:
+            answer["resultType"] = "complete"  # required from 2026 on, and absent before
+        else:
+            answer.pop("resultType", None)
+        self._client({"jsonrpc": "2.0", "id": client_id, "result": answer})
 
     def _client(self, message: dict | bytes) -> None:
         assert self.out is not None

@@ -102,12 +102,6 @@ def verify_receipt(
     return claims
 
 
-def expected_digest(served: dict, call: GatedCall) -> str:
-    """The digest of the call about to run, as the portal computes it from what the engine passed."""
-    arguments = _core.passed_arguments(served, call.arguments)
-    return _core.call_digest(target=call.target, operation=call.operation, arguments=arguments)
-
-
 def already_executed(approval: dict) -> Verdict:
     """The request was approved and its outcome reported already: return that, never run it twice."""
     execution = approval.get("execution") or {}
@@ -131,11 +125,9 @@ def receipt_refused(approval: dict, error: ReceiptRefused) -> Verdict:
 
 
 def _before_receipt(served: dict, approval: dict, call: GatedCall, log: logging.Logger) -> Verdict:
-    """The verdict as far as it needs no key: decided how, already run, the digest as the engine computes it."""
-    verdict = _core.verdict_of(approval)
-    if not verdict.allowed:
-        return verdict
-    if approval.get("execution"):
+    """The verdict as far as it needs no key: decided how, already run, and what runs (_core.settle: the
+    approved arguments, edited or not, and their digest)."""
+    if _core.verdict_of(approval).allowed and approval.get("execution"):
         log.warning(
             "HITL: %s was approved and already reported %s: not running %s again (returning the recorded outcome)",
             approval["id"],
@@ -143,9 +135,7 @@ def _before_receipt(served: dict, approval: dict, call: GatedCall, log: logging.
             call.operation,
         )
         return already_executed(approval)
-    if not _core.digest_matches(served, approval, call):
-        return _core.digest_mismatch(approval)
-    return verdict
+    return _core.settle(served, approval, call)
 
 
 def _refusal(approval: dict, error: ReceiptRefused, log: logging.Logger) -> Verdict:
@@ -181,7 +171,7 @@ class ReceiptChecks:
         if verdict.state != "approved":
             return verdict
         try:
-            self.check_receipt(approval, call_digest=expected_digest(served, call))
+            self.check_receipt(approval, call_digest=verdict.call_digest)
         except ReceiptRefused as error:
             return _refusal(approval, error, self.log)  # type: ignore[attr-defined]
         return verdict
@@ -212,7 +202,7 @@ class AsyncReceiptChecks:
         if verdict.state != "approved":
             return verdict
         try:
-            await self.check_receipt(approval, call_digest=expected_digest(served, call))
+            await self.check_receipt(approval, call_digest=verdict.call_digest)
         except ReceiptRefused as error:
             return _refusal(approval, error, self.log)  # type: ignore[attr-defined]
         return verdict
