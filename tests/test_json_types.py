@@ -88,7 +88,7 @@ def test_a_new_contact_needs_its_channel_and_the_schema_says_so(alice_api, ids, 
 
     assert response.status_code == 400
     assert error_of(response)["fields"] == {
-        "channel": "A new contact needs its channel: email, slack, webhook, telegram or none."
+        "channel": "A new contact needs its channel: email, slack, webhook, push, telegram or none."
     }
     schema = yaml.safe_load(client.get("/api/schema/").content)
     create = schema["paths"]["/api/v1/configs/{cfg}/contacts"]["post"]["requestBody"]["content"]["application/json"]

@@ -58,13 +58,19 @@ POSITIVE_DATA_REFUSED: dict[str, Refusal] = {
         "schema of a schema in OpenAPI 3.0 states",
     ),
     "approvals_decide": Refusal(
-        frozenset({"decision", "grant", "grant_ttl_seconds", "answers", "reason", "arguments"}),
+        frozenset({"decision", "grant", "grant_ttl_seconds", "answers", "reason", "arguments", "propose_condition"}),
         "which decision fits depends on the stored request (approve/reject a gate, proceed/stop a token cap, "
         "answer/decline a question — each answer checked against its question, answers.<id> — approve/revise a "
         "plan, revise with a reason), "
         "and `grant: run` on whether its rule allows run grants; grant_ttl_seconds goes with `grant: run` "
         "(OpenAPI 3.0 has no dependentRequired); `arguments` on whether its rule allows edits and on the "
-        "request's own arguments_schema (a failing path inside them is named: arguments.amount_cents)",
+        "request's own arguments_schema (a failing path inside them is named: arguments.amount_cents); "
+        "`propose_condition` (approve always) must compile and be false for this very call",
+    ),
+    "grants_open_window": Refusal(
+        frozenset({"rule_id", "expires_at", "reason"}),
+        "rule_id must name a rule of this workspace; expires_at must be in the future and at most 7 days away; "
+        "the reason may not be blank",
     ),
     "audit_retrieve": Refusal(frozenset({"until"}), "until must be later than since"),
     "configs_contacts_create": Refusal(
@@ -93,7 +99,8 @@ POSITIVE_DATA_REFUSED["configs_contacts_partial_update"] = POSITIVE_DATA_REFUSED
 POSITIVE_DATA_REFUSED["configs_rules_partial_update"] = POSITIVE_DATA_REFUSED["configs_rules_create"]
 # The config's operationId as drf-spectacular names it: questions_notify must name contacts of this config.
 POSITIVE_DATA_REFUSED["configs_partial_update"] = Refusal(
-    frozenset({"questions_notify"}), "questions_notify must name contacts of this config"
+    POSITIVE_DATA_REFUSED["configs_partial_update"].fields | {"questions_notify"},
+    POSITIVE_DATA_REFUSED["configs_partial_update"].why + "; questions_notify must name contacts of this config",
 )
 
 
