@@ -79,10 +79,13 @@ POSITIVE_DATA_REFUSED: dict[str, Refusal] = {
         "a ${HITL_…} reference, a webhook a secret_ref too",
     ),
     "configs_rules_create": Refusal(
-        frozenset({"match", "notify", "escalate_to", "escalate_after_seconds", "allow_run_grant", "allow_edit"}),
+        frozenset(
+            {"match", "notify", "escalate_to", "escalate_after_seconds", "allow_run_grant", "allow_edit", "condition"}
+        ),
         "match must be the kind's selector (a delete rule needs one, an mcp_server match never names a tool); "
         "notify and escalate_to must name contacts of this config; escalate_to needs escalate_after_seconds; "
-        "approvals_required > 1 rules out allow_run_grant and allow_edit; allow_edit needs the config's level full",
+        "approvals_required > 1 rules out allow_run_grant and allow_edit; allow_edit needs the config's level full; "
+        "require_passkey rules out allow_run_grant; condition must compile as CEL over the contract's variables",
     ),
     "configs_partial_update": Refusal(
         frozenset({"pass_information_level"}),
