@@ -11,7 +11,7 @@ COLUMNS = (
     " call_digest, scope, created_at, expires_at, idempotency_key, request_fingerprint, decided_at,"
     " decided_by_id, decided_by_email, decision_action, reason, execution_status, execution_id,"
     " execution_detail, executed_at, requested_by, approvals_required, self_approval, allow_run_grant,"
-    " require_passkey, condition_error"
+    " require_passkey, condition_error, allow_edit, title, plan, approved_digest, undeliverable, execution_digest"
 )
 
 
@@ -51,7 +51,7 @@ def insert_requests(
                CASE WHEN %(decided)s THEN created + interval '1 minute' END,
                %(decided_by_id)s, %(decided_by_email)s, %(action)s,
                CASE WHEN %(status)s = 'expired' THEN 'Nobody answered before the deadline.' ELSE '' END,
-               '', '', '', NULL, '', 1, false, false, false, ''
+               '', '', '', NULL, '', 1, false, false, false, '', false, '', '', '', false, ''
         FROM generate_series(1, %(count)s) AS g,
              LATERAL (SELECT %(created_from)s::timestamptz
                              + make_interval(secs => g::bigint * %(step)s / 1000.0)) AS t(created)

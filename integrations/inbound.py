@@ -14,18 +14,15 @@ from django.contrib.auth.base_user import AbstractBaseUser
 
 from approvals.decide import DECISIONS, approval_decide
 from approvals.exceptions import ReasonTooLong, WrongDecision
-from approvals.models import ApprovalRequest, Status
-from approvals.permissions import may_decide
-from approvals.presenters import ASKS_REASON, decided_line
+from approvals.models import ApprovalRequest
+from approvals.presenters import ASKS_REASON
 from hitl_portal.exceptions import DomainError
-from workspaces.access import actor_for_membership
-from workspaces.models import Membership
 
 from . import blocks, slack
+from .chat_people import NOTHING_DECIDED, already_words, approval_pressed, may_press
 
 logger = logging.getLogger(__name__)
 
-NOTHING_DECIDED = "Nothing was decided."
 QUESTION_ACTION_PREFIX = "hitl_q_"  # a question's or plan's buttons (integrations.blocks.question_actions)
 
 
@@ -52,29 +49,12 @@ def reviewer_for(*, slack_user_id: str, approval: ApprovalRequest) -> tuple[Abst
             f"{NOTHING_DECIDED}"
         )
     user = get_user_model().objects.filter(email__iexact=identity.email, is_active=True).first()
-    membership = (
-        Membership.objects.select_related("workspace", "user").filter(user=user, workspace=approval.workspace).first()
-        if user is not None
-        else None
-    )
-    # The one "may this person decide it" check, as for the page, the API and the CLI.
-    if membership is None or not may_decide(actor_for_membership(membership), approval):
+    if not may_press(user, approval):
         return None, (
             f"{identity.email} is not a reviewer of {approval.workspace.name} in the HITL portal, so you cannot "
             f"decide this request. {NOTHING_DECIDED} Ask an admin of {approval.workspace.name} to add you."
         )
     return user, ""
-
-
-def _approval(public_id: str) -> ApprovalRequest | None:
-    return ApprovalRequest.objects.select_related("workspace", "config").filter(public_id=public_id).first()
-
-
-def _already(approval: ApprovalRequest) -> str:
-    line = decided_line(approval, already=True)
-    if approval.effective_status() == Status.EXPIRED:
-        return f"{line}. {NOTHING_DECIDED}"
-    return f"{line}; the first decision stands. {NOTHING_DECIDED}"
 
 
 def slack_block_action(*, payload: dict) -> Answer:
@@ -86,14 +66,14 @@ def slack_block_action(*, payload: dict) -> Answer:
         return slack_question_action(payload=payload, action=action)
     if decision not in DECISIONS:
         return Answer()  # not one of our buttons (Slack also reports link clicks): nothing to do
-    approval = _approval(str(action.get("value") or ""))
+    approval = approval_pressed(str(action.get("value") or ""))
     if approval is None:
         return Answer(ephemeral=f"This request is not in the HITL portal any more. {NOTHING_DECIDED}")
     user, why_not = reviewer_for(slack_user_id=_user_id(payload), approval=approval)
     if user is None:
         return Answer(ephemeral=why_not)
     if not approval.is_pending():
-        return Answer(ephemeral=_already(approval))
+        return Answer(ephemeral=already_words(approval))
     if decision in ASKS_REASON:
         try:
             slack.call(
@@ -121,7 +101,7 @@ def slack_view_submission(*, payload: dict) -> Answer:
     except ValueError:
         meta = {}
     decision = meta.get("decision") if isinstance(meta, dict) else None
-    approval = _approval(str(meta.get("approval") or "")) if decision in ASKS_REASON else None
+    approval = approval_pressed(str(meta.get("approval") or "")) if decision in ASKS_REASON else None
     if approval is None:
         return _modal_error(f"This request is not in the HITL portal any more. {NOTHING_DECIDED}")
     reason = _reason(view)
@@ -150,7 +130,7 @@ def _decide(*, approval: ApprovalRequest, user, decision: str, reason: str, answ
         return Answer(ephemeral=f"{refused.message.rstrip('.')}. {NOTHING_DECIDED}")
     # The message itself is updated by the outbox: approval_decide wrote a `decided` delivery for
     # every contact of the rule, as it does for a decision made anywhere else.
-    return Answer(ephemeral=_already(approval) if already else "")
+    return Answer(ephemeral=already_words(approval) if already else "")
 
 
 def _modal_error(text: str, block: str = "reason") -> Answer:
@@ -197,14 +177,14 @@ def slack_tell(*, payload: dict, text: str) -> None:
 
 def slack_question_action(*, payload: dict, action: dict) -> Answer:
     """A question's button: an option answers it, Decline declines it; "Answer…" and a plan open a modal."""
-    approval = _approval(str(action.get("value") or ""))
+    approval = approval_pressed(str(action.get("value") or ""))
     if approval is None or not approval.is_question:
         return Answer(ephemeral=f"This request is not in the HITL portal any more. {NOTHING_DECIDED}")
     user, why_not = reviewer_for(slack_user_id=_user_id(payload), approval=approval)
     if user is None:
         return Answer(ephemeral=why_not)
     if not approval.is_pending():
-        return Answer(ephemeral=_already(approval))
+        return Answer(ephemeral=already_words(approval))
     action_id = str(action.get("action_id"))
     if action_id == blocks.DECLINE_ACTION:
         return _decide(approval=approval, user=user, decision="decline", reason="")
@@ -237,7 +217,7 @@ def slack_question_submission(*, payload: dict, view: dict) -> Answer:
         meta = json.loads(view.get("private_metadata") or "{}")
     except ValueError:
         meta = {}
-    approval = _approval(str(meta.get("approval") or "")) if isinstance(meta, dict) else None
+    approval = approval_pressed(str(meta.get("approval") or "")) if isinstance(meta, dict) else None
     first_block = "decision" if view.get("callback_id") == blocks.PLAN_MODAL else "q0"
     if approval is None or not approval.is_question:
         return _modal_error(f"This request is not in the HITL portal any more. {NOTHING_DECIDED}", first_block)
@@ -261,7 +241,7 @@ def slack_question_submission(*, payload: dict, view: dict) -> Answer:
     except WrongDecision as refused:
         return _modal_error(refused.message, _block_of(approval, refused.field or ""))
     if already:
-        return Answer(body={"response_action": "update", "view": blocks.notice_view(_already(approval))})
+        return Answer(body={"response_action": "update", "view": blocks.notice_view(already_words(approval))})
     return Answer(body={"response_action": "clear"})
 
 

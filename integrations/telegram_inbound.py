@@ -15,20 +15,17 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from approvals.decide import DECISIONS, approval_decide
-from approvals.models import ApprovalRequest, Status
-from approvals.permissions import may_decide
+from approvals.models import ApprovalRequest
 from approvals.presenters import ASKS_REASON, decided_line
 from hitl_portal.exceptions import DomainError
-from workspaces.access import actor_for_membership
-from workspaces.models import Membership
 
 from . import telegram, telegram_card
+from .chat_people import NOTHING_DECIDED, already_words, approval_pressed, may_press
 from .models import TelegramAccount, TelegramReasonPrompt, TelegramUpdateSeen
 from .telegram_accounts import LinkRefused, telegram_account_link
 
 logger = logging.getLogger(__name__)
 
-NOTHING_DECIDED = "Nothing was decided."
 # A message (a reason, a link code) that reaches us later than this was held up somewhere: refused.
 MESSAGE_WINDOW = timedelta(minutes=5)
 # Telegram keeps an undelivered update at most a day: an update_id older than that never comes back.
@@ -57,29 +54,12 @@ def reviewer_for(*, telegram_user_id: int, approval: ApprovalRequest) -> tuple[A
             f"first. {NOTHING_DECIDED}"
         )
     user = account.user
-    membership = (
-        Membership.objects.select_related("workspace", "user").filter(user=user, workspace=approval.workspace).first()
-        if user.is_active
-        else None
-    )
-    # The one "may this person decide it" check, as for the page, the API, the CLI and Slack.
-    if membership is None or not may_decide(actor_for_membership(membership), approval):
+    if not may_press(user, approval):
         return None, (
             f"{user.email} is not a reviewer of {approval.workspace.name} in the HITL portal, so you cannot decide "
             f"this request. {NOTHING_DECIDED}"
         )
     return user, ""
-
-
-def _approval(public_id: str) -> ApprovalRequest | None:
-    return ApprovalRequest.objects.select_related("workspace", "config").filter(public_id=public_id).first()
-
-
-def _already(approval: ApprovalRequest) -> str:
-    line = decided_line(approval, already=True)
-    if approval.effective_status() == Status.EXPIRED:
-        return f"{line}. {NOTHING_DECIDED}"
-    return f"{line}; the first decision stands. {NOTHING_DECIDED}"
 
 
 def _decide(*, approval: ApprovalRequest, user, decision: str, reason: str) -> tuple[bool, str]:
@@ -93,7 +73,7 @@ def _decide(*, approval: ApprovalRequest, user, decision: str, reason: str) -> t
     # The message itself is edited by the outbox: approval_decide wrote a `decided` delivery for every
     # contact of the rule, as for a decision made anywhere else.
     if already:
-        return False, _already(approval)
+        return False, already_words(approval)
     if approval.is_pending():  # a quorum vote: recorded, the request still waits for others
         return True, f"Your approval is recorded; {approval.public_id} needs {approval.approvals_required} in all."
     return True, decided_line(approval, already=False)
@@ -153,7 +133,7 @@ def _button(query: dict) -> None:
         _answer(query)  # not one of our buttons: stop the spinner, nothing to do
         return
     decision, public_id = parsed
-    approval = _approval(public_id)
+    approval = approval_pressed(public_id)
     if approval is None:
         _answer(query, f"This request is not in the HITL portal any more. {NOTHING_DECIDED}", alert=True)
         return
@@ -163,7 +143,7 @@ def _button(query: dict) -> None:
         _answer(query, why_not, alert=True)
         return
     if not approval.is_pending():
-        _answer(query, _already(approval), alert=True)
+        _answer(query, already_words(approval), alert=True)
         return
     if decision in ASKS_REASON:
         _ask_reason(query=query, approval=approval, decision=decision, presser=presser)
@@ -244,7 +224,7 @@ def _reason(*, prompt: TelegramReasonPrompt, message: dict, sender: int, text: s
             reply_to=reply_to,
         )
         return
-    approval = _approval(prompt.approval.public_id)
+    approval = approval_pressed(prompt.approval.public_id)
     user, why_not = reviewer_for(telegram_user_id=sender, approval=approval)
     if user is None:
         _say(prompt.chat_id, why_not, reply_to=reply_to)
