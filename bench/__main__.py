@@ -36,7 +36,7 @@ from bench import (
 )
 from bench.floors import Floors
 from bench.harness import RESULTS, Bench, Section, World, log, recreate_database, setup_django, sql
-from bench.report import table
+from bench.report import row, table
 from bench.seed import seed_big_table
 from bench.server import GUNICORN, Server
 
@@ -159,9 +159,16 @@ def prepare(args: argparse.Namespace) -> Bench:
 
 
 def run_sections(bench: Bench, sections: list[Section]) -> list[dict]:
+    """Each section's rows; one that fails is a row saying so, and the run goes on to the others."""
     rows = []
     for section in sections:
-        rows += section(bench)
+        try:
+            rows += section(bench)
+        except (Exception, SystemExit) as failed:  # noqa: BLE001 — a figure not taken is reported, not fatal
+            name = f"{section.__module__.removeprefix('bench.')}.{section.__name__}"
+            log(f"{name} failed: {failed}")
+            bench.results["missing"].append({"section": name, "error": str(failed)[:300]})
+            rows.append(row(f"{name}: not measured ({str(failed)[:120]})", None, None, "", None, "—", False))
     return rows
 
 
