@@ -67,7 +67,7 @@ class Server:
         argv = [str(part) for part in SERVERS[name]]
         argv += ["--port", str(PORT)] if name == "granian" else []
         argv += ["--host", "127.0.0.1", "--port", str(PORT)] if name == "uvicorn" else []
-        argv += ["--bind", f"127.0.0.1:{PORT}"] if name.startswith("g") and name != "granian" else []
+        argv += ["--bind", f"127.0.0.1:{PORT}"] if Path(argv[0]).name == "gunicorn" else []
         env = {**os.environ, "DJANGO_SETTINGS_MODULE": "bench.settings", "BENCH_DATABASE_URL": url}
         env["PGAPPNAME"] = APP_NAME
         self.log = open(RESULTS / f"waiting-{name}.log", "w")
