@@ -237,7 +237,7 @@ class DecisionView(APIView):
             edit="arguments" in body.validated_data,
             answers=body.validated_data.get("answers"),
         )
-        pending = approval.status == Status.PENDING
+        pending = approval.is_pending()  # overdue is not pending, though the sweep may not have stored it yet
         answer = {
             **approval_as_dict(approval),
             "already_decided": already and not pending,

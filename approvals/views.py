@@ -29,7 +29,6 @@ from .forms import DecisionForm, HistoryFilterForm
 from .grants import grant_revoke as grant_revoke_service
 from .halts import run_halted
 from .links import LinkRefused, link_open
-from .models import Status
 from .permissions import DECIDERS_ONLY, may_decide
 from .presenters import decided_line, decision_line, quorum_line
 from .questions import answers_from_form
@@ -113,7 +112,7 @@ def decide(request: HttpRequest, public_id: str) -> HttpResponse:
             error = " ".join(refused.messages)
     else:
         error = " ".join(e for errors in form.errors.values() for e in errors)
-    if error or approval.status == Status.PENDING:
+    if error or approval.is_pending():
         # An error, or a vote that leaves a quorum request pending: the card stays, updated.
         notice = "" if error else ("You had already approved it." if already else "Your approval is recorded.")
         if request.htmx:
