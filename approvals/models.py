@@ -251,7 +251,7 @@ class ApprovalRequest(PublicIdMixin, models.Model):
         return self.kind in QUESTION_KINDS
 
     @property
-    def halt_action(self) -> str:
+    def expired_action(self) -> str:
         """The action of an expired request: a question nobody answered lets the run go on (unanswered)."""
         if self.kind == ApprovalKind.QUESTION:
             return Action.RESUME

@@ -176,7 +176,7 @@ def _decision(approval: ApprovalRequest, now) -> dict | None:
         return {
             # A question nobody answered was neither answered nor declined: it expired.
             "outcome": "expired" if approval.kind == ApprovalKind.QUESTION else "rejected",
-            "action": approval.halt_action,
+            "action": approval.expired_action,
             "decided_by": None,
             # An undeliverable request ended when it was found so, before its deadline.
             "decided_at": _iso(approval.decided_at if undeliverable else approval.expires_at),

@@ -234,7 +234,7 @@ def insights_for(*, workspace: Workspace, reviewer: str | None = None, now: date
     _name_rules(workspace, groups["rule"])
     # A pending request past its deadline (not yet swept) is expired, not waiting. Counted up to
     # PENDING_COUNTED: an exact count of 100,000 waiting requests reads 100,000 index entries and
-    # rows (146 ms in bench/audit.py), the rest of the page a few hundred rollup rows. The oldest is
+    # rows (docs/audit.md has what it cost), the rest of the page a few hundred rollup rows. The oldest is
     # the first entry of the queue's index (workspace, status, created_at).
     waiting = ApprovalRequest.objects.filter(workspace=workspace).pending(now)
     pending = waiting.values("pk")[: PENDING_COUNTED + 1].count()

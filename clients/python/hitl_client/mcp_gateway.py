@@ -459,16 +459,14 @@ async def _pointed_done(ctx: Any, pointed: Any, approval_id: str) -> None:
 class _Relay:
     """Ungated calls to stdio upstreams, passed through as JSON-RPC lines.
 
-    Through the SDK an ungated call crosses two MCP sessions in the gateway — the server's and the
-    client's, each with its memory streams, tasks, pydantic models and result validation — and that
-    CPU, not the gateway's own check, was what the extra hop cost (2 ms a call on a busy machine,
-    tripled in wall time when the cores are shared). The relay keeps only what the gateway must do:
-    it reads the client's `tools/call` line off stdin, asks the question the full path asks first (is
-    that server gated? on a gate table still fresh), and if not, writes the request to the upstream's
-    stdin under an id of its own (`hitl-relay-N`); the answer line goes back to the client with the
-    client's id, otherwise unchanged. Progress notifications for that call go back too, a
-    `notifications/cancelled` from the client goes on to the upstream, and if the upstream dies the
-    client gets the tool error the full path gives.
+    Through the SDK an ungated call crosses two MCP sessions in the gateway — the server's and the client's, each
+    with its memory streams, tasks, pydantic models and result validation — and that CPU, not the gateway's own
+    check, was what the extra hop cost (docs/performance.md). The relay keeps only what the gateway must do: it
+    reads the client's `tools/call` line off stdin, asks the question the full path asks first (is that server
+    gated? on a gate table still fresh), and if not, writes the request to the upstream's stdin under an id of its
+    own (`hitl-relay-N`); the answer line goes back to the client with the client's id, otherwise unchanged.
+    Progress notifications for that call go back too, a `notifications/cancelled` from the client goes on to the
+    upstream, and if the upstream dies the client gets the tool error the full path gives.
 
     To see the upstream's lines before the SDK does, the gateway runs the upstream process itself
     (`transport`); every line that is not the relay's reaches the SDK's client session as its own stdio
