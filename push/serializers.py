@@ -17,7 +17,11 @@ class SubscribeSerializer(JsonInput):
 
 
 class UnsubscribeSerializer(serializers.Serializer):
-    endpoint = serializers.CharField(max_length=2000, help_text="the browser's PushSubscription.endpoint")
+    # Not trimmed: an endpoint that is only blank characters unsubscribes nothing (204) rather than
+    # failing as blank.
+    endpoint = serializers.CharField(
+        max_length=2000, trim_whitespace=False, help_text="the browser's PushSubscription.endpoint"
+    )
 
 
 class SubscriptionSerializer(serializers.Serializer):
