@@ -56,6 +56,74 @@ def publish(config, user=None, note: str = ""):
     return rule_services.config_publish(config=config, user=user, note=note)
 
 
+GATE = {
+    "kind": "gate",
+    "run_id": "run_1",
+    "thread_id": "thr_1",
+    "caller": "support-bot",
+    "target": "customer T-4821",
+    "operation": "delete",
+}
+
+
+def register_gate(world: dict, **fields):
+    """A gate request through the registration service, as the engine API makes it, in a world a conftest
+    built: its workspace, config, published version and rule (and engine key, else the workspace's); the
+    world's own `fields` (a summary, arguments) under the call's."""
+    from approvals.register import approval_register
+    from workspaces.models import ApiToken
+
+    data = {
+        **GATE,
+        "config_id": world["config"].public_id,
+        "config_version": world["version"].number,
+        "rule_id": world["rule"].public_id,
+        **world.get("fields", {}),
+        **fields,
+    }
+    engine_key = world.get("engine_key") or ApiToken.objects.get(workspace=world["workspace"], kind="engine")
+    return approval_register(workspace=world["workspace"], engine_key=engine_key, **data).approval
+
+
+def chat_world(workspace, *, channel: str, approvers: tuple[str, str], leads: tuple[str, str]) -> dict:
+    """A config whose delete rule tells the approvers' chat (Slack channel, Telegram chat) of every event, and
+    whose mcp_billing rule tells the leads' too; published; an engine key. `approvers`, `leads`: (name, ref)."""
+    from contacts.services import contact_create
+
+    config = make_config(workspace, pass_information_level="summary")
+    approvers_contact = contact_create(config=config, name=approvers[0], channel=channel, channel_ref=approvers[1])
+    leads_contact = contact_create(config=config, name=leads[0], channel=channel, channel_ref=leads[1])
+    rule = make_rule(config, message="Deleting a customer is final.", notify=[approvers_contact.public_id])
+    both = make_rule(
+        config, kind="mcp_server", match="mcp_billing", notify=[approvers_contact.public_id, leads_contact.public_id]
+    )
+    version = publish(config)
+    make_token(workspace, engine="support-engine")
+    return {
+        "workspace": workspace,
+        "config": config,
+        "contact": approvers_contact,
+        "rule": rule,
+        "rule_to_both": both,
+        "version": version,
+        "fields": {"summary": "Customer asked to close the account"},
+    }
+
+
+def deletion_request(config):
+    """A pending request to delete customer T-4821 under `config`, summary level."""
+    from tests.factories import make_approval
+
+    return make_approval(
+        config,
+        target="customer T-4821",
+        caller="support-bot",
+        message="Deleting a customer is final.",
+        summary="Customer asked to close the account",
+        level="summary",
+    )
+
+
 def change_draft(config) -> None:
     """Some change to the draft (its per-turn token cap), so the next publish has something new to freeze."""
     config.refresh_from_db()

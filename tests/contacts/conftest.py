@@ -48,25 +48,6 @@ def notified(db) -> dict:
     }
 
 
-def register(world: dict, **fields):
-    """A gate request through the registration service, as the engine API makes it."""
-    from approvals.register import approval_register
-
-    data = {
-        "kind": "gate",
-        "config_id": world["config"].public_id,
-        "config_version": world["version"].number,
-        "rule_id": world["rule"].public_id,
-        "run_id": "run_1",
-        "thread_id": "thr_1",
-        "caller": "support-bot",
-        "target": "customer T-4821",
-        "operation": "delete",
-        **fields,
-    }
-    return approval_register(workspace=world["workspace"], engine_key=world["engine_key"], **data).approval
-
-
 @pytest.fixture
 def cluster(hook_env) -> Iterator[Cluster]:
     running = Cluster(**hook_env).start()

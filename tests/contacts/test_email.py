@@ -10,9 +10,8 @@ from contacts.sending import deliveries_send_due
 from contacts.services import contact_create
 from rules.services import rule_update
 
-from ..helpers import publish
+from ..helpers import publish, register_gate
 from ..loopback import parts
-from .conftest import register
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 
@@ -31,7 +30,7 @@ def by_email(notified, monkeypatch):
 
 
 def test_it_mails_text_and_html_naming_the_act_and_a_one_click_link_only_to_a_reviewer(by_email, mailbox):
-    approval = register(by_email)
+    approval = register_gate(by_email)
     deliveries_send_due()
     assert len(mailbox.messages) == 2
     mails = {rcpt[0]: message for rcpt, message in mailbox.messages}
@@ -57,7 +56,7 @@ def test_an_unreachable_mail_server_is_retried_later_and_the_error_names_no_addr
 
     settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
     settings.EMAIL_HOST, settings.EMAIL_PORT = "127.0.0.1", free_port()  # nothing listens there
-    approval = register(by_email)
+    approval = register_gate(by_email)
     deliveries_send_due()
     delivery = Delivery.objects.filter(approval=approval, event="requested").first()
     assert (delivery.status, delivery.last_error) == ("pending", "could not reach the mail server")
@@ -72,7 +71,7 @@ def test_more_than_five_requests_a_minute_for_one_contact_go_out_as_one_digest(b
 
     if timezone.now().second >= 50:  # the eight must fall in one minute
         time.sleep(61 - timezone.now().second)
-    approvals = [register(by_email, run_id=f"run_{i}") for i in range(8)]
+    approvals = [register_gate(by_email, run_id=f"run_{i}") for i in range(8)]
     deliveries_send_due()
     to_bob = [m for rcpt, m in mailbox.messages if rcpt == ["bob@acme.test"]]
     assert len(to_bob) == 5  # the first five one by one; the rest wait for the end of the minute

@@ -6,9 +6,8 @@ from contacts.sending import deliveries_send_due
 from contacts.services import contact_create
 from rules.services import config_update, rule_update
 
-from ..helpers import publish
+from ..helpers import publish, register_gate
 from ..loopback import parts
-from .conftest import register
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 
@@ -21,7 +20,7 @@ def test_a_mail_about_an_editable_request_links_to_the_cards_editor(notified, ma
     rule_update(rule=notified["rule"], notify=[bob.public_id], allow_edit=True)
     notified["version"] = publish(config)
 
-    approval = register(notified, arguments={"customer_id": "T-4821"})
+    approval = register_gate(notified, arguments={"customer_id": "T-4821"})
     deliveries_send_due()
     [(_, message)] = mailbox.messages
     text, html = parts(message)["text/plain"], parts(message)["text/html"]
@@ -36,7 +35,7 @@ def test_a_mail_about_a_request_without_edits_has_no_edit_link(notified, mailbox
     monkeypatch.setenv("HITL_BOB_EMAIL", "bob@acme.test")
     rule_update(rule=notified["rule"], notify=[bob.public_id])
     notified["version"] = publish(config)
-    register(notified)
+    register_gate(notified)
     deliveries_send_due()
     [(_, message)] = mailbox.messages
     assert "Edit in the portal" not in parts(message)["text/plain"]

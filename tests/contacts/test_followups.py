@@ -13,8 +13,7 @@ from contacts.models import Delivery
 from contacts.sending import deliveries_send_due
 from contacts.services import contact_create
 
-from ..helpers import make_rule, publish
-from .conftest import register
+from ..helpers import make_rule, publish, register_gate
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 
@@ -49,7 +48,7 @@ def escalating(notified) -> dict:
 def test_a_registration_writes_only_the_requested_row_and_the_sender_schedules_the_reminder(
     notified, receiver, hook_env
 ):
-    approval = register(notified, ttl_seconds=3600)
+    approval = register_gate(notified, ttl_seconds=3600)
     assert list(Delivery.objects.filter(approval=approval).values_list("event", flat=True)) == ["requested"]
 
     deliveries_send_due()
@@ -71,7 +70,7 @@ def test_a_registration_writes_only_the_requested_row_and_the_sender_schedules_t
 
 
 def test_a_request_decided_before_its_reminder_and_escalation_sends_neither(escalating, receiver, hook_env):
-    approval = register(escalating, ttl_seconds=3600)
+    approval = register_gate(escalating, ttl_seconds=3600)
     deliveries_send_due()
     assert len(receiver.events("requested")) == 1
     scheduled = set(
@@ -87,7 +86,7 @@ def test_a_request_decided_before_its_reminder_and_escalation_sends_neither(esca
 
 
 def test_an_escalation_goes_out_when_due_and_its_contact_hears_the_decision(escalating, receiver, hook_env):
-    approval = register(escalating, ttl_seconds=3600)
+    approval = register_gate(escalating, ttl_seconds=3600)
     deliveries_send_due()
     _come_due(approval, "escalated")
     deliveries_send_due()
@@ -111,7 +110,7 @@ def test_a_rule_that_only_escalates_schedules_its_escalation_at_registration(not
         escalate_after_seconds=120,
     )
     world = {**notified, "rule": rule, "version": publish(notified["config"])}
-    approval = register(world, ttl_seconds=3600)
+    approval = register_gate(world, ttl_seconds=3600)
     [row] = Delivery.objects.filter(approval=approval)
     assert (row.event, row.status) == ("escalated", "pending")
     assert abs((row.next_attempt_at - approval.created_at).total_seconds() - 120) < 1

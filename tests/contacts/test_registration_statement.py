@@ -13,8 +13,7 @@ from psycopg._queries import MAX_CACHED_STATEMENT_LENGTH, MAX_CACHED_STATEMENT_P
 from contacts.models import Delivery
 from contacts.services import contact_create
 
-from ..helpers import make_rule, publish
-from .conftest import register
+from ..helpers import make_rule, publish, register_gate
 
 pytestmark = [pytest.mark.django_db]
 
@@ -28,7 +27,7 @@ def _insert_statement(world: dict, **fields) -> tuple[str, list]:
         return execute(sql, params, many, context)
 
     with connection.execute_wrapper(keep):
-        register(world, **fields)
+        register_gate(world, **fields)
     [statement] = seen
     return statement
 

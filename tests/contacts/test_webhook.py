@@ -9,14 +9,13 @@ from django.utils import timezone
 from approvals.decide import approval_decide
 from contacts.models import Delivery
 from contacts.sending import deliveries_send_due
-
-from .conftest import register
+from tests.helpers import register_gate
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 
 
 def test_it_sends_a_signed_cloudevent_when_a_request_is_registered_and_when_it_is_decided(notified, receiver, cluster):
-    approval = register(notified)
+    approval = register_gate(notified)
     [requested] = receiver.wait_for(1, "requested")
     delivery = Delivery.objects.get(approval=approval, event="requested")
     headers = receiver.received[0][0]
@@ -44,14 +43,14 @@ def test_it_retries_a_503_with_the_same_id_and_fails_a_404_at_once(notified, rec
     settings.HITL_DELIVERY_RETRY_BASE_SECONDS = 0  # due again at once: the backoff itself is tested below
     answers = iter([503, 429, 200])
     receiver.answer = lambda event: next(answers, 200) if event["data"]["approval"]["run_id"] == "run_retry" else 404
-    first = register(notified, run_id="run_retry")
+    first = register_gate(notified, run_id="run_retry")
     deliveries_send_due()  # what the cluster's task runs
     assert len(receiver.events("requested")) == 3
     delivery = Delivery.objects.get(approval=first, event="requested")
     assert {event["id"] for event in receiver.events("requested")} == {delivery.public_id}
     assert (delivery.status, delivery.attempts, delivery.last_error) == ("sent", 3, "")
 
-    second = register(notified, run_id="run_refused")
+    second = register_gate(notified, run_id="run_refused")
     deliveries_send_due()
     refused = Delivery.objects.get(approval=second, event="requested")
     assert (refused.status, refused.attempts, refused.last_error) == ("failed", 1, "HTTP 404 from the endpoint")
@@ -74,7 +73,7 @@ def test_a_server_that_never_answers_is_retried_with_a_timeout_message(notified,
     silent.listen()  # accepts the connection, never answers
     monkeypatch.setenv("HITL_TEST_HOOK", f"http://127.0.0.1:{silent.getsockname()[1]}/hook")
     settings.HITL_WEBHOOK_TIMEOUT_SECONDS = 1
-    approval = register(notified)
+    approval = register_gate(notified)
     deliveries_send_due()
     delivery = Delivery.objects.get(approval=approval, event="requested")
     assert (delivery.status, delivery.attempts) == ("pending", 1)
@@ -86,7 +85,7 @@ def test_a_server_that_never_answers_is_retried_with_a_timeout_message(notified,
 def test_an_unset_variable_fails_naming_the_variable_never_the_address(notified, receiver, monkeypatch):
     monkeypatch.setenv("HITL_TEST_HOOK_SECRET", SECRET_PLACEHOLDER)
     monkeypatch.delenv("HITL_TEST_HOOK", raising=False)
-    approval = register(notified)
+    approval = register_gate(notified)
     deliveries_send_due()
     delivery = Delivery.objects.get(approval=approval, event="requested")
     assert (delivery.status, delivery.last_error) == ("failed", "HITL_TEST_HOOK is not set")

@@ -8,8 +8,7 @@ import pytest
 import requests
 from django.test.utils import override_settings
 
-from tests.factories import make_approval
-from tests.helpers import make_config, make_member
+from tests.helpers import chat_world, deletion_request, make_config, make_member
 from tests.loopback import FakeSlack
 
 SIGNING_SECRET = "8f742231b10e8888abcd99yyyzzz85a5"
@@ -74,59 +73,15 @@ def config(acme):
 
 @pytest.fixture
 def request_for_deletion(config):
-    return make_approval(
-        config,
-        target="customer T-4821",
-        caller="support-bot",
-        message="Deleting a customer is final.",
-        summary="Customer asked to close the account",
-        level="summary",
-    )
+    return deletion_request(config)
 
 
 @pytest.fixture
 def slack_world(acme, bob):
     """acme's config whose delete rule tells the #approvers Slack contact of every event."""
-    from contacts.services import contact_create
-    from tests.helpers import make_rule, make_token, publish
-
-    config = make_config(acme, pass_information_level="summary")
-    approvers = contact_create(config=config, name="#approvers", channel="slack", channel_ref=CHANNEL_REF)
-    leads = contact_create(config=config, name="#leads", channel="slack", channel_ref="${HITL_SLACK_LEADS}")
-    rule = make_rule(config, message="Deleting a customer is final.", notify=[approvers.public_id])
-    both = make_rule(config, kind="mcp_server", match="mcp_billing", notify=[approvers.public_id, leads.public_id])
-    version = publish(config)
-    make_token(acme, engine="support-engine")
-    return {
-        "workspace": acme,
-        "config": config,
-        "contact": approvers,
-        "rule": rule,
-        "rule_to_both": both,
-        "version": version,
-    }
-
-
-def register(world, **fields):
-    """A gate request through the registration service, as the engine API makes it."""
-    from approvals.register import approval_register
-    from workspaces.models import ApiToken
-
-    data = {
-        "kind": "gate",
-        "config_id": world["config"].public_id,
-        "config_version": world["version"].number,
-        "rule_id": world["rule"].public_id,
-        "run_id": "run_1",
-        "thread_id": "thr_1",
-        "caller": "support-bot",
-        "target": "customer T-4821",
-        "operation": "delete",
-        "summary": "Customer asked to close the account",
-        **fields,
-    }
-    engine_key = ApiToken.objects.get(workspace=world["workspace"], kind="engine")
-    return approval_register(workspace=world["workspace"], engine_key=engine_key, **data).approval
+    return chat_world(
+        acme, channel="slack", approvers=("#approvers", CHANNEL_REF), leads=("#leads", "${HITL_SLACK_LEADS}")
+    )
 
 
 def sign(body: str, *, timestamp: int | None = None, secret: str = SIGNING_SECRET) -> dict:

@@ -11,9 +11,9 @@ from contacts.models import Delivery
 from contacts.outbox import delivery_test_create
 from contacts.sending import deliveries_send_due
 from integrations.models import SlackMessage
-from tests.helpers import travel
+from tests.helpers import register_gate, travel
 
-from .conftest import CHANNEL, register
+from .conftest import CHANNEL
 
 # The outbox sends on threads with connections of their own: they must see what the test committed.
 pytestmark = [pytest.mark.usefixtures("fake_slack"), pytest.mark.django_db(transaction=True)]
@@ -24,7 +24,7 @@ def delivery(approval, event: str) -> Delivery:
 
 
 def test_a_registration_posts_the_message_to_the_contacts_channel(fake_slack, slack_world):
-    approval = register(slack_world)
+    approval = register_gate(slack_world)
 
     deliveries_send_due()
 
@@ -39,7 +39,7 @@ def test_a_registration_posts_the_message_to_the_contacts_channel(fake_slack, sl
 
 
 def test_a_decision_made_anywhere_updates_the_message(fake_slack, slack_world, alice):
-    approval = register(slack_world)
+    approval = register_gate(slack_world)
     deliveries_send_due()
 
     approval_decide(approval=approval, user=alice, decision="reject", reason="Legal hold")  # the tab, API, CLI…
@@ -54,7 +54,7 @@ def test_a_decision_made_anywhere_updates_the_message(fake_slack, slack_world, a
 
 
 def test_an_expiry_updates_the_message_to_say_nobody_answered(fake_slack, slack_world):
-    approval = register(slack_world, ttl_seconds=600)
+    approval = register_gate(slack_world, ttl_seconds=600)
     deliveries_send_due()
 
     with travel(timedelta(minutes=11)):
@@ -67,7 +67,7 @@ def test_an_expiry_updates_the_message_to_say_nobody_answered(fake_slack, slack_
 
 
 def test_slacks_429_retry_after_is_honoured_by_the_outbox(fake_slack, slack_world):
-    approval = register(slack_world)
+    approval = register_gate(slack_world)
     fake_slack.throttle("chat.postMessage", retry_after=900)
     before = timezone.now()
 
@@ -88,7 +88,7 @@ def test_slacks_429_retry_after_is_honoured_by_the_outbox(fake_slack, slack_worl
 
 def test_an_unset_channel_variable_fails_at_once_naming_it(fake_slack, slack_world, monkeypatch):
     monkeypatch.delenv("HITL_SLACK_APPROVERS")
-    approval = register(slack_world)
+    approval = register_gate(slack_world)
 
     deliveries_send_due()
 
@@ -113,7 +113,7 @@ def test_a_halt_updates_the_messages_of_the_requests_it_rejects_and_asks_nothing
 ):
     from approvals.halts import run_halt
 
-    approval = register(slack_world)
+    approval = register_gate(slack_world)
     deliveries_send_due()
 
     run_halt(workspace=slack_world["workspace"], user=bob, run_id="run_1", reason="Runaway loop")
@@ -123,7 +123,7 @@ def test_a_halt_updates_the_messages_of_the_requests_it_rejects_and_asks_nothing
     assert update["ts"] == SlackMessage.objects.get(approval=approval).ts
     assert not any(block["type"] == "actions" for block in update["blocks"])
     assert "Rejected by bob@acme.test at " in str(update["blocks"]) and "Runaway loop" in str(update["blocks"])
-    later = register(slack_world, target="customer T-9")
+    later = register_gate(slack_world, target="customer T-9")
     deliveries_send_due()
     assert later.status == "rejected" and not Delivery.objects.filter(approval=later).exists()
     assert len(fake_slack.calls_to("chat.postMessage")) == 1  # nobody is asked about a halted run's request

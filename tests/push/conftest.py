@@ -44,27 +44,8 @@ def pushed(acme, alice, bob, vapid_env) -> dict:
         "contact": phones,
         "version": version,
         "engine_key": ApiToken.objects.get(workspace=acme, kind="engine"),
+        "fields": {"arguments": {"customer_id": "T-4821", "api_key": "sk-live-do-not-show"}},
     }
-
-
-def register(world: dict, **fields):
-    """A gate request through the registration service, as the engine API makes it."""
-    from approvals.register import approval_register
-
-    data = {
-        "kind": "gate",
-        "config_id": world["config"].public_id,
-        "config_version": world["version"].number,
-        "rule_id": world["rule"].public_id,
-        "run_id": "run_1",
-        "thread_id": "thr_1",
-        "caller": "support-bot",
-        "target": "customer T-4821",
-        "operation": "delete",
-        "arguments": {"customer_id": "T-4821", "api_key": "sk-live-do-not-show"},
-        **fields,
-    }
-    return approval_register(workspace=world["workspace"], engine_key=world["engine_key"], **data).approval
 
 
 def subscribe(user, browser: FakeBrowser, workspace=None):
@@ -82,4 +63,4 @@ def subscribe(user, browser: FakeBrowser, workspace=None):
     return subscription
 
 
-__all__ = ["FakeBrowser", "PushService", "make_member", "register", "subscribe"]
+__all__ = ["FakeBrowser", "PushService", "make_member", "subscribe"]

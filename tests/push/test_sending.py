@@ -12,8 +12,8 @@ from contacts.sending import deliveries_send_due
 from push.models import PushSubscription
 from tests.loopback import Cluster, vapid_signer_of, wait_for
 
-from ..helpers import make_member, make_workspace
-from .conftest import FakeBrowser, register, subscribe
+from ..helpers import make_member, make_workspace, register_gate
+from .conftest import FakeBrowser, subscribe
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 
@@ -23,7 +23,7 @@ def test_every_reviewers_browser_gets_the_request_and_a_tap_opens_its_page(pushe
     subscribe(pushed["bob"], phone)
     subscribe(pushed["bob"], laptop)
     subscribe(pushed["alice"], alices)
-    approval = register(pushed)
+    approval = register_gate(pushed)
     cluster = Cluster(**vapid_env).start()
     try:
         for name in ("bob-phone", "bob-laptop", "alice"):
@@ -59,7 +59,7 @@ def test_every_reviewers_browser_gets_the_request_and_a_tap_opens_its_page(pushe
 def test_the_decision_is_pushed_too_replacing_the_request_on_the_device(pushed, push_service):
     phone = FakeBrowser(push_service, "phone")
     subscribe(pushed["bob"], phone)
-    approval = register(pushed)
+    approval = register_gate(pushed)
     deliveries_send_due()
     approval_decide(approval=approval, user=pushed["alice"], decision="reject", reason="Not this customer")
     deliveries_send_due()
@@ -74,7 +74,7 @@ def test_a_subscription_the_push_service_says_is_gone_is_dropped_and_the_others_
     push_service.answers = {"gone": [410], "expired": [404]}
     for browser in (gone, expired, alive):
         subscribe(pushed["bob"], browser)
-    approval = register(pushed)
+    approval = register_gate(pushed)
     deliveries_send_due()
 
     assert [s.endpoint for s in PushSubscription.objects.all()] == [alive.subscription["endpoint"]]
@@ -86,7 +86,7 @@ def test_a_subscription_the_push_service_says_is_gone_is_dropped_and_the_others_
 def test_when_every_browser_is_gone_the_delivery_fails_saying_so(pushed, push_service):
     push_service.answers = {"old": [410]}
     subscribe(pushed["bob"], FakeBrowser(push_service, "old"))
-    approval = register(pushed)
+    approval = register_gate(pushed)
     deliveries_send_due()
     delivery = Delivery.objects.get(approval=approval, event="requested")
     assert delivery.status == "failed"
@@ -103,7 +103,7 @@ def test_a_push_service_error_is_retried_like_any_delivery_and_the_subscription_
     phone = FakeBrowser(push_service, "phone")
     push_service.answers = {"phone": [503, 429, 201]}
     subscribe(pushed["bob"], phone)
-    approval = register(pushed)
+    approval = register_gate(pushed)
     deliveries_send_due()
     messages = push_service.messages_to("phone")
     assert len(messages) == 3
@@ -116,14 +116,14 @@ def test_a_push_service_error_is_retried_like_any_delivery_and_the_subscription_
 def test_a_failed_attempt_names_the_status_and_waits_for_the_backoff(pushed, push_service):
     push_service.answers = {"phone": [500]}
     subscribe(pushed["bob"], FakeBrowser(push_service, "phone"))
-    approval = register(pushed)
+    approval = register_gate(pushed)
     deliveries_send_due()
     delivery = Delivery.objects.get(approval=approval, event="requested")
     assert (delivery.status, delivery.attempts, delivery.last_error) == ("pending", 1, "HTTP 500 from the push service")
 
 
 def test_nobody_subscribed_fails_the_delivery_for_good(pushed, push_service):
-    approval = register(pushed)
+    approval = register_gate(pushed)
     deliveries_send_due()
     delivery = Delivery.objects.get(approval=approval, event="requested")
     assert (delivery.status, delivery.last_error) == (
@@ -147,7 +147,7 @@ def test_only_the_workspaces_current_reviewers_are_notified(pushed, push_service
     Membership.objects.filter(user=dave).delete()
     get_user_model().objects.filter(pk=erin.pk).update(is_active=False)
 
-    register(pushed)
+    register_gate(pushed)
     deliveries_send_due()
     assert {m.path for m in push_service.received} == {"/push/bob"}
 
@@ -161,7 +161,7 @@ def test_a_subscription_dies_with_its_user(pushed, push_service):
 def test_without_a_vapid_key_the_delivery_fails_naming_the_variable(pushed, push_service, monkeypatch):
     monkeypatch.delenv("HITL_VAPID_PRIVATE_KEY")
     subscribe(pushed["bob"], FakeBrowser(push_service, "bob"))
-    approval = register(pushed)
+    approval = register_gate(pushed)
     deliveries_send_due()
     delivery = Delivery.objects.get(approval=approval, event="requested")
     assert delivery.status == "failed"

@@ -11,9 +11,9 @@ from contacts.models import Delivery
 from contacts.outbox import delivery_test_create
 from contacts.sending import deliveries_send_due
 from integrations.models import TelegramMessage
-from tests.helpers import travel
+from tests.helpers import register_gate, travel
 
-from .conftest import CHAT, register
+from .conftest import CHAT
 
 # The outbox sends on threads with connections of their own: they must see what the test committed.
 pytestmark = [pytest.mark.usefixtures("fake_telegram"), pytest.mark.django_db(transaction=True)]
@@ -28,7 +28,7 @@ def buttons(sent: dict) -> list[tuple[str, str]]:
 
 
 def test_a_registration_posts_the_card_with_its_buttons(fake_telegram, telegram_world):
-    approval = register(telegram_world)
+    approval = register_gate(telegram_world)
 
     deliveries_send_due()
 
@@ -54,7 +54,7 @@ def test_a_registration_posts_the_card_with_its_buttons(fake_telegram, telegram_
 
 
 def test_engine_text_is_escaped_for_telegrams_html_and_made_visible(fake_telegram, telegram_world):
-    register(telegram_world, target="<b>all</b> & <a href='x'>customers</a>\u202e", summary="1 < 2 & 3 > 2")
+    register_gate(telegram_world, target="<b>all</b> & <a href='x'>customers</a>\u202e", summary="1 < 2 & 3 > 2")
 
     deliveries_send_due()
 
@@ -80,7 +80,7 @@ def test_a_token_cap_card_offers_proceed_and_stop(fake_telegram, telegram_world)
 
 
 def test_a_decision_made_anywhere_edits_the_message(fake_telegram, telegram_world, alice):
-    approval = register(telegram_world)
+    approval = register_gate(telegram_world)
     deliveries_send_due()
 
     approval_decide(approval=approval, user=alice, decision="reject", reason="Legal <hold>")  # the tab, API, CLI…
@@ -97,7 +97,7 @@ def test_a_decision_made_anywhere_edits_the_message(fake_telegram, telegram_worl
 
 
 def test_an_expiry_edits_the_message_to_say_nobody_answered(fake_telegram, telegram_world):
-    approval = register(telegram_world, ttl_seconds=600)
+    approval = register_gate(telegram_world, ttl_seconds=600)
     deliveries_send_due()
 
     with travel(timedelta(minutes=11)):
@@ -110,7 +110,7 @@ def test_an_expiry_edits_the_message_to_say_nobody_answered(fake_telegram, teleg
 
 
 def test_telegrams_429_retry_after_is_honoured_by_the_outbox(fake_telegram, telegram_world):
-    approval = register(telegram_world)
+    approval = register_gate(telegram_world)
     fake_telegram.throttle("sendMessage", retry_after=900)
     before = timezone.now()
 
@@ -126,7 +126,7 @@ def test_telegrams_429_retry_after_is_honoured_by_the_outbox(fake_telegram, tele
 
 
 def test_a_chat_the_bot_cannot_write_to_fails_for_good(fake_telegram, telegram_world):
-    approval = register(telegram_world)
+    approval = register_gate(telegram_world)
     fake_telegram.fail("sendMessage", 400, "Bad Request: chat not found")
 
     deliveries_send_due()
@@ -137,7 +137,7 @@ def test_a_chat_the_bot_cannot_write_to_fails_for_good(fake_telegram, telegram_w
 
 def test_an_unset_chat_variable_fails_at_once_naming_it(fake_telegram, telegram_world, monkeypatch):
     monkeypatch.delenv("HITL_TELEGRAM_APPROVERS")
-    approval = register(telegram_world)
+    approval = register_gate(telegram_world)
 
     deliveries_send_due()
 
@@ -148,7 +148,7 @@ def test_an_unset_chat_variable_fails_at_once_naming_it(fake_telegram, telegram_
 
 def test_the_bot_token_never_appears_in_a_failure(fake_telegram, telegram_world, settings):
     settings.HITL_TELEGRAM_API_URL = "http://127.0.0.1:1"  # nothing listens: the connection is refused
-    approval = register(telegram_world)
+    approval = register_gate(telegram_world)
 
     deliveries_send_due()
 
@@ -172,7 +172,7 @@ def test_a_reminder_replies_to_the_card_and_an_escalation_elsewhere_posts_it_the
     from approvals.models import ApprovalRequest
     from integrations.telegram_outbound import telegram_deliver
 
-    approval = ApprovalRequest.objects.select_related("config").get(pk=register(telegram_world).pk)
+    approval = ApprovalRequest.objects.select_related("config").get(pk=register_gate(telegram_world).pk)
     telegram_deliver(approval=approval, event="requested", channel_ref="${HITL_TELEGRAM_APPROVERS}")
     telegram_deliver(approval=approval, event="reminder", channel_ref="${HITL_TELEGRAM_APPROVERS}")
     telegram_deliver(approval=approval, event="escalated", channel_ref="${HITL_TELEGRAM_LEADS}")
