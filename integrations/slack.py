@@ -5,7 +5,6 @@ Web API on 127.0.0.1 and exercise the rest of the code unchanged.
 """
 
 import hashlib
-import os
 import re
 from dataclasses import dataclass
 from datetime import timedelta
@@ -18,6 +17,7 @@ from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.signature import SignatureVerifier
 
 from contacts.models import reference_name
+from contacts.transports.base import TransportError, resolve, retry_seconds
 
 from .models import SlackRequestSeen
 
@@ -44,15 +44,12 @@ PERMANENT_ERRORS = {
 }
 
 
-class SlackError(Exception):
+class SlackError(TransportError):
     """A Slack call that failed. `permanent`: retrying will not help; `retry_after`: Slack's 429 wait, seconds;
     `code`: Slack's error code (`user_not_found`), when it gave one."""
 
     def __init__(self, message: str, *, permanent: bool = False, retry_after: int | None = None, code: str = ""):
-        super().__init__(message)
-        self.message = message
-        self.permanent = permanent
-        self.retry_after = retry_after
+        super().__init__(message, permanent=permanent, retry_after=retry_after)
         self.code = code
 
 
@@ -82,7 +79,7 @@ def call(method: str, *, timeout: float = BACKGROUND_TIMEOUT_SECONDS, **params) 
         code = error.response.get("error", "") if isinstance(error.response.data, dict) else ""
         if status == 429:
             headers = {key.lower(): value for key, value in (error.response.headers or {}).items()}
-            wait = _seconds(headers.get("retry-after"))
+            wait = retry_seconds(headers.get("retry-after"))
             raise SlackError(
                 f"Slack rate-limited {method} (HTTP 429, retry after {wait} s)", retry_after=wait
             ) from None
@@ -97,13 +94,6 @@ def call(method: str, *, timeout: float = BACKGROUND_TIMEOUT_SECONDS, **params) 
         raise SlackError(f"Slack {method} failed: {type(error).__name__}") from None
 
 
-def _seconds(value) -> int:
-    try:
-        return max(1, int(value))
-    except (TypeError, ValueError):
-        return 30
-
-
 # --- Channel references ---------------------------------------------------------------------
 
 CHANNEL_ID = re.compile(r"^[CGD][A-Z0-9]{2,}$")
@@ -111,15 +101,12 @@ CHANNEL_ID = re.compile(r"^[CGD][A-Z0-9]{2,}$")
 
 def channel_for(channel_ref: str) -> str:
     """The Slack channel id a contact's `${HITL_…}` reference names, resolved now, never stored."""
-    name = reference_name(channel_ref)
-    if name is None:
-        raise SlackError(f"channel_ref {channel_ref or '(empty)'} is not a ${{HITL_…}} reference", permanent=True)
-    value = os.environ.get(name, "").strip()
-    if not value:
-        raise SlackError(f"{name} is not set", permanent=True)
+    value = resolve(channel_ref)
     if not CHANNEL_ID.match(value):
         # The value stays out of the message: it may be something that was never meant to be shown.
-        raise SlackError(f"{name} does not hold a Slack channel id (C…, G… or D…)", permanent=True)
+        raise SlackError(
+            f"{reference_name(channel_ref)} does not hold a Slack channel id (C…, G… or D…)", permanent=True
+        )
     return value
 
 

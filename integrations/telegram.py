@@ -8,7 +8,6 @@ calling four methods needs).
 """
 
 import hmac
-import os
 import re
 import threading
 
@@ -16,6 +15,7 @@ import requests
 from django.conf import settings
 
 from contacts.models import reference_name
+from contacts.transports.base import TransportError, resolve, retry_seconds
 
 # Inside a button press Telegram shows a spinner until the call is answered: keep each call short.
 INTERACTIVE_TIMEOUT_SECONDS = 2
@@ -39,15 +39,12 @@ PERMANENT_MARKERS = (
 _local = threading.local()
 
 
-class TelegramError(Exception):
+class TelegramError(TransportError):
     """A Bot API call that failed. `permanent`: retrying will not help; `retry_after`: Telegram's 429
     wait (seconds); `description`: Telegram's own words, lower-cased (never the token or the text)."""
 
     def __init__(self, message: str, *, permanent: bool = False, retry_after: int | None = None, description: str = ""):
-        super().__init__(message)
-        self.message = message
-        self.permanent = permanent
-        self.retry_after = retry_after
+        super().__init__(message, permanent=permanent, retry_after=retry_after)
         self.description = description
 
 
@@ -84,7 +81,7 @@ def call(method: str, *, timeout: float = BACKGROUND_TIMEOUT_SECONDS, **params) 
     description = str(body.get("description") or f"HTTP {response.status_code}")[:200]
     lowered = description.lower()
     if response.status_code == 429:
-        wait = _seconds(
+        wait = retry_seconds(
             (body.get("parameters") or {}).get("retry_after") if isinstance(body.get("parameters"), dict) else None
         )
         raise TelegramError(
@@ -96,13 +93,6 @@ def call(method: str, *, timeout: float = BACKGROUND_TIMEOUT_SECONDS, **params) 
     raise TelegramError(f"Telegram refused {method}: {description}", permanent=permanent, description=lowered)
 
 
-def _seconds(value) -> int:
-    try:
-        return max(1, int(value))
-    except (TypeError, ValueError):
-        return 30
-
-
 # --- Chat references --------------------------------------------------------------------------
 
 # A chat id (a user's, a group's: -…, a channel's: -100…) or a public channel's @username.
@@ -111,15 +101,12 @@ CHAT_ID = re.compile(r"^(-?\d{1,20}|@[A-Za-z][A-Za-z0-9_]{3,31})$")
 
 def chat_for(channel_ref: str) -> str:
     """The chat id a contact's `${HITL_…}` reference names, resolved now, never stored in the contact."""
-    name = reference_name(channel_ref)
-    if name is None:
-        raise TelegramError(f"channel_ref {channel_ref or '(empty)'} is not a ${{HITL_…}} reference", permanent=True)
-    value = os.environ.get(name, "").strip()
-    if not value:
-        raise TelegramError(f"{name} is not set", permanent=True)
+    value = resolve(channel_ref)
     if not CHAT_ID.match(value):
         # The value stays out of the message: it may be something that was never meant to be shown.
-        raise TelegramError(f"{name} does not hold a Telegram chat id (digits, -… or @channel)", permanent=True)
+        raise TelegramError(
+            f"{reference_name(channel_ref)} does not hold a Telegram chat id (digits, -… or @channel)", permanent=True
+        )
     return value
 
 

@@ -57,6 +57,14 @@ class Notice:
     source: str = ""  # the portal's HITL_BASE_URL
 
 
+def retry_seconds(value) -> int:
+    """A receiver's Retry-After (a 429's), in whole seconds; 30 when it gave none that reads as one."""
+    try:
+        return max(1, int(value))
+    except (TypeError, ValueError):
+        return 30
+
+
 def resolve(ref: str, *, field_name: str = "channel_ref") -> str:
     """The value of a `${HITL_…}` reference, read at send time and never stored or logged."""
     name = reference_name(ref)

@@ -7,6 +7,7 @@ import pytest
 from approvals.decide import approval_decide
 from approvals.expire import approval_sweep_overdue
 from approvals.models import ApprovalRequest
+from contacts.transports import TransportError
 from integrations import blocks, slack
 from integrations.models import SlackMessage
 from integrations.outbound import slack_message_post, slack_messages_refresh
@@ -188,7 +189,7 @@ def test_a_channel_slack_refuses_for_good_is_a_permanent_failure(fake_slack, req
 
 def test_an_unset_channel_variable_is_named_and_its_value_never_shown(fake_slack, monkeypatch):
     monkeypatch.delenv("HITL_SLACK_APPROVERS")
-    with pytest.raises(slack.SlackError) as unset:
+    with pytest.raises(TransportError) as unset:
         slack.channel_for(CHANNEL_REF)
     assert unset.value.message == "HITL_SLACK_APPROVERS is not set" and unset.value.permanent
 
