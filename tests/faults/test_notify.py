@@ -4,7 +4,8 @@ import signal
 import time
 
 from contacts.models import Delivery
-from tests.contacts.conftest import hook_env, notified, register  # noqa: F401 — fixtures
+from tests.contacts.conftest import hook_env, notified  # noqa: F401 — fixtures
+from tests.helpers import register_gate
 from tests.loopback import Cluster
 
 from .conftest import wait_for
@@ -15,7 +16,7 @@ COUNT = 500
 def test_every_delivery_arrives_after_the_cluster_is_killed_mid_send(notified, receiver, hook_env):  # noqa: F811
     cluster = Cluster(**hook_env, HITL_DELIVERY_LEASE_SECONDS="3")
     receiver.answer = lambda event: time.sleep(0.02) or 200  # a real endpoint takes a moment
-    approvals = [register(notified, run_id=f"run_{i}") for i in range(COUNT)]  # queued while no cluster runs
+    approvals = [register_gate(notified, run_id=f"run_{i}") for i in range(COUNT)]  # queued while no cluster runs
     cluster.start()
     try:
         wait_for(lambda: len(receiver.events()) >= COUNT // 5, timeout=60, what="a fifth of the deliveries")

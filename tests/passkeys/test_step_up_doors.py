@@ -218,7 +218,7 @@ def test_the_account_page_lists_renames_and_removes_ones_own_passkeys_audited(cl
     assert client.post(f"/hitl/account/passkeys/{theirs.public_id}/remove/").status_code == 404
     assert client.post(f"/hitl/account/passkeys/{mine.public_id}/remove/").status_code == 302
     assert not Passkey.objects.filter(pk=mine.pk).exists() and Passkey.objects.filter(pk=theirs.pk).exists()
-    actions = list(AuditRecord.objects.filter(object=mine.public_id).values_list("action", flat=True))
+    actions = list(AuditRecord.objects.filter(object=mine.public_id).order_by("id").values_list("action", flat=True))
     assert actions == ["passkey.renamed", "passkey.removed"]
 
 
