@@ -49,7 +49,7 @@ def test_an_admin_opens_a_window_and_every_call_under_the_rule_is_stored_approve
 
     [listed] = [g for g in alice_api.get("/api/v1/grants?active=true").json()["results"] if g["id"] == window["id"]]
     assert listed["uses"] == 2 and listed["reason"] == "Backfill of the EU customers tonight"
-    actions = list(AuditRecord.objects.filter(object=window["id"]).order_by("seq").values_list("action", flat=True))
+    actions = list(AuditRecord.objects.filter(object=window["id"]).order_by("id").values_list("action", flat=True))
     assert actions == ["grant.created", "grant.used", "grant.used"]
 
 
