@@ -273,3 +273,29 @@ def test_the_cache_keeps_at_most_its_size(client, bob, support, monkeypatch):
     client.force_login(bob)
     assert client.get(PARTIAL).content.decode().count('class="card approval') == 5
     assert len(rendered_cards) == 3
+
+
+@pytest.fixture
+def halts_heard():
+    """As in a server process whose LISTEN connection hears every halt made or lifted (edge/hub.py)."""
+    from approvals.halts import halts_in_force
+
+    halts_in_force.invalidate(live=True)
+    yield halts_in_force
+    halts_in_force.invalidate(live=False)
+
+
+def test_the_frozen_banner_costs_no_query_where_the_process_knows_of_no_halt(
+    client, alice, bob, acme, support, halts_heard, django_capture_on_commit_callbacks
+):
+    from approvals.halts import workspace_freeze
+
+    make_approval(support)
+    client.force_login(bob)
+    client.get(QUEUE)  # learns that acme has no halt in force
+    halt_reads = [sql for sql in _queries(client, QUEUE) if "approvals_halt" in sql]
+    assert halt_reads == []
+    with django_capture_on_commit_callbacks(execute=True):
+        workspace_freeze(workspace=acme, user=alice, reason="The agent is deleting the wrong customers.")
+    html = client.get(QUEUE).content.decode()
+    assert "Workspace frozen" in html and "deleting the wrong customers" in html
