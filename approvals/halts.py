@@ -64,7 +64,10 @@ def workspace_thaw(*, workspace: Workspace, user) -> int:
 
 
 def workspace_frozen(workspace: Workspace) -> Halt | None:
-    """The freeze in force, for the banner every page shows while there is one."""
+    """The freeze in force, for the banner every page shows while there is one (no query where this
+    process knows there is no halt at all: halts_in_force)."""
+    if not _halts_possible(workspace.pk):
+        return None
     return Halt.objects.in_force().filter(workspace=workspace, run_id="").first()
 
 
@@ -222,11 +225,15 @@ halts_in_force = ListenedCache()
 
 def may_be_halted(approval: ApprovalRequest) -> bool:
     """False only when this process knows the request's workspace has no halt in force."""
-    known = halts_in_force.get(approval.workspace_id)
+    return _halts_possible(approval.workspace_id)
+
+
+def _halts_possible(workspace_id: int) -> bool:
+    known = halts_in_force.get(workspace_id)
     if known is None:
         if not halts_in_force.live:
-            return True  # nothing is kept in this process: the statement probes
+            return True  # nothing is kept in this process: ask the database
         generation = halts_in_force.generation
-        known = Halt.objects.in_force().filter(workspace_id=approval.workspace_id).exists()
-        halts_in_force.put(approval.workspace_id, known, generation)
+        known = Halt.objects.in_force().filter(workspace_id=workspace_id).exists()
+        halts_in_force.put(workspace_id, known, generation)
     return known

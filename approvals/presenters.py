@@ -465,12 +465,18 @@ class CardUrls:
         return out
 
 
+def expires_in(approval: ApprovalRequest) -> str:
+    """The card's countdown, as the template filter `timeuntil` writes it ("23 hours, 59 minutes")."""
+    from django.template.defaultfilters import timeuntil_filter
+
+    return timeuntil_filter(approval.expires_at)
+
+
 def card(
     approval: ApprovalRequest, *, user, reviewers: list[str], urls: CardUrls | None = None, versions: dict | None = None
 ) -> dict:
     """Everything a pending request's card shows to `user`, worked out once (templates/approvals/_card.html)."""
     from django.template.defaultfilters import date as date_filter
-    from django.template.defaultfilters import timeuntil_filter
     from django.utils.timezone import template_localtime
 
     from .always import always_suggestion
@@ -490,7 +496,7 @@ def card(
             "title": card_title(approval),
             "expires_iso": date_filter(template_localtime(approval.expires_at), "c"),
             "expires_when": shown["expires"],
-            "expires_in": timeuntil_filter(approval.expires_at),
+            "expires_in": expires_in(approval),
             "caller": shown["caller"],
             "config_id": config.public_id,
             "config_version": approval.config_version,
@@ -512,7 +518,7 @@ def card(
         # As the template filters `date:'c'`, `when` and `timeuntil` wrote them.
         "expires_iso": date_filter(template_localtime(approval.expires_at), "c"),
         "expires_when": shown["expires"],
-        "expires_in": timeuntil_filter(approval.expires_at),
+        "expires_in": expires_in(approval),
         "message": shown.get("message", ""),
         "condition_error": shown.get("condition_error", ""),
         "caller": shown["caller"],

@@ -21,6 +21,7 @@ from workspaces.decorators import member_required
 
 from . import presenters, selectors
 from .always import always_check, always_record
+from .card_cache import rendered_cards
 from .decide import approval_decide, link_decide
 from .edits import may_edit
 from .exceptions import ApprovalNotFound, EditedArgumentsInvalid, SelfApproval, WrongDecision
@@ -41,7 +42,7 @@ def _queue_context(request: HttpRequest) -> dict:
     # Who may still vote is shown on quorum cards only; one query for the whole queue.
     reviewers = selectors.reviewer_emails(workspace) if any(a.approvals_required > 1 for a in pending) else []
     return {
-        "cards": presenters.cards(pending, user=request.user, reviewers=reviewers),
+        "cards": rendered_cards.cards(request, pending, reviewers=reviewers),
         "more": more,
         "limit": selectors.QUEUE_LIMIT,
         # What a single card (after a decision, or on its own page) is given: set here, a missing

@@ -1,5 +1,6 @@
 """The Approvals tab: the queue page, its refresh partial, the cards, and the reviewer list API."""
 
+import re
 from datetime import timedelta
 
 import pytest
@@ -7,7 +8,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from approvals.models import Status
+from approvals.card_cache import EXPIRES_MARKER, rendered_cards
+from approvals.models import Status, Vote
 from tests.factories import make_approval, make_many, make_token_cap
 from tests.helpers import make_config, make_member, make_workspace, publish, travel
 
@@ -173,9 +175,13 @@ def test_quorum_cards_with_votes_cost_no_query_per_card(client, bob, alice, supp
     first = quorum_cards(2)[0]
     client.force_login(bob)
     client.get(QUEUE)  # warm the session
-    counts = {url: len(_queries(client, url)) for url in (QUEUE, PARTIAL)}
+    counts = {}
+    for url in (QUEUE, PARTIAL):
+        rendered_cards.clear()  # every card drawn, not taken from the cache
+        counts[url] = len(_queries(client, url))
     quorum_cards(48)
     for url in (QUEUE, PARTIAL):
+        rendered_cards.clear()
         with django_assert_max_num_queries(counts[url]):
             html = client.get(url).content.decode()
         assert html.count("1 of 2 approvals — alice@acme.test") == 50
@@ -184,3 +190,112 @@ def test_quorum_cards_with_votes_cost_no_query_per_card(client, bob, alice, supp
     assert f'action="{decide}"' in html and f'hx-post="{decide}"' in html
     version = reverse("rules:version", args=[support.public_id, first.config_version])
     assert f'<a href="{version}">{support.public_id}@{first.config_version}</a>' in html
+
+
+# The rendered-card cache (approvals/card_cache.py): a card is drawn once for what it shows.
+
+
+def test_a_card_from_the_cache_is_the_card_drawn_afresh(client, bob, support):
+    make_approval(support, target="customer T-1", allow_run_grant=True)
+    make_approval(support, target="customer T-2", approvals_required=2)
+    client.force_login(bob)
+    rendered_cards.clear()
+    drawn = client.get(PARTIAL).content.decode()
+    assert len(rendered_cards) == 2
+    kept = client.get(PARTIAL).content.decode()
+    assert _without_csrf_tokens(kept) == _without_csrf_tokens(drawn)  # each render masks the token anew
+    rendered_cards.clear()
+    assert _without_csrf_tokens(client.get(PARTIAL).content.decode()) == _without_csrf_tokens(drawn)
+
+
+def _without_csrf_tokens(html: str) -> str:
+    return re.sub(r'name="csrfmiddlewaretoken" value="[^"]*"', "", html)
+
+
+def test_a_card_from_the_cache_carries_this_requests_csrf_token_and_countdown(bob, support):
+    from django.middleware.csrf import _unmask_cipher_token
+    from django.test import Client
+
+    approval = make_approval(support, target="customer T-1", ttl=timedelta(hours=5))
+    rendered_cards.clear()
+    tokens = []
+    for _ in range(2):  # two browsers of the same reviewer: two CSRF secrets, the second page from the cache
+        browser = Client(enforce_csrf_checks=True)
+        browser.force_login(bob)
+        html = browser.get(PARTIAL).content.decode()
+        token = html.split('name="csrfmiddlewaretoken" value="', 1)[1].split('"', 1)[0]
+        assert _unmask_cipher_token(token) == browser.cookies["csrftoken"].value
+        tokens.append(token)
+        assert "expires in 4\xa0hours, 59\xa0minutes<" in html
+    assert tokens[0] != tokens[1]
+    # What is kept holds neither: both are written in on every render.
+    (kept,) = rendered_cards._cards.values()
+    assert "csrfmiddlewaretoken" in kept and token not in kept and tokens[0] not in kept
+    assert "expires in 4" not in kept and EXPIRES_MARKER in kept
+    # The cached card's form posts with that browser's token.
+    response = browser.post(
+        reverse("approvals:decide", args=[approval.public_id]), {"decision": "reject", "csrfmiddlewaretoken": token}
+    )
+    assert response.status_code == 302
+    approval.refresh_from_db()
+    assert approval.status == Status.REJECTED
+
+
+def test_a_vote_a_rename_or_a_changed_row_draws_the_card_again(client, bob, alice, support):
+    approval = make_approval(support, target="customer T-1", approvals_required=2)
+    client.force_login(bob)
+    assert "0 of 2 approvals" in client.get(PARTIAL).content.decode()
+    Vote.objects.create(approval=approval, reviewer=alice, reviewer_email=alice.email)
+    assert "1 of 2 approvals — alice@acme.test" in client.get(PARTIAL).content.decode()
+    support.name = "Support agent (EU)"
+    support.save(update_fields=["name"])
+    assert "Support agent (EU)" in client.get(PARTIAL).content.decode()
+    with connection.cursor() as cursor:  # the database allows it on a pending request; the card must follow
+        cursor.execute("UPDATE approvals_approvalrequest SET target = 'customer T-9' WHERE id = %s", [approval.pk])
+    html = client.get(PARTIAL).content.decode()
+    assert "Delete customer T-9" in html and "customer T-1" not in html
+
+
+def test_each_reviewer_sees_their_own_card(client, bob, alice, support):
+    """Four eyes hides Approve from the person the run acts for: the cache keeps a card per viewer."""
+    make_approval(support, target="customer T-1", requested_by=bob.email)
+    client.force_login(bob)
+    assert "Requested by you" in client.get(PARTIAL).content.decode()
+    client.force_login(alice)
+    html = client.get(PARTIAL).content.decode()
+    assert "Requested by you" not in html and 'value="approve"' in html
+
+
+def test_the_cache_keeps_at_most_its_size(client, bob, support, monkeypatch):
+    monkeypatch.setattr(rendered_cards, "max_cards", 3)
+    rendered_cards.clear()
+    make_many(support, 5)
+    client.force_login(bob)
+    assert client.get(PARTIAL).content.decode().count('class="card approval') == 5
+    assert len(rendered_cards) == 3
+
+
+@pytest.fixture
+def halts_heard():
+    """As in a server process whose LISTEN connection hears every halt made or lifted (edge/hub.py)."""
+    from approvals.halts import halts_in_force
+
+    halts_in_force.invalidate(live=True)
+    yield halts_in_force
+    halts_in_force.invalidate(live=False)
+
+
+def test_the_frozen_banner_costs_no_query_where_the_process_knows_of_no_halt(
+    client, alice, bob, acme, support, halts_heard, django_capture_on_commit_callbacks
+):
+    from approvals.halts import workspace_freeze
+
+    make_approval(support)
+    client.force_login(bob)
+    client.get(QUEUE)  # learns that acme has no halt in force
+    halt_reads = [sql for sql in _queries(client, QUEUE) if "approvals_halt" in sql]
+    assert halt_reads == []
+    with django_capture_on_commit_callbacks(execute=True):
+        workspace_freeze(workspace=acme, user=alice, reason="The agent is deleting the wrong customers.")
+    html = client.get(QUEUE).content.decode()
+    assert "Workspace frozen" in html and "deleting the wrong customers" in html
