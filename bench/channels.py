@@ -271,6 +271,20 @@ class Cluster:
         )
         time.sleep(3)  # the workers start and connect
 
+    def cpu_seconds(self) -> float:
+        """User and system CPU of the cluster's processes (the supervisor and its workers) so far."""
+        import psutil
+
+        root = psutil.Process(self.process.pid)
+        total = 0.0
+        for process in [root, *root.children(recursive=True)]:
+            try:
+                times = process.cpu_times()
+            except psutil.NoSuchProcess:
+                continue
+            total += times.user + times.system
+        return total
+
     def stop(self) -> None:
         if self.process and self.process.poll() is None:
             os.killpg(self.process.pid, signal.SIGTERM)
@@ -375,6 +389,7 @@ class Rig:
         # Ours only, not a late repeat of an earlier round's.
         arrivals = sorted(t for far_side in far_sides for key, t in far_side.arrivals.items() if key in ids)
         time.sleep(1)
+        cpu = self.cluster.cpu_seconds()
         self.cluster.stop()
         with connection.cursor() as cursor:
             cursor.execute(
@@ -390,6 +405,9 @@ class Rig:
             "delivered": len(arrivals),
             "expected": len(ids) * len(far_sides),
             "sent_rows": sent_rows,
+            # The cluster's own CPU (its processes, not PostgreSQL's) per message: steadier than a rate
+            # on a shared machine.
+            "cluster_cpu_ms": 1000 * cpu / max(1, len(arrivals)),
         }
 
     def latencies(self, far_side: FarSide, bodies: list[dict], *, what: str, timeout: float = 15) -> list[float]:

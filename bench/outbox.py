@@ -129,6 +129,7 @@ def run(bench: "Bench") -> list[dict]:
         "portal_dps": statistics.median(b["dps"] for b in bursts),
         "floor_dps": statistics.median(f["dps"] for f in floors),
         "floor_per_message_ms": floors[-1]["per_message_ms"],
+        "cluster_cpu_ms": [b["cluster_cpu_ms"] for b in bursts],
         "ratios": ratios,
         "delivered": [b["delivered"] for b in bursts],
         "sent_rows": [b["sent_rows"] for b in bursts],

@@ -92,16 +92,18 @@ class _Send:
 
 
 def _send_batch(claimed: list[Delivery]) -> int:
-    """Prepare each message (database reads, here), send them on a few threads (network only),
+    """Prepare and send each message on a few threads (a message's reads overlap another's send),
     then record the whole batch: one UPDATE for the sent, one per failure."""
     now = timezone.now()
     earlier = _earlier_in_minute(claimed)
-    sends = [
-        send
-        for delivery in claimed
-        if (send := _prepare(delivery=delivery, now=now, earlier=earlier.get(delivery.pk, 0))) is not None
-    ]
-    list(_senders().map(_attempt, sends))
+
+    def prepare_and_send(delivery: Delivery) -> _Send | None:
+        send = _prepare(delivery=delivery, now=now, earlier=earlier.get(delivery.pk, 0))
+        if send is not None:
+            _attempt(send)
+        return send
+
+    sends = [send for send in _senders().map(prepare_and_send, claimed) if send is not None]
     sent = [d.pk for s in sends if s.error is None for d in (s.digest or [s.delivery])]
     if sent:
         Delivery.objects.filter(pk__in=sent, status=DeliveryStatus.PENDING).update(
@@ -125,10 +127,10 @@ def _senders() -> ThreadPoolExecutor:
     opened and dropped eight connections every 50 sends; a loaded receiver's listen queue overflowed
     and the refused sends waited a minute for their retry (bench/notify.py).
 
-    The chat and push transports read and write the database while sending: a send thread keeps the
-    connection it opened for the rest of the run (a connection per send cost more than the send,
-    docs/performance.md), and deliveries_send_due hands them all back when it ends, so an idle
-    worker holds none."""
+    A send thread reads and writes the database (preparing a message; the chat and push transports
+    while sending): it keeps the connection it opened for the rest of the run (a connection per
+    send cost more than the send, docs/performance.md), and deliveries_send_due hands them all back
+    when it ends, so an idle worker holds none."""
     global _pool, _pool_pid
     with _pool_lock:
         if _pool is None or _pool_pid != os.getpid():  # threads do not survive a fork
