@@ -23,6 +23,7 @@ from bench import (
     conditions,
     long_poll,
     notify,
+    outbox,
     pages,
     policy,
     poll,
@@ -56,10 +57,11 @@ WITH_SERVER: list[Section] = [
     questions.run,
 ]
 # After the server has stopped (sections that change many rows).
-AFTER_SERVER: list[Section] = [sweep.run, notify.run, push.run, telegram.run]
+AFTER_SERVER: list[Section] = [sweep.run, notify.run, push.run, telegram.run, outbox.run]
 # `--only NAME`: that section alone on an empty table (it starts what it needs), to try it quickly.
 ALONE: dict[str, Section] = {
     "notify": notify.run,
+    "outbox": outbox.run,
     "push": push.run,
     "telegram": telegram.run,
     "questions": questions.run_alone,

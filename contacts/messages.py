@@ -34,6 +34,7 @@ def notice_for(*, delivery: Delivery, recipient: Recipient, digest: list[Deliver
             approval=None,
             review_url=None,
             source=source,
+            workspace_id=delivery.workspace_id,
         )
     if len(digest) > 1:
         return Notice(
@@ -47,6 +48,7 @@ def notice_for(*, delivery: Delivery, recipient: Recipient, digest: list[Deliver
                 {"subject": act_subject(d.approval, d.event), "review_url": review_url(d.approval)} for d in digest
             ],
             source=source,
+            workspace_id=delivery.workspace_id,
         )
     # The row was claimed (with its request) moments ago: the decision is as it now is.
     return Notice(
@@ -60,6 +62,8 @@ def notice_for(*, delivery: Delivery, recipient: Recipient, digest: list[Deliver
         edit_url=edit_in_portal_url(approval),
         facts=[(fact.label, fact.value) for fact in facts(approval)],
         source=source,
+        workspace_id=delivery.workspace_id,
+        request=approval,
     )
 
 

@@ -14,19 +14,21 @@ import logging
 import os
 import random
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from django.conf import settings
-from django.db import transaction
-from django.db.models import F, Q
+from django.db import connections, transaction
+from django.db.models import Count, F, OuterRef, Q, Subquery
+from django.db.models.functions import Coalesce, TruncMinute
 from django.utils import timezone
 
 from .messages import notice_for
 from .models import WHILE_PENDING, Channel, Delivery, DeliveryEvent, DeliveryStatus
 from .outbox import followups_write
-from .transports import Notice, Recipient, TransportError, transport_for
+from .transports import Notice, Recipient, TransportError, release, transport_for
 
 logger = logging.getLogger(__name__)
 
@@ -69,11 +71,14 @@ def deliveries_claim(*, limit: int = CLAIM_BATCH, now: datetime | None = None) -
 def deliveries_send_due(*, max_batches: int = 1000) -> int:
     """Claim and send due rows until none is left; returns how many were sent or failed for good."""
     done = 0
-    for _ in range(max_batches):
-        claimed = deliveries_claim()
-        if not claimed:
-            break
-        done += _send_batch(claimed)
+    try:
+        for _ in range(max_batches):
+            claimed = deliveries_claim()
+            if not claimed:
+                break
+            done += _send_batch(claimed)
+    finally:
+        _release_senders()
     return done
 
 
@@ -87,11 +92,18 @@ class _Send:
 
 
 def _send_batch(claimed: list[Delivery]) -> int:
-    """Prepare each message (database reads, here), send them on a few threads (network only),
+    """Prepare and send each message on a few threads (a message's reads overlap another's send),
     then record the whole batch: one UPDATE for the sent, one per failure."""
     now = timezone.now()
-    sends = [send for delivery in claimed if (send := _prepare(delivery=delivery, now=now)) is not None]
-    list(_senders().map(_attempt, sends))
+    earlier = _earlier_in_minute(claimed)
+
+    def prepare_and_send(delivery: Delivery) -> _Send | None:
+        send = _prepare(delivery=delivery, now=now, earlier=earlier.get(delivery.pk, 0))
+        if send is not None:
+            _attempt(send)
+        return send
+
+    sends = [send for send in _senders().map(prepare_and_send, claimed) if send is not None]
     sent = [d.pk for s in sends if s.error is None for d in (s.digest or [s.delivery])]
     if sent:
         Delivery.objects.filter(pk__in=sent, status=DeliveryStatus.PENDING).update(
@@ -113,17 +125,51 @@ def _senders() -> ThreadPoolExecutor:
     """This process's send threads, kept from batch to batch: each keeps its keep-alive HTTP session
     (transports/webhook.py), so a burst reuses SEND_THREADS connections per worker. A pool per batch
     opened and dropped eight connections every 50 sends; a loaded receiver's listen queue overflowed
-    and the refused sends waited a minute for their retry (bench/notify.py)."""
+    and the refused sends waited a minute for their retry (bench/notify.py).
+
+    A send thread reads and writes the database (preparing a message; the chat and push transports
+    while sending): it keeps the connection it opened for the rest of the run (a connection per
+    send cost more than the send, docs/performance.md), and deliveries_send_due hands them all back
+    when it ends, so an idle worker holds none."""
     global _pool, _pool_pid
     with _pool_lock:
         if _pool is None or _pool_pid != os.getpid():  # threads do not survive a fork
             _pool = ThreadPoolExecutor(max_workers=SEND_THREADS, thread_name_prefix="hitl-send")
             _pool_pid = os.getpid()
+            # All SEND_THREADS started now, so that _on_every_sender reaches each of them.
+            _on_every_sender(lambda: None, pool=_pool)
         return _pool
 
 
-def _prepare(*, delivery: Delivery, now: datetime) -> _Send | None:
-    """What to send for one claimed row, or None when nothing is to be sent now."""
+def _release_senders() -> None:
+    """Each send thread hands back the database connection its sends opened, and closes its SMTP one."""
+    with _pool_lock:
+        pool = _pool if _pool_pid == os.getpid() else None
+    if pool is not None:
+        _on_every_sender(_release_thread, pool=pool)
+
+
+def _release_thread() -> None:
+    release()
+    connections.close_all()
+
+
+def _on_every_sender(job: Callable[[], object], *, pool: ThreadPoolExecutor) -> None:
+    """Run `job` once on each send thread: every one of SEND_THREADS copies waits at a barrier until
+    all have started, so no thread can take two (and a pool short of threads starts the rest)."""
+    barrier = threading.Barrier(SEND_THREADS)
+
+    def run() -> None:
+        barrier.wait(timeout=30)
+        job()
+
+    for future in [pool.submit(run) for _ in range(SEND_THREADS)]:
+        future.result()
+
+
+def _prepare(*, delivery: Delivery, now: datetime, earlier: int) -> _Send | None:
+    """What to send for one claimed row, or None when nothing is to be sent now. `earlier`: for a first
+    `requested` row to a person, how many came before it for its contact in its minute."""
     approval = delivery.approval
     if approval is not None and delivery.event in WHILE_PENDING and not approval.is_pending(now):
         Delivery.objects.filter(pk=delivery.pk, status=DeliveryStatus.PENDING).delete()
@@ -132,7 +178,7 @@ def _prepare(*, delivery: Delivery, now: datetime) -> _Send | None:
         delivery=delivery, recipient=Recipient.from_frozen({**delivery.recipient, "id": delivery.contact_public_id})
     )
     if delivery.event == DeliveryEvent.REQUESTED and delivery.channel in PEOPLE_CHANNELS:
-        held = _fatigue(delivery=delivery, now=now)
+        held = _fatigue(delivery=delivery, now=now, earlier=earlier)
         if held is None:
             return None  # held back for the digest at the end of its minute
         send.digest = held
@@ -183,11 +229,30 @@ def _minute_of(moment: datetime) -> tuple[datetime, datetime]:
     return start, start + timedelta(minutes=1)
 
 
-def _fatigue(*, delivery: Delivery, now: datetime) -> list[Delivery] | None:
+def _earlier_in_minute(claimed: list[Delivery]) -> dict[int, int]:
+    """For each first `requested` row to a person among `claimed`, how many `requested` rows to its
+    contact came before it in its minute (by time, then id): the fatigue rule's count, one query a batch."""
+    first = [
+        d.pk for d in claimed if d.event == DeliveryEvent.REQUESTED and d.channel in PEOPLE_CHANNELS and not d.digest
+    ]
+    if not first:
+        return {}
+    before = Delivery.objects.filter(
+        contact_public_id=OuterRef("contact_public_id"),
+        event=DeliveryEvent.REQUESTED,
+        created_at__gte=OuterRef("minute"),
+    ).filter(Q(created_at__lt=OuterRef("created_at")) | Q(created_at=OuterRef("created_at"), pk__lt=OuterRef("pk")))
+    count = before.order_by().values("contact_public_id").annotate(n=Count("pk")).values("n")
+    rows = Delivery.objects.filter(pk__in=first).annotate(minute=TruncMinute("created_at", tzinfo=UTC))
+    return dict(rows.annotate(n=Coalesce(Subquery(count), 0)).values_list("pk", "n"))
+
+
+def _fatigue(*, delivery: Delivery, now: datetime, earlier: int) -> list[Delivery] | None:
     """[] to send this request on its own; None to hold it for the digest; else the digest's rows.
 
-    The first FATIGUE_LIMIT requests of a minute for one contact go out one by one; the rest of that
-    minute wait for its end and go out as one digest, sent by the digest's oldest row.
+    The first FATIGUE_LIMIT requests of a minute for one contact go out one by one (`earlier`:
+    _earlier_in_minute's count); the rest of that minute wait for its end and go out as one digest,
+    sent by the digest's oldest row.
     """
     start, end = _minute_of(delivery.created_at)
     same_minute = Delivery.objects.filter(
@@ -197,10 +262,7 @@ def _fatigue(*, delivery: Delivery, now: datetime) -> list[Delivery] | None:
         created_at__lt=end,
     )
     if not delivery.digest:
-        earlier = same_minute.filter(
-            Q(created_at__lt=delivery.created_at) | Q(created_at=delivery.created_at, pk__lt=delivery.pk)
-        )
-        if earlier.count() < FATIGUE_LIMIT:
+        if earlier < FATIGUE_LIMIT:
             return []
         Delivery.objects.filter(pk=delivery.pk).update(digest=True, next_attempt_at=end, attempts=delivery.attempts - 1)
         return None

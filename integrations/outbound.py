@@ -22,6 +22,11 @@ def slack_message_post(*, approval: ApprovalRequest, channel: str, contact_id: s
     existing = SlackMessage.objects.filter(approval=approval, channel=channel).first()
     if existing is not None:
         return existing
+    return _post(approval=approval, channel=channel, contact_id=contact_id)
+
+
+def _post(*, approval: ApprovalRequest, channel: str, contact_id: str) -> SlackMessage:
+    """slack_message_post, once its caller has found no message of the request in the channel."""
     answer = slack.call(
         "chat.postMessage",
         channel=channel,
@@ -90,7 +95,7 @@ def slack_deliver(*, approval: ApprovalRequest | None, event: str, channel_ref: 
         return
     existing = SlackMessage.objects.filter(approval=approval, channel=channel).first()
     if existing is None:
-        slack_message_post(approval=approval, channel=channel, contact_id=contact_id)
+        _post(approval=approval, channel=channel, contact_id=contact_id)
     elif event in ("decided", "expired", "requested"):
         slack_messages_refresh(approval=approval, channel=channel)
     else:  # reminder, escalated

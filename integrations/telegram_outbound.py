@@ -24,6 +24,11 @@ def telegram_message_post(*, approval: ApprovalRequest, chat_id: str, contact_id
     existing = TelegramMessage.objects.filter(approval=approval, chat_id=chat_id).first()
     if existing is not None:
         return existing
+    return _post(approval=approval, chat_id=chat_id, contact_id=contact_id)
+
+
+def _post(*, approval: ApprovalRequest, chat_id: str, contact_id: str) -> TelegramMessage:
+    """telegram_message_post, once its caller has found no message of the request in the chat."""
     result = telegram.call(
         "sendMessage",
         chat_id=chat_id,
@@ -95,7 +100,7 @@ def telegram_deliver(*, approval: ApprovalRequest | None, event: str, channel_re
         return
     existing = TelegramMessage.objects.filter(approval=approval, chat_id=chat_id).first()
     if existing is None:
-        telegram_message_post(approval=approval, chat_id=chat_id, contact_id=contact_id)
+        _post(approval=approval, chat_id=chat_id, contact_id=contact_id)
     elif event in ("decided", "expired", "requested"):
         telegram_messages_refresh(approval=approval, chat_id=chat_id)
     else:  # reminder, escalated

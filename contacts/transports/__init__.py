@@ -7,7 +7,16 @@ channel (Slack, issue 11) is one more module here and one line in `TRANSPORTS`.
 
 from .base import Notice, Recipient, Transport, TransportError, resolve
 
-__all__ = ["Notice", "Recipient", "Transport", "TransportError", "address_of", "resolve", "transport_for"]
+__all__ = [
+    "Notice",
+    "Recipient",
+    "Transport",
+    "TransportError",
+    "address_of",
+    "release",
+    "resolve",
+    "transport_for",
+]
 
 
 def transport_for(channel: str) -> Transport | None:
@@ -20,6 +29,14 @@ def transport_for(channel: str) -> Transport | None:
         "push": push.TRANSPORT,
         "telegram": telegram.TRANSPORT,
     }.get(channel)
+
+
+def release() -> None:
+    """Close what this thread's sends keep open between messages (its SMTP connection); HTTP sessions
+    stay, as idle keep-alive connections cost the far side nothing it has not chosen to keep."""
+    from . import email
+
+    email.release()
 
 
 def address_of(recipient: Recipient) -> str | None:

@@ -2,9 +2,12 @@
 
 import os
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from contacts.models import reference_name
+
+if TYPE_CHECKING:
+    from approvals.models import ApprovalRequest
 
 
 class TransportError(Exception):
@@ -55,6 +58,9 @@ class Notice:
     body: str = ""  # one line under the subject, where a channel shows only that (a push notification)
     digest: list[dict] = field(default_factory=list)  # for a digest: [{"subject", "review_url"}]
     source: str = ""  # the portal's HITL_BASE_URL
+    workspace_id: int | None = None  # whose notice this is (push: whose reviewers' browsers)
+    # The request itself, claimed with its row moments ago: the chats draw their own card from it.
+    request: "ApprovalRequest | None" = field(default=None, compare=False, repr=False)
 
 
 def retry_seconds(value) -> int:

@@ -11,13 +11,10 @@ with the same message — which replaces the one a browser already shows (its ta
 request's id) rather than doubling it. A delivery that reached nobody — no browser subscribed,
 every one gone, or every one refusing for good — fails for good, naming why.
 
-Like Slack, this needs the database while sending (who is subscribed, dropping the dead), so a
-connection opened on a send thread is closed when the send ends.
+Like Slack, this needs the database while sending (who is subscribed, dropping the dead), on a
+send thread whose connection the sender hands back (contacts.sending).
 """
 
-from django.db import connection
-
-from contacts.models import Delivery
 from push.models import PushSubscription
 from push.services import Message, PushFailed, push_send, subscriptions_for_reviewers
 
@@ -26,16 +23,7 @@ from .base import Notice, Recipient, TransportError
 
 class PushTransport:
     def notify(self, notice: Notice, recipient: Recipient) -> None:
-        opened_here = connection.connection is None
-        try:
-            self._send(notice)
-        finally:
-            if opened_here and not connection.in_atomic_block:
-                connection.close()
-
-    def _send(self, notice: Notice) -> None:
-        workspace_id = Delivery.objects.filter(public_id=notice.delivery_id).values_list("workspace_id", flat=True)
-        subscriptions = subscriptions_for_reviewers(workspace_id.first())
+        subscriptions = subscriptions_for_reviewers(notice.workspace_id)
         if not subscriptions:
             raise TransportError("no reviewer of the workspace has subscribed a browser to push", permanent=True)
         message = message_for(notice)

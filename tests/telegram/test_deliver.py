@@ -12,6 +12,7 @@ from contacts.outbox import delivery_test_create
 from contacts.sending import deliveries_send_due
 from integrations.models import TelegramMessage
 from tests.helpers import register_gate, travel
+from tests.loopback import wait_for
 
 from .conftest import CHAT
 
@@ -183,3 +184,23 @@ def test_a_reminder_replies_to_the_card_and_an_escalation_elsewhere_posts_it_the
     assert "reply_markup" not in reminder  # one set of buttons per chat
     assert escalated["chat_id"] == "-1009876543210" and buttons(escalated) == buttons(card)
     assert TelegramMessage.objects.filter(approval=approval).count() == 2
+
+
+def test_the_send_threads_hand_back_their_database_connections_when_the_run_ends(fake_telegram, telegram_world):
+    from django.db import connection
+
+    def backends() -> int:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()")
+            return cursor.fetchone()[0]
+
+    before = backends()
+    for _ in range(3):
+        register_gate(telegram_world)
+
+    assert deliveries_send_due() == 3
+
+    assert len(fake_telegram.calls_to("sendMessage")) == 3
+    # The threads' connections, used for three sends, are closed again (the kicker's, which enqueued
+    # the task after each registration, closes by itself a moment later).
+    wait_for(lambda: backends() == before, timeout=5, what=lambda: f"{backends()} connections, not {before}")
