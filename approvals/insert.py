@@ -346,9 +346,9 @@ class _PreparingCursor(psycopg.Cursor):
 def _preparing_cursor():
     """Django's cursor (its execute wrappers, its errors, its query log) over a cursor that prepares.
 
-    The registration's statement is long (every column, its CTEs), and parsing and planning it
-    cost PostgreSQL half of its work per registration when sent as text with its values inlined
-    (Django's client-side binding): prepared, a pooled connection parses and plans each form once.
+    The registration's statement is long (every column, its CTEs): sent as text with its values
+    inlined (Django's client-side binding), PostgreSQL spent more on parsing and planning it than on
+    running it (docs/performance.md). Prepared, a pooled connection parses and plans each form once.
     Django turns psycopg's preparing off for all its connections (prepare_threshold None, for
     transaction poolers, which this deployment has none of: docs/performance.md); a threshold on
     the connection lets this cursor prepare — Django's own cursors bind client-side and never do.

@@ -88,8 +88,7 @@ def _on_thread(call):
 
     Straight onto the loop's executor (threads.py), in a copy of this task's context: asgiref's
     sync_to_async does the same with more bookkeeping (nested sync/async calls, context written
-    back), which nothing the edge runs needs, and which cost a registration a tenth of its
-    hand-over (docs/performance.md).
+    back), which nothing the edge runs needs and every call paid for (docs/performance.md).
     """
 
     def run(request: ASGIRequest, *args) -> _Answer:
