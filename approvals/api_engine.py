@@ -103,9 +103,13 @@ def _get_approval(request, public_id: str) -> ApprovalRequest:
 
 def _validated_registration(body) -> dict:
     """The body's validated data; the serializers name whatever is wrong with it."""
-    kind_serializer = KindSerializer(data=body)
-    kind_serializer.is_valid(raise_exception=True)
-    serializer = REGISTRATION_SERIALIZERS[kind_serializer.validated_data["kind"]](data=body)
+    kind = body.get("kind") if isinstance(body, dict) else None
+    serializer_class = REGISTRATION_SERIALIZERS.get(kind) if isinstance(kind, str) else None
+    if serializer_class is None:  # no kind, or not one of ours: KindSerializer says what is wrong with it
+        kind_serializer = KindSerializer(data=body)
+        kind_serializer.is_valid(raise_exception=True)
+        serializer_class = REGISTRATION_SERIALIZERS[kind_serializer.validated_data["kind"]]
+    serializer = serializer_class(data=body)
     serializer.is_valid(raise_exception=True)
     return serializer.validated_data
 

@@ -8,7 +8,7 @@ from django.core.validators import validate_email
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from hitl_portal.fields import StrictCharField, StrictIntegerField
+from hitl_portal.fields import FieldsBoundOnce, StrictCharField, StrictIntegerField
 from hitl_portal.query import QuerySerializer
 from rules.models import PassInformationLevel
 from rules.serializers import RuleSerializer, TokenCapsSerializer
@@ -50,13 +50,13 @@ def choice(name: str, choices: list[tuple[str, str]], **kwargs: Any) -> serializ
     )
 
 
-class KindSerializer(serializers.Serializer):
+class KindSerializer(FieldsBoundOnce):
     """Read first, to pick the serializer for the rest of the body."""
 
     kind = choice("kind", ApprovalKind.choices)
 
 
-class _RegistrationBase(serializers.Serializer):
+class _RegistrationBase(FieldsBoundOnce):
     config_id = text("config_id", 24)
     config_version = StrictIntegerField(min_value=1, max_value=MAX_INT)
     run_id = text("run_id", 500)

@@ -7,9 +7,11 @@ model disagree; tests/approvals/test_engine_register.py reads every column back.
 """
 
 import json
+from contextlib import contextmanager
 from datetime import datetime
 from functools import cache
 
+import psycopg
 from django.core.exceptions import ImproperlyConfigured
 from django.db import connection
 from django.db.models import DateField, DateTimeField, Field
@@ -315,7 +317,7 @@ def insert_request(approval: ApprovalRequest, *, engine_key: ApiToken, deliverie
         ctes.append(_DELIVERIES_CTE_GRANTED if probe or halted else _DELIVERIES_CTE)
         params.append(_deliveries_json(deliveries))
     sql = "WITH " + ", ".join(ctes) + " SELECT * FROM apr"
-    with connection.cursor() as cursor:
+    with _preparing_cursor() as cursor:
         cursor.execute(sql, params)
         row = cursor.fetchone()
     approval.pk = row[0]
@@ -331,6 +333,33 @@ def insert_request(approval: ApprovalRequest, *, engine_key: ApiToken, deliverie
         ) = row[1:]
     approval._state.adding = False
     approval._state.db = connection.alias
+
+
+class _PreparingCursor(psycopg.Cursor):
+    """Binds server-side and prepares every statement it runs (psycopg names it, once per connection and form)."""
+
+    def execute(self, query, params=None, *, prepare=None, binary=None):
+        return super().execute(query, params, prepare=True, binary=binary)
+
+
+@contextmanager
+def _preparing_cursor():
+    """Django's cursor (its execute wrappers, its errors, its query log) over a cursor that prepares.
+
+    The registration's statement is long (every column, its CTEs): sent as text with its values
+    inlined (Django's client-side binding), PostgreSQL spent more on parsing and planning it than on
+    running it (docs/performance.md). Prepared, a pooled connection parses and plans each form once.
+    Django turns psycopg's preparing off for all its connections (prepare_threshold None, for
+    transaction poolers, which this deployment has none of: docs/performance.md); a threshold on
+    the connection lets this cursor prepare — Django's own cursors bind client-side and never do.
+    """
+    connection.close_if_health_check_failed()  # as connection.cursor() does
+    connection.ensure_connection()
+    raw = connection.connection
+    if raw.prepare_threshold is None:
+        raw.prepare_threshold = 5  # psycopg's default; _PreparingCursor asks to prepare at once anyway
+    with connection._prepare_cursor(_PreparingCursor(raw)) as cursor:
+        yield cursor
 
 
 # The deliveries' INSERT, fed by the request's INSERT as a CTE: one round trip, no BEGIN/COMMIT.

@@ -66,6 +66,7 @@ ALONE: dict[str, Section] = {
     "telegram": telegram.run,
     "questions": questions.run_alone,
     "receipts": receipts.run,
+    "registration": registration.run_alone,
 }
 
 

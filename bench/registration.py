@@ -4,6 +4,8 @@ The engines' registrations are the edge's (edge/calls.py); the floors (bench/flo
 + DRF under gthread 3 × 4 and a bare ASGI app, each doing one INSERT with no authentication.
 """
 
+import os
+
 from bench.harness import Bench, log
 from bench.report import load_rows
 from bench.server import paired
@@ -27,3 +29,23 @@ def run(bench: Bench) -> list[dict]:
         label = f"registration, {concurrency} engine(s)"
         rows += load_rows(run_, throughput=f"{label}: throughput", latency=label)
     return rows
+
+
+def run_alone(bench: Bench) -> list[dict]:
+    """`--only registration`: the same pairs on the empty table, the portal and its floors started here."""
+    from django.db import connection
+
+    from bench.floors import Floors
+    from bench.server import Server
+
+    connection.close()  # the servers' workers get the connections
+    url = os.environ["BENCH_DATABASE_URL"]
+    server = Server(url)
+    try:
+        floors = Floors(url)
+        try:
+            return run(bench)
+        finally:
+            floors.stop()
+    finally:
+        server.stop()

@@ -59,24 +59,24 @@ async def read_body(scope: dict, receive: Receive, *, timeout: float = BODY_TIME
         if int(declared) > limit:
             raise BodyRefused(_too_large(path, declared.decode()))
     chunks, size = [], 0
-    deadline = asyncio.get_running_loop().time() + timeout
-    while True:
-        remaining = deadline - asyncio.get_running_loop().time()
-        try:
-            message = await asyncio.wait_for(receive(), max(remaining, 0))
-        except TimeoutError:
-            raise BodyRefused(
-                _refusal(path, "request_timeout", f"The body did not arrive within {timeout:g} s; send it whole.", 408)
-            ) from None
-        if message["type"] == "http.disconnect":
-            raise ClientGone
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        if size > limit:
-            raise BodyRefused(_too_large(path, f"more than {limit}"))
-        chunks.append(chunk)
-        if not message.get("more_body"):
-            return b"".join(chunks)
+    try:
+        # One deadline for the whole body (asyncio.timeout: no task per message, as wait_for makes).
+        async with asyncio.timeout(timeout):
+            while True:
+                message = await receive()
+                if message["type"] == "http.disconnect":
+                    raise ClientGone
+                chunk = message.get("body", b"")
+                size += len(chunk)
+                if size > limit:
+                    raise BodyRefused(_too_large(path, f"more than {limit}"))
+                chunks.append(chunk)
+                if not message.get("more_body"):
+                    return b"".join(chunks)
+    except TimeoutError:
+        raise BodyRefused(
+            _refusal(path, "request_timeout", f"The body did not arrive within {timeout:g} s; send it whole.", 408)
+        ) from None
 
 
 def _too_large(path: str, size: str) -> HttpResponse:

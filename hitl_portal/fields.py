@@ -1,6 +1,9 @@
 """Serializer fields that take JSON types as they are: an engine that sends 42 for a name has a bug to hear about."""
 
+from functools import cache
+
 from rest_framework import serializers
+from rest_framework.utils.serializer_helpers import BindingDict
 
 
 class StrictCharField(serializers.CharField):
@@ -96,3 +99,29 @@ def _is(wanted: str, value: object) -> bool:
     if wanted == "a number":
         return isinstance(value, int | float)
     return isinstance(value, str) if wanted == "a string" else isinstance(value, bool)
+
+
+class FieldsBoundOnce(serializers.Serializer):
+    """A serializer whose fields are copied from the declared ones and bound once per class, not per instance.
+
+    DRF deep-copies every declared field for each instance it validates with: on the engines'
+    registration, that copy cost more than the validation itself (docs/performance.md). Validating
+    reads a field and never changes it, so instances can share one set — bound to a template
+    instance of the class, whose `context` is empty and which is never partial. Only for a
+    serializer whose fields depend on nothing an instance is given (no context, no instance, no
+    partial, no fields added or removed per instance); its `validate_*` methods still run on the
+    instance validating.
+    """
+
+    @property
+    def fields(self) -> BindingDict:
+        return _bound_once(type(self))
+
+
+@cache
+def _bound_once(cls: type[FieldsBoundOnce]) -> BindingDict:
+    template = cls()
+    fields = BindingDict(template)
+    for name, field in template.get_fields().items():
+        fields[name] = field
+    return fields

@@ -1,9 +1,10 @@
 """A registration is one statement that psycopg parses once per process, notify rule or not.
 
-psycopg (client-side binding, as Django uses it) caches how it splits a statement only up to 50
-parameters and 4,096 characters; past that it re-parses the statement on every call, which cost a
-notified registration ≈400 µs of CPU — a fifth of the request (bench/notify.py). These tests fail
-when a new column or CTE pushes the statement past the cache.
+psycopg caches how it splits a statement (bound client-side, as Django's cursors do, or server-side,
+as the registration's prepared statement is) only up to 50 parameters and 4,096 characters; past
+that it re-parses the statement on every call, which cost a notified registration ≈400 µs of CPU — a
+fifth of the request (bench/notify.py). These tests fail when a new column or CTE pushes the
+statement past the cache.
 """
 
 import pytest
@@ -73,3 +74,22 @@ def test_a_registration_under_a_run_grant_rule_stays_within_psycopgs_statement_c
     assert len(params) <= MAX_CACHED_STATEMENT_PARAMS
     assert len(sql.encode()) <= MAX_CACHED_STATEMENT_LENGTH
     assert Delivery.objects.filter(approval__run_id=f"run_grantable_{notify}").count() == len(names)
+
+
+def test_the_registration_statement_is_prepared_once_and_run_from_then_on(notified):
+    """approvals.insert prepares its statement on the connection: parsed and planned once, not per call."""
+    plain = make_rule(notified["config"], message="Prepared", order=90)
+    world = {**notified, "rule": plain, "version": publish(notified["config"])}
+
+    def runs() -> list[int]:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT generic_plans + custom_plans FROM pg_prepared_statements"
+                " WHERE statement LIKE '%INSERT INTO approvals_approvalrequest (%'"
+            )
+            return [row[0] for row in cursor.fetchall()]
+
+    register(world, run_id="run_prepared_1")
+    [first] = runs()
+    register(world, run_id="run_prepared_2")
+    assert runs() == [first + 1]
