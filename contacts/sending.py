@@ -10,6 +10,7 @@ contacts.messages'; the rows are written by contacts.outbox.
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import os
 import random
@@ -25,6 +26,7 @@ from django.db.models import Count, F, OuterRef, Q, Subquery
 from django.db.models.functions import Coalesce, TruncMinute
 from django.utils import timezone
 
+from .batch import batch_scope
 from .messages import notice_for
 from .models import WHILE_PENDING, Channel, Delivery, DeliveryEvent, DeliveryStatus
 from .outbox import followups_write
@@ -103,7 +105,10 @@ def _send_batch(claimed: list[Delivery]) -> int:
             _attempt(send)
         return send
 
-    sends = [send for send in _senders().map(prepare_and_send, claimed) if send is not None]
+    with batch_scope():  # the batch's sends share their alike reads (contacts.batch), each on its thread
+        pool = _senders()
+        futures = [pool.submit(contextvars.copy_context().run, prepare_and_send, d) for d in claimed]
+        sends = [send for send in (f.result() for f in futures) if send is not None]
     sent = [d.pk for s in sends if s.error is None for d in (s.digest or [s.delivery])]
     if sent:
         Delivery.objects.filter(pk__in=sent, status=DeliveryStatus.PENDING).update(

@@ -12,6 +12,9 @@ connection a send opens is the sender's to hand back (contacts.sending), kept fo
 
 from collections.abc import Callable
 
+from django.db import IntegrityError, connection, transaction
+from django.db.models import Model
+
 from .base import Notice, Recipient
 
 
@@ -26,3 +29,20 @@ class ChatTransport:
         self.deliver(
             approval=notice.request, event=notice.event, channel_ref=recipient.channel_ref, contact_id=recipient.id
         )
+
+
+def message_remember(model: type[Model], *, unique: dict, **fields) -> Model:
+    """Record where a chat message of a request was posted (`unique`: its request and channel or chat),
+    or, when a parallel delivery recorded one there first, that one (the first is kept).
+
+    On the outbox's send threads (autocommit) the INSERT is a statement of its own: a unique
+    violation leaves nothing to roll back, so it needs no BEGIN / COMMIT around it. Inside a
+    caller's transaction it gets a savepoint, so the violation does not end that transaction.
+    """
+    try:
+        if connection.in_atomic_block:
+            with transaction.atomic():
+                return model.objects.create(**unique, **fields)
+        return model.objects.create(**unique, **fields)
+    except IntegrityError:
+        return model.objects.get(**unique)
