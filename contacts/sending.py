@@ -24,6 +24,7 @@ from django.conf import settings
 from django.db import connections, transaction
 from django.db.models import Count, F, OuterRef, Q, Subquery
 from django.db.models.functions import Coalesce, TruncMinute
+from django.urls import get_resolver
 from django.utils import timezone
 
 from .batch import batch_scope
@@ -139,11 +140,23 @@ def _senders() -> ThreadPoolExecutor:
     global _pool, _pool_pid
     with _pool_lock:
         if _pool is None or _pool_pid != os.getpid():  # threads do not survive a fork
+            _warm()
             _pool = ThreadPoolExecutor(max_workers=SEND_THREADS, thread_name_prefix="hitl-send")
             _pool_pid = os.getpid()
             # All SEND_THREADS started now, so that _on_every_sender reaches each of them.
             _on_every_sender(lambda: None, pool=_pool)
         return _pool
+
+
+def _warm() -> None:
+    """What a process's sends all need once, done before its send threads start. Django fills its URL
+    tables on the first reverse() of every thread that finds them empty, so eight threads starting
+    together filled them eight times over; and the transports import their libraries on first use."""
+    resolver = get_resolver()
+    resolver.reverse_dict  # noqa: B018 — the property fills the tables
+    for _prefix, namespace in resolver.namespace_dict.values():
+        namespace.reverse_dict  # noqa: B018
+    transport_for(Channel.EMAIL)  # imports every transport's module
 
 
 def _release_senders() -> None:
