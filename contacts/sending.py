@@ -106,7 +106,8 @@ def _send_batch(claimed: list[Delivery]) -> int:
             _attempt(send)
         return send
 
-    with batch_scope():  # the batch's sends share their alike reads (contacts.batch), each on its thread
+    # The batch's sends share their alike reads (contacts.batch), each on its thread.
+    with batch_scope(requests={d.approval_id for d in claimed if d.approval_id is not None}):
         pool = _senders()
         futures = [pool.submit(contextvars.copy_context().run, prepare_and_send, d) for d in claimed]
         sends = [send for send in (f.result() for f in futures) if send is not None]

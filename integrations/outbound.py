@@ -7,7 +7,7 @@ the buttons a message carries are answered by integrations.inbound.
 from django.utils import timezone
 
 from approvals.models import ApprovalRequest
-from contacts.transports.chat import message_remember
+from contacts.transports.chat import message_of, message_remember
 
 from . import blocks, slack
 from .models import SlackMessage
@@ -88,7 +88,7 @@ def slack_deliver(*, approval: ApprovalRequest | None, event: str, channel_ref: 
     if approval is None:  # a `test` event belongs to no request
         slack.call("chat.postMessage", channel=channel, text=blocks.test_text())
         return
-    existing = SlackMessage.objects.filter(approval=approval, channel=channel).first()
+    existing = message_of(SlackMessage, approval=approval, where="channel", value=channel)
     if existing is None:
         _post(approval=approval, channel=channel, contact_id=contact_id)
     elif event in ("decided", "expired", "requested"):

@@ -7,7 +7,7 @@ event; the buttons a message carries are answered by integrations.telegram_inbou
 from django.utils import timezone
 
 from approvals.models import ApprovalRequest
-from contacts.transports.chat import message_remember
+from contacts.transports.chat import message_of, message_remember
 
 from . import telegram, telegram_card
 from .models import TelegramMessage
@@ -94,7 +94,7 @@ def telegram_deliver(*, approval: ApprovalRequest | None, event: str, channel_re
     if approval is None:  # a `test` event belongs to no request
         telegram.call("sendMessage", chat_id=chat_id, text=telegram_card.test_text())
         return
-    existing = TelegramMessage.objects.filter(approval=approval, chat_id=chat_id).first()
+    existing = message_of(TelegramMessage, approval=approval, where="chat_id", value=chat_id)
     if existing is None:
         _post(approval=approval, chat_id=chat_id, contact_id=contact_id)
     elif event in ("decided", "expired", "requested"):
