@@ -40,21 +40,30 @@ class Link:
 
 def link_url_for(*, delivery: Delivery, email: str) -> str | None:
     """A link for the reviewer (or admin) of the workspace whose address this is; None for anyone else."""
-    membership = (
+    return link_url_signed(delivery=delivery, user_id=link_reviewer(workspace_id=delivery.workspace_id, email=email))
+
+
+def link_reviewer(*, workspace_id: int, email: str) -> int | None:
+    """The id of the active reviewer (or admin) of the workspace with this address, if there is one."""
+    return (
         Membership.objects.filter(
-            workspace_id=delivery.workspace_id,
+            workspace_id=workspace_id,
             user__email__iexact=email,
             user__is_active=True,
             role__in=[Role.ADMIN, Role.REVIEWER],
         )
-        .select_related("user")
+        .values_list("user_id", flat=True)
         .first()
     )
-    if membership is None:
+
+
+def link_url_signed(*, delivery: Delivery, user_id: int | None) -> str | None:
+    """The link carried by `delivery` for the reviewer `link_reviewer` found; None when it found nobody."""
+    if user_id is None:
         return None
     approval = delivery.approval
     token = signing.dumps(
-        {"d": delivery.public_id, "u": membership.user_id, "a": approval.public_id, "c": approval.call_digest},
+        {"d": delivery.public_id, "u": user_id, "a": approval.public_id, "c": approval.call_digest},
         salt=SALT,
         compress=True,
     )

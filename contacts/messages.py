@@ -10,11 +10,12 @@ from __future__ import annotations
 from django.conf import settings
 from django.urls import reverse
 
-from approvals.links import link_url_for
+from approvals.links import link_reviewer, link_url_signed
 from approvals.models import ApprovalRequest
 from approvals.presenters import act_subject, edit_in_portal_url, facts, notification_body, review_url
 from approvals.serializers import approval_as_dict
 
+from .batch import shared
 from .models import Delivery, DeliveryEvent
 from .transports import Notice, Recipient, address_of
 
@@ -74,4 +75,11 @@ def _one_click(*, delivery: Delivery, approval: ApprovalRequest, recipient: Reci
     if approval.is_question:  # answered on its page (a form), not by an approve / reject link
         return None
     address = address_of(recipient)
-    return link_url_for(delivery=delivery, email=address) if address else None
+    if not address:
+        return None
+    workspace_id = delivery.workspace_id
+    reviewer = shared(
+        ("link_reviewer", workspace_id, address.lower()),  # iexact: one reviewer whatever the address's case
+        lambda: link_reviewer(workspace_id=workspace_id, email=address),
+    )
+    return link_url_signed(delivery=delivery, user_id=reviewer)

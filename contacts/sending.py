@@ -10,6 +10,7 @@ contacts.messages'; the rows are written by contacts.outbox.
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import os
 import random
@@ -23,8 +24,10 @@ from django.conf import settings
 from django.db import connections, transaction
 from django.db.models import Count, F, OuterRef, Q, Subquery
 from django.db.models.functions import Coalesce, TruncMinute
+from django.urls import get_resolver
 from django.utils import timezone
 
+from .batch import batch_scope
 from .messages import notice_for
 from .models import WHILE_PENDING, Channel, Delivery, DeliveryEvent, DeliveryStatus
 from .outbox import followups_write
@@ -103,7 +106,11 @@ def _send_batch(claimed: list[Delivery]) -> int:
             _attempt(send)
         return send
 
-    sends = [send for send in _senders().map(prepare_and_send, claimed) if send is not None]
+    # The batch's sends share their alike reads (contacts.batch), each on its thread.
+    with batch_scope(requests={d.approval_id for d in claimed if d.approval_id is not None}):
+        pool = _senders()
+        futures = [pool.submit(contextvars.copy_context().run, prepare_and_send, d) for d in claimed]
+        sends = [send for send in (f.result() for f in futures) if send is not None]
     sent = [d.pk for s in sends if s.error is None for d in (s.digest or [s.delivery])]
     if sent:
         Delivery.objects.filter(pk__in=sent, status=DeliveryStatus.PENDING).update(
@@ -134,11 +141,23 @@ def _senders() -> ThreadPoolExecutor:
     global _pool, _pool_pid
     with _pool_lock:
         if _pool is None or _pool_pid != os.getpid():  # threads do not survive a fork
+            _warm()
             _pool = ThreadPoolExecutor(max_workers=SEND_THREADS, thread_name_prefix="hitl-send")
             _pool_pid = os.getpid()
             # All SEND_THREADS started now, so that _on_every_sender reaches each of them.
             _on_every_sender(lambda: None, pool=_pool)
         return _pool
+
+
+def _warm() -> None:
+    """What a process's sends all need once, done before its send threads start. Django fills its URL
+    tables on the first reverse() of every thread that finds them empty, so eight threads starting
+    together filled them eight times over; and the transports import their libraries on first use."""
+    resolver = get_resolver()
+    resolver.reverse_dict  # noqa: B018 — the property fills the tables
+    for _prefix, namespace in resolver.namespace_dict.values():
+        namespace.reverse_dict  # noqa: B018
+    transport_for(Channel.EMAIL)  # imports every transport's module
 
 
 def _release_senders() -> None:

@@ -4,10 +4,10 @@ The outbox's Slack transport (contacts/transports/slack.py) calls slack_deliver 
 the buttons a message carries are answered by integrations.inbound.
 """
 
-from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from approvals.models import ApprovalRequest
+from contacts.transports.chat import message_of, message_remember
 
 from . import blocks, slack
 from .models import SlackMessage
@@ -35,18 +35,13 @@ def _post(*, approval: ApprovalRequest, channel: str, contact_id: str) -> SlackM
         unfurl_links=False,
         unfurl_media=False,
     )
-    shown = approval.effective_status()
-    try:
-        with transaction.atomic():
-            return SlackMessage.objects.create(
-                approval=approval,
-                contact_id=contact_id,
-                channel=answer.get("channel") or channel,
-                ts=answer["ts"],
-                shown_status=shown,
-            )
-    except IntegrityError:  # a parallel delivery posted to the same channel first: keep that one
-        return SlackMessage.objects.get(approval=approval, channel=channel)
+    return message_remember(
+        SlackMessage,
+        unique={"approval": approval, "channel": answer.get("channel") or channel},
+        contact_id=contact_id,
+        ts=answer["ts"],
+        shown_status=approval.effective_status(),
+    )
 
 
 def slack_thread_reply(*, message: SlackMessage, text: str) -> None:
@@ -93,7 +88,7 @@ def slack_deliver(*, approval: ApprovalRequest | None, event: str, channel_ref: 
     if approval is None:  # a `test` event belongs to no request
         slack.call("chat.postMessage", channel=channel, text=blocks.test_text())
         return
-    existing = SlackMessage.objects.filter(approval=approval, channel=channel).first()
+    existing = message_of(SlackMessage, approval=approval, where="channel", value=channel)
     if existing is None:
         _post(approval=approval, channel=channel, contact_id=contact_id)
     elif event in ("decided", "expired", "requested"):

@@ -4,10 +4,10 @@ The outbox's Telegram transport (contacts/transports/telegram.py) calls telegram
 event; the buttons a message carries are answered by integrations.telegram_inbound.
 """
 
-from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from approvals.models import ApprovalRequest
+from contacts.transports.chat import message_of, message_remember
 
 from . import telegram, telegram_card
 from .models import TelegramMessage
@@ -40,17 +40,13 @@ def _post(*, approval: ApprovalRequest, chat_id: str, contact_id: str) -> Telegr
     message_id = result.get("message_id") if isinstance(result, dict) else None
     if not isinstance(message_id, int):
         raise telegram.TelegramError("Telegram answered sendMessage without a message id")
-    try:
-        with transaction.atomic():
-            return TelegramMessage.objects.create(
-                approval=approval,
-                contact_id=contact_id,
-                chat_id=chat_id,
-                message_id=message_id,
-                shown_status=approval.effective_status(),
-            )
-    except IntegrityError:  # a parallel delivery posted to the same chat first: keep that one
-        return TelegramMessage.objects.get(approval=approval, chat_id=chat_id)
+    return message_remember(
+        TelegramMessage,
+        unique={"approval": approval, "chat_id": chat_id},
+        contact_id=contact_id,
+        message_id=message_id,
+        shown_status=approval.effective_status(),
+    )
 
 
 def telegram_messages_refresh(*, approval: ApprovalRequest, chat_id: str | None = None) -> int:
@@ -98,7 +94,7 @@ def telegram_deliver(*, approval: ApprovalRequest | None, event: str, channel_re
     if approval is None:  # a `test` event belongs to no request
         telegram.call("sendMessage", chat_id=chat_id, text=telegram_card.test_text())
         return
-    existing = TelegramMessage.objects.filter(approval=approval, chat_id=chat_id).first()
+    existing = message_of(TelegramMessage, approval=approval, where="chat_id", value=chat_id)
     if existing is None:
         _post(approval=approval, chat_id=chat_id, contact_id=contact_id)
     elif event in ("decided", "expired", "requested"):

@@ -1,5 +1,6 @@
 import copy
 import re
+from functools import cached_property
 from typing import Any, NoReturn
 
 from django.conf import settings
@@ -230,7 +231,17 @@ class ConfigVersion(models.Model):
         return version
 
     def contact(self, contact_id: str) -> dict | None:
-        return next((contact for contact in self.contacts if contact["id"] == contact_id), None)
+        return self._contacts_by_id.get(contact_id)
+
+    # By id, built once per loaded version: a cached version (approvals.versions) answers every
+    # delivery the outbox writes for it, and a scan per lookup grew with the version's size.
+    @cached_property
+    def _contacts_by_id(self) -> dict[str, dict]:
+        return {contact["id"]: contact for contact in reversed(self.contacts)}  # the first of an id wins
+
+    @cached_property
+    def _rules_by_id(self) -> dict[str, dict]:
+        return {rule["id"]: rule for rule in reversed(self.rules)}
 
     @property
     def enabled_rules(self) -> list[dict]:
@@ -238,7 +249,7 @@ class ConfigVersion(models.Model):
 
     def rule(self, rule_id: str) -> dict | None:
         """One frozen rule by id, as a copy (callers may annotate it; loaded versions are cached)."""
-        rule = next((rule for rule in self.rules if rule["id"] == rule_id), None)
+        rule = self._rules_by_id.get(rule_id)
         return None if rule is None else dict(rule)
 
 

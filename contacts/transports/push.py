@@ -15,6 +15,9 @@ Like Slack, this needs the database while sending (who is subscribed, dropping t
 send thread whose connection the sender hands back (contacts.sending).
 """
 
+from contextlib import suppress
+
+from contacts.batch import shared
 from push.models import PushSubscription
 from push.services import Message, PushFailed, push_send, subscriptions_for_reviewers
 
@@ -23,12 +26,14 @@ from .base import Notice, Recipient, TransportError
 
 class PushTransport:
     def notify(self, notice: Notice, recipient: Recipient) -> None:
-        subscriptions = subscriptions_for_reviewers(notice.workspace_id)
+        workspace_id = notice.workspace_id
+        # Read once per outbox batch (contacts.batch); a browser found gone leaves the shared list too.
+        subscriptions = shared(("push_subscriptions", workspace_id), lambda: subscriptions_for_reviewers(workspace_id))
         if not subscriptions:
             raise TransportError("no reviewer of the workspace has subscribed a browser to push", permanent=True)
         message = message_for(notice)
         reached, gone, failures = 0, [], []
-        for subscription in subscriptions:
+        for subscription in list(subscriptions):  # a copy: another send may drop one meanwhile
             try:
                 push_send(subscription=subscription, message=message)
                 reached += 1
@@ -36,6 +41,8 @@ class PushTransport:
                 if failure.gone:
                     gone.append(failure)
                     PushSubscription.objects.filter(pk=subscription.pk).delete()
+                    with suppress(ValueError):  # another send of the batch found it gone first
+                        subscriptions.remove(subscription)
                 else:
                     failures.append(failure)
         transient = [f for f in failures if not f.permanent]

@@ -51,6 +51,25 @@ def test_it_mails_text_and_html_naming_the_act_and_a_one_click_link_only_to_a_re
     assert subjects == ["Approved: Delete customer T-4821"] * 2
 
 
+def test_a_batchs_emails_to_one_reviewer_each_carry_a_link_to_their_own_request(by_email, mailbox, monkeypatch):
+    from approvals.links import link_open
+
+    monkeypatch.setenv("HITL_BOB_EMAIL", "Bob@Acme.test")  # the address as written, matched whatever its case
+    approvals = [register_gate(by_email, run_id=f"run_{i}") for i in range(4)]
+    deliveries_send_due()  # one batch: bob's reviewer membership is read once for the four
+    to_bob = [message for rcpt, message in mailbox.messages if rcpt == ["Bob@Acme.test"]]
+    assert len(to_bob) == 4
+    opened = []
+    for message in to_bob:
+        [token] = re.findall(r"/hitl/r/([^\s\"/]+)", parts(message)["text/plain"])
+        link = link_open(token)
+        assert link.user == by_email["bob"] and link.delivery.recipient["channel_ref"] == "${HITL_BOB_EMAIL}"
+        opened.append(link.approval.public_id)
+    assert sorted(opened) == sorted(a.public_id for a in approvals)
+    to_ops = [message for rcpt, message in mailbox.messages if rcpt == ["ops-list@acme.test"]]
+    assert len(to_ops) == 4 and not any("/hitl/r/" in parts(message)["text/plain"] for message in to_ops)
+
+
 def test_an_unreachable_mail_server_is_retried_later_and_the_error_names_no_address(by_email, settings):
     from tests.loopback import free_port
 

@@ -1,5 +1,6 @@
 """The Telegram transport in the notification outbox: what the cluster's sender does for a Telegram contact."""
 
+from contextlib import nullcontext
 from datetime import timedelta
 
 import pytest
@@ -169,14 +170,21 @@ def test_send_test_reaches_the_chat(fake_telegram, telegram_world):
     assert row.status == "sent"
 
 
-def test_a_reminder_replies_to_the_card_and_an_escalation_elsewhere_posts_it_there(fake_telegram, telegram_world):
+@pytest.mark.parametrize("in_a_batch", [False, True])
+def test_a_reminder_replies_to_the_card_and_an_escalation_elsewhere_posts_it_there(
+    fake_telegram, telegram_world, in_a_batch
+):
     from approvals.models import ApprovalRequest
+    from contacts.batch import batch_scope
     from integrations.telegram_outbound import telegram_deliver
 
     approval = ApprovalRequest.objects.select_related("config").get(pk=register_gate(telegram_world).pk)
-    telegram_deliver(approval=approval, event="requested", channel_ref="${HITL_TELEGRAM_APPROVERS}")
-    telegram_deliver(approval=approval, event="reminder", channel_ref="${HITL_TELEGRAM_APPROVERS}")
-    telegram_deliver(approval=approval, event="escalated", channel_ref="${HITL_TELEGRAM_LEADS}")
+    # In a batch the card is looked for among the batch's requests' messages, read once before the
+    # card is posted: the reminder finds it because posting it added it there.
+    with batch_scope(requests={approval.pk}) if in_a_batch else nullcontext():
+        telegram_deliver(approval=approval, event="requested", channel_ref="${HITL_TELEGRAM_APPROVERS}")
+        telegram_deliver(approval=approval, event="reminder", channel_ref="${HITL_TELEGRAM_APPROVERS}")
+        telegram_deliver(approval=approval, event="escalated", channel_ref="${HITL_TELEGRAM_LEADS}")
 
     card, reminder, escalated = fake_telegram.calls_to("sendMessage")
     assert reminder["reply_parameters"]["message_id"] == 100
