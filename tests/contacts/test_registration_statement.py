@@ -89,7 +89,7 @@ def test_the_registration_statement_is_prepared_once_and_run_from_then_on(notifi
             )
             return [row[0] for row in cursor.fetchall()]
 
-    register(world, run_id="run_prepared_1")
+    register_gate(world, run_id="run_prepared_1")
     [first] = runs()
-    register(world, run_id="run_prepared_2")
+    register_gate(world, run_id="run_prepared_2")
     assert runs() == [first + 1]
