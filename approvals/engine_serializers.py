@@ -160,6 +160,11 @@ class TokenCapRegistrationSerializer(_RegistrationBase):
 class QuestionsInputField(serializers.JSONField):
     """The questions as JSON; their shape is the registration service's to check (it names the field)."""
 
+    def to_internal_value(self, data: Any) -> Any:
+        # As parsed from the JSON body, and every value is checked by questions_validate: DRF's own check
+        # (dumping the value to JSON again to see that it can be) would find nothing.
+        return data
+
 
 class QuestionRegistrationSerializer(_RegistrationBase):
     """A run asks people 1–8 questions (docs/questions.md), whatever rule gates it.

@@ -86,6 +86,8 @@ def _plain_text(value: str, *, field: str, error: type[QuestionInvalid]) -> None
     """What PostgreSQL's text and jsonb cannot hold is refused here, never met as a 500 at the INSERT."""
     if "\x00" in value:
         raise error(field, f"{field} must not contain the NUL character (\\u0000).")
+    if value.isascii():  # most text; Python knows it without reading the string, and it holds no surrogate
+        return
     try:
         value.encode("utf-8")
     except UnicodeEncodeError:
@@ -106,8 +108,8 @@ def plan_validate(value: Any) -> str:
 def _option(raw: Any, *, field: str) -> dict:
     if not isinstance(raw, dict):
         raise QuestionInvalid(field, f'{field} must be an object {{"value", "label"?, "description"?}}.')
-    unknown = sorted(_shown(key) for key in set(raw) - OPTION_KEYS)
-    if unknown:
+    if raw.keys() - OPTION_KEYS:
+        unknown = sorted(_shown(key) for key in raw.keys() - OPTION_KEYS)
         raise QuestionInvalid(f"{field}.{unknown[0]}", f"{field} has an unknown field {unknown[0]!r}.")
     option = {"value": _text(raw.get("value"), field=f"{field}.value", limit=VALUE_MAX)}
     option["label"] = _text(raw.get("label"), field=f"{field}.label", limit=VALUE_MAX, required=False)
@@ -126,8 +128,8 @@ def _flag(raw: dict, key: str, *, field: str, default: bool) -> bool:
 def _question(raw: Any, *, field: str) -> dict:
     if not isinstance(raw, dict):
         raise QuestionInvalid(field, f'{field} must be an object {{"id", "prompt", "type", …}}.')
-    unknown = sorted(_shown(key) for key in set(raw) - QUESTION_KEYS)
-    if unknown:
+    if raw.keys() - QUESTION_KEYS:
+        unknown = sorted(_shown(key) for key in raw.keys() - QUESTION_KEYS)
         raise QuestionInvalid(f"{field}.{unknown[0]}", f"{field} has an unknown field {unknown[0]!r}.")
     qid = _text(raw.get("id"), field=f"{field}.id", limit=ID_MAX)
     prompt = _text(raw.get("prompt"), field=f"{field}.prompt", limit=PROMPT_MAX)

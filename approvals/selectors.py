@@ -33,13 +33,15 @@ def approvals_for(workspace: Workspace) -> QuerySet:
 # with its join cost more than running it, and Model.objects.raw() resolves columns and
 # converters on every call (bench/; figures: docs/performance.md).
 # tests/approvals/test_engine_register.py reads every column back through it.
+# The config's public id is a subquery, not a join: a join lets the planner, on a table it has no
+# statistics for yet (a new deployment, a table autovacuum has not analyzed), scan every request
+# through another index; alone, the lookup can only be the unique index's.
 _FIELDS = ApprovalRequest._meta.concrete_fields
 _BY_PUBLIC_ID_SQL = (
     "SELECT "
     + ", ".join(f'apr."{field.column}"' for field in _FIELDS)
-    + f', cfg."public_id" FROM "{ApprovalRequest._meta.db_table}" apr'
-    + f' JOIN "{Config._meta.db_table}" cfg ON cfg."id" = apr."config_id"'
-    + ' WHERE apr."public_id" = %s AND apr."workspace_id" = %s'
+    + f', (SELECT cfg."public_id" FROM "{Config._meta.db_table}" cfg WHERE cfg."id" = apr."config_id")'
+    + f' FROM "{ApprovalRequest._meta.db_table}" apr WHERE apr."public_id" = %s AND apr."workspace_id" = %s'
 )
 _CONVERTED = [(index, field) for index, field in enumerate(_FIELDS) if hasattr(field, "from_db_value")]
 
