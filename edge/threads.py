@@ -10,10 +10,23 @@ it took: under the pool (CONN_MAX_AGE=0), `close_old_connections` returns it to 
 
 from concurrent.futures import Future, ThreadPoolExecutor
 
+from django.conf import settings
 from django.db import close_old_connections
 
 
+def pool_size() -> int | None:
+    """The most connections this process's pool opens (hitl_portal/settings.py); None without a pool."""
+    pool = settings.DATABASES["default"].get("OPTIONS", {}).get("pool")
+    return pool["max_size"] if isinstance(pool, dict) else None
+
+
 class ConnectionReturningExecutor(ThreadPoolExecutor):
+    """As many threads as the pool has connections: a thread more could only wait for one, and each
+    waiting thread woken costs GIL hand-offs the working ones needed (docs/performance.md)."""
+
+    def __init__(self) -> None:
+        super().__init__(max_workers=pool_size(), thread_name_prefix="edge")
+
     def submit(self, fn, /, *args, **kwargs) -> Future:
         def job():
             try:
