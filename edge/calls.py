@@ -62,9 +62,13 @@ def _has_bearer(scope: dict) -> bool:
 
 @dataclass
 class _Answer:
-    """What a call answers: a DRF Response (refusals too) or a response Django built; a poll's read too."""
+    """What a call answers: a body's data and status, or a response built already (a refusal, Django's
+    500); a poll's read too."""
 
-    response: Response | HttpResponse
+    response: Response | HttpResponse | None = None
+    data: dict | None = None
+    status: int = 200
+    media_type: str = _renderer.media_type  # as Accept asked (a refusal: plain JSON)
     approval: ApprovalRequest | None = None
     wait: float = 0.0
     token_id: int | None = None  # whose slot a wait takes: the token's (an engine key or a person's)
@@ -96,7 +100,10 @@ def _on_thread(call):
             refusal = _nul_guard._refusal(request)
             if refusal is not None:
                 return _Answer(refusal)
-            return call(request, *args)
+            media_type = _media_type(request)  # before the call, as DRF's views refuse a 406 before their handler
+            answer = call(request, *args)
+            answer.media_type = media_type
+            return answer
         except REFUSALS as exc:
             return _Answer(_refused(exc))
         except Exception as exc:  # logged by django.request, answered with the API's 500, as Django would
@@ -114,7 +121,9 @@ def _poll(request: ASGIRequest, public_id: str) -> _Answer:
     token, actor = _authenticated(request)
     wait = wait_of(request.GET)
     approval = approval_poll(actor=actor, public_id=public_id)
-    return _Answer(Response(approval_as_dict(approval)), approval, wait, token.pk, token.user_id)
+    return _Answer(
+        data=approval_as_dict(approval), approval=approval, wait=wait, token_id=token.pk, user_id=token.user_id
+    )
 
 
 @_on_thread
@@ -125,20 +134,33 @@ def _register(request: ASGIRequest, body: bytes) -> _Answer:
     status, answer = registration_answer(
         actor=actor, idempotency_header=request.headers.get("Idempotency-Key"), body=drf_request.data
     )
-    return _Answer(Response(answer, status=status))
+    return _Answer(data=answer, status=status)
 
 
-def _rendered(request: ASGIRequest, response: Response | HttpResponse) -> HttpResponse:
-    if isinstance(response, Response):
-        try:
-            _, media_type = _negotiation.select_renderer(Request(request), [_renderer])
-        except exceptions.NotAcceptable as exc:
-            response, media_type = _refused(exc), _renderer.media_type
-        response.accepted_renderer, response.accepted_media_type = _renderer, media_type
-        response.renderer_context = {}
-        response.render()
-        patch_vary_headers(response, ["Accept"])  # as DRF's views answer
+# What engines send: nothing to negotiate (and no query string, so no `?format=` to obey).
+PLAIN_ACCEPTS = frozenset(["", "*/*", _renderer.media_type])
+
+
+def _rendered(request: ASGIRequest, answer: _Answer) -> HttpResponse:
+    """The answer as DRF's views render it: JSON as Accept allows (else 406), and Vary: Accept."""
+    response, media_type = answer.response, answer.media_type
+    if response is None or isinstance(response, Response):
+        if response is None:  # DRF's Response, without the template machinery it carries for HTML renderers
+            body = _renderer.render(answer.data, media_type, {})
+            response = HttpResponse(body, status=answer.status, content_type=media_type)
+        else:
+            response.accepted_renderer, response.accepted_media_type = _renderer, media_type
+            response.renderer_context = {}
+            response.render()
+        patch_vary_headers(response, ["Accept"])
     return secured(request, response)
+
+
+def _media_type(request: ASGIRequest) -> str:
+    """What Accept asks for; NotAcceptable (406) for a type the API does not speak, Http404 for a `?format=`."""
+    if request.META.get("HTTP_ACCEPT", "") in PLAIN_ACCEPTS and not request.META.get("QUERY_STRING"):
+        return _renderer.media_type
+    return _negotiation.select_renderer(Request(request), [_renderer])[1]
 
 
 async def answer(scope: dict, body: bytes, receive: Receive, send: Send) -> None:
@@ -158,7 +180,7 @@ async def answer(scope: dict, body: bytes, receive: Receive, send: Send) -> None
             result = await _wait(request, public_id, result, receive)
             if result is None:
                 return  # the client has gone: nothing to answer
-    await send_response(send, _rendered(request, result.response), head=head)
+    await send_response(send, _rendered(request, result), head=head)
 
 
 async def _wait(request: ASGIRequest, public_id: str, first: _Answer, receive: Receive) -> _Answer | None:

@@ -159,6 +159,8 @@ def api_exception_handler(exc: Exception, context: dict) -> Response | None:
         exc = exceptions.PermissionDenied(str(exc) or None)
     elif isinstance(exc, RequestDataTooBig):
         exc = PayloadTooLarge()
+    elif type(exc) is exceptions.NotAcceptable:  # DRF's words name no fix
+        exc = exceptions.NotAcceptable("The API answers in JSON only: send Accept: application/json or */*, or none.")
 
     response = exception_handler(exc, context)
     if response is None:
