@@ -21,11 +21,16 @@ def pool_size() -> int | None:
 
 
 class ConnectionReturningExecutor(ThreadPoolExecutor):
-    """As many threads as the pool has connections: a thread more could only wait for one, and each
-    waiting thread woken costs GIL hand-offs the working ones needed (docs/performance.md)."""
+    """One thread more than the pool has connections: a job ready for each connection as it comes back.
+
+    More threads (Python's default is cores + 4) could only wait for a connection, and each one woken
+    costs GIL hand-offs the working ones need; exactly as many left the reviewers' pages waiting longer
+    beside thousands of long-polls. The figures: docs/performance.md.
+    """
 
     def __init__(self) -> None:
-        super().__init__(max_workers=pool_size(), thread_name_prefix="edge")
+        size = pool_size()
+        super().__init__(max_workers=size + 1 if size else None, thread_name_prefix="edge")
 
     def submit(self, fn, /, *args, **kwargs) -> Future:
         def job():
