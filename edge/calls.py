@@ -144,14 +144,14 @@ PLAIN_ACCEPTS = frozenset(["", "*/*", _renderer.media_type])
 def _rendered(request: ASGIRequest, answer: _Answer) -> HttpResponse:
     """The answer as DRF's views render it: JSON as Accept allows (else 406), and Vary: Accept."""
     response, media_type = answer.response, answer.media_type
-    if response is None or isinstance(response, Response):
-        if response is None:  # DRF's Response, without the template machinery it carries for HTML renderers
-            body = _renderer.render(answer.data, media_type, {})
-            response = HttpResponse(body, status=answer.status, content_type=media_type)
-        else:
-            response.accepted_renderer, response.accepted_media_type = _renderer, media_type
-            response.renderer_context = {}
-            response.render()
+    if response is None:  # what DRF's Response renders, without the template machinery it carries for HTML
+        body = _renderer.render(answer.data, media_type, {})
+        response = HttpResponse(body, status=answer.status, content_type=media_type)
+        patch_vary_headers(response, ["Accept"])
+    elif isinstance(response, Response):  # a refusal
+        response.accepted_renderer, response.accepted_media_type = _renderer, media_type
+        response.renderer_context = {}
+        response.render()
         patch_vary_headers(response, ["Accept"])
     return secured(request, response)
 

@@ -76,3 +76,4 @@ def test_a_format_the_api_does_not_have_is_not_found(engine, support):
 
     assert polled.status_code == 404
     assert error_of(polled)["code"] == "not_found"
+    assert engine.get(f"/api/v1/approvals/{registered.json()['id']}?format=json").status_code == 200
