@@ -465,11 +465,11 @@ class CardUrls:
         return out
 
 
-def expires_in(approval: ApprovalRequest) -> str:
+def expires_in(expires_at: datetime) -> str:
     """The card's countdown, as the template filter `timeuntil` writes it ("23 hours, 59 minutes")."""
     from django.template.defaultfilters import timeuntil_filter
 
-    return timeuntil_filter(approval.expires_at)
+    return timeuntil_filter(expires_at)
 
 
 def card(
@@ -496,7 +496,7 @@ def card(
             "title": card_title(approval),
             "expires_iso": date_filter(template_localtime(approval.expires_at), "c"),
             "expires_when": shown["expires"],
-            "expires_in": expires_in(approval),
+            "expires_in": expires_in(approval.expires_at),
             "caller": shown["caller"],
             "config_id": config.public_id,
             "config_version": approval.config_version,
@@ -518,7 +518,7 @@ def card(
         # As the template filters `date:'c'`, `when` and `timeuntil` wrote them.
         "expires_iso": date_filter(template_localtime(approval.expires_at), "c"),
         "expires_when": shown["expires"],
-        "expires_in": expires_in(approval),
+        "expires_in": expires_in(approval.expires_at),
         "message": shown.get("message", ""),
         "condition_error": shown.get("condition_error", ""),
         "caller": shown["caller"],

@@ -7,6 +7,7 @@ from datetime import UTC, date, datetime, time, timedelta
 
 from django.db import connection
 from django.db.models import Count, F, Q, QuerySet, prefetch_related_objects
+from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
 from rules.models import Config
@@ -141,11 +142,68 @@ def with_kind(queryset: QuerySet, kind: str) -> QuerySet:
     return queryset.filter(kind=ApprovalKind.GATE, boundary=kind)
 
 
-def pending_queue(*, workspace: Workspace, now: datetime | None = None) -> tuple[list[ApprovalRequest], bool]:
+@dataclass(frozen=True)
+class QueueEntry:
+    """A card of the Approvals tab before it is drawn: which request, and what its card is drawn from."""
+
+    pk: int
+    drawn_from: tuple  # changes whenever anything its card shows does (see _DRAWN_FROM)
+    expires_at: datetime
+    quorum: bool  # a quorum card shows its votes and who may still vote
+
+
+# What a pending request's card is drawn from, as the database knows it: its row's version — xmin,
+# the transaction that wrote the row as it now is, new with every UPDATE — and its votes'. The
+# queue redraws up to QUEUE_LIMIT cards on every refresh, and nearly all of them are already drawn
+# (approvals/card_cache.py): the versions tell which without reading, decoding and hydrating some
+# forty columns of each row.
+_DRAWN_FROM = RawSQL(
+    "approvals_approvalrequest.xmin::text || coalesce((SELECT string_agg(vote.id::text || ':' || vote.xmin::text,"
+    " ',' ORDER BY vote.id) FROM approvals_vote vote WHERE vote.approval_id = approvals_approvalrequest.id), '')",
+    [],
+)
+
+
+def pending_queue(*, workspace: Workspace, now: datetime | None = None) -> tuple[list[QueueEntry], bool]:
     """The Approvals tab: pending requests, oldest first; and whether more wait beyond the limit."""
     now = now or timezone.now()
-    rows = list(approvals_for(workspace).pending(now).order_by("created_at", "id")[: QUEUE_LIMIT + 1])
-    return with_votes(rows[:QUEUE_LIMIT]), len(rows) > QUEUE_LIMIT
+    rows = list(
+        ApprovalRequest.objects.for_workspace(workspace)
+        .pending(now)
+        .annotate(version=_DRAWN_FROM)
+        .order_by("created_at", "id")
+        .values_list("pk", "version", "config__public_id", "config__name", "expires_at", "approvals_required")[
+            : QUEUE_LIMIT + 1
+        ]
+    )
+    entries = [
+        QueueEntry(pk=pk, drawn_from=(version, *config), expires_at=expires_at, quorum=required > 1)
+        for pk, version, *config, expires_at, required in rows[:QUEUE_LIMIT]
+    ]
+    return entries, len(rows) > QUEUE_LIMIT
+
+
+def queue_cards_to_draw(
+    *, workspace: Workspace, pks: list[int], now: datetime | None = None
+) -> list[tuple[QueueEntry, ApprovalRequest]]:
+    """The requests among `pks` still pending, with their votes, each with what its card is drawn from.
+
+    Versions first, votes after: a vote cast between the two is drawn but not in the versions, so that
+    card is drawn again on the next refresh — never versions newer than what was drawn.
+    """
+    rows = with_votes(list(approvals_for(workspace).pending(now).filter(pk__in=pks).annotate(version=_DRAWN_FROM)))
+    return [
+        (
+            QueueEntry(
+                pk=approval.pk,
+                drawn_from=(approval.version, approval.config.public_id, approval.config.name),
+                expires_at=approval.expires_at,
+                quorum=approval.approvals_required > 1,
+            ),
+            approval,
+        )
+        for approval in rows
+    ]
 
 
 @dataclass(frozen=True)

@@ -40,9 +40,9 @@ def _queue_context(request: HttpRequest) -> dict:
     workspace = request.actor.workspace
     pending, more = selectors.pending_queue(workspace=workspace)
     # Who may still vote is shown on quorum cards only; one query for the whole queue.
-    reviewers = selectors.reviewer_emails(workspace) if any(a.approvals_required > 1 for a in pending) else []
+    reviewers = selectors.reviewer_emails(workspace) if any(entry.quorum for entry in pending) else []
     return {
-        "cards": rendered_cards.cards(request, pending, reviewers=reviewers),
+        "cards": rendered_cards.cards(request, pending, workspace=workspace, reviewers=reviewers),
         "more": more,
         "limit": selectors.QUEUE_LIMIT,
         # What a single card (after a decision, or on its own page) is given: set here, a missing
