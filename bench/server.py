@@ -129,15 +129,16 @@ def paired(world: World, *, path: str, rounds: int, **load_args) -> dict:
     Floors: Django + DRF + one INSERT/SELECT under gthread 3 × 4 ("floor"), and a bare ASGI app doing
     the same over psycopg's async pool ("bare": the limit Python allows). A ratio is the median of the
     rounds' ratios, so one noisy run on a shared machine moves it less; each side's figures are the
-    medians of its rounds. The order turns every round, so no side always meets what another left
-    behind (autovacuum after inserts).
+    medians of its rounds. The portal and the floor its target is set against run back to back in
+    every round — this machine's speed drifts by a third within minutes, for every process alike, so
+    a ratio compares runs seconds apart — and take turns going first, so neither always meets what
+    the other left behind (autovacuum after inserts); the bare floor, a reference, runs after them.
     """
     ports = {"portal": PORT, "floor": DJANGO_FLOOR_PORT, "bare": BARE_FLOOR_PORT}
     runs: dict[str, list[dict]] = {side: [] for side in ports}
-    order = list(ports)
     for round_number in range(rounds):
-        turned = order[round_number % 3 :] + order[: round_number % 3]
-        for side in turned:
+        pair = ["portal", "floor"] if round_number % 2 == 0 else ["floor", "portal"]
+        for side in [*pair, "bare"]:
             runs[side].append(load(world, path=path, port=ports[side], **load_args))
 
     def ratios(floor: str) -> list[float]:
