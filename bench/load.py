@@ -2,6 +2,7 @@
 
 Bounded in time (warm-up + duration) and in count (--max-requests); loopback only. Prints JSON.
     python -m bench.load --port 8123 --token T --method POST --path /api/v1/approvals --body '{…}' -c 8 -d 5
+With --ports A,B it drives the servers in turns of --slice seconds, -d seconds each (run_sides).
 """
 
 import argparse
@@ -23,68 +24,99 @@ def percentile(samples: list[float], p: float) -> float | None:
 
 
 def run(args: argparse.Namespace) -> dict:
+    return run_sides(args, [args.port])[args.port]
+
+
+def run_sides(args: argparse.Namespace, ports: list[int]) -> dict[int, dict]:
+    """Drive `ports` in turns of --slice seconds each, every worker on the same port at once.
+
+    One server is measured at a time; the turns are short so that all sides meet the same machine (a
+    shared machine's speed moves within seconds). A turn ends when every worker's last request has
+    come back (a barrier), so no request of one side runs in the other's turn; a side's throughput is
+    its requests over the time its turns took, warm-up turns left out.
+    """
     ids = [line.strip() for line in open(args.ids_file)] if args.ids_file else [""]
     id_cycle = itertools.cycle(ids)
     id_lock = threading.Lock()
     body = args.body.encode() if args.body else None
-    start = time.perf_counter()
-    measure_from = start + args.warmup
-    stop_at = measure_from + args.duration
-    latencies: list[list[float]] = [[] for _ in range(args.concurrency)]
-    statuses: dict[int, int] = {}
-    errors = [0]
+    slice_s = min(args.slice, args.duration) if len(ports) > 1 else args.duration + args.warmup
+    turns_each = max(1, round(args.duration / slice_s))
+    warmup_turns = 0 if args.warmup <= 0 else max(1, round(args.warmup / slice_s))
+    plan = [ports[turn % len(ports)] for turn in range((warmup_turns + turns_each) * len(ports))]
+    measured_from = warmup_turns * len(ports)
+    if len(ports) == 1:  # one side: one turn, its first --warmup seconds not measured
+        plan, measured_from = [ports[0]], 0
+    sides = {port: {"samples": [], "statuses": {}, "errors": 0, "busy_s": 0.0} for port in ports}
+    turn_state = {"port": plan[0], "ends": 0.0, "measure_from": 0.0, "measured": False}
     budget = [args.max_requests]
     lock = threading.Lock()
+    barrier = threading.Barrier(args.concurrency + 1)
 
-    def worker(slot: int) -> None:
-        conn = http.client.HTTPConnection("127.0.0.1", args.port, timeout=60)
+    def worker() -> None:
+        conns = {port: http.client.HTTPConnection("127.0.0.1", port, timeout=60) for port in ports}
         headers = {"Authorization": f"Bearer {args.token}", "Content-Type": args.content_type}
-        while True:
-            now = time.perf_counter()
-            if now >= stop_at:
-                break
-            with lock:
-                if budget[0] <= 0:
-                    break
-                budget[0] -= 1
-            with id_lock:
-                path = args.path.replace("{id}", next(id_cycle))
-            if args.idempotency:
-                headers["Idempotency-Key"] = uuid.uuid4().hex
-            t0 = time.perf_counter()
-            try:
-                conn.request(args.method, path, body=body, headers=headers)
-                response = conn.getresponse()
-                response.read()
-                status = response.status
-            except (OSError, http.client.HTTPException):
-                conn.close()
-                conn = http.client.HTTPConnection("127.0.0.1", args.port, timeout=60)
+        for _ in plan:
+            barrier.wait()  # the turn starts
+            port, ends, side = turn_state["port"], turn_state["ends"], sides[turn_state["port"]]
+            while time.perf_counter() < ends:
                 with lock:
-                    errors[0] += 1
-                continue
-            t1 = time.perf_counter()
-            if t0 >= measure_from and t1 <= stop_at:
-                latencies[slot].append(t1 - t0)
-                with lock:
-                    statuses[status] = statuses.get(status, 0) + 1
-        conn.close()
+                    if budget[0] <= 0:
+                        break
+                    budget[0] -= 1
+                with id_lock:
+                    path = args.path.replace("{id}", next(id_cycle))
+                if args.idempotency:
+                    headers["Idempotency-Key"] = uuid.uuid4().hex
+                t0 = time.perf_counter()
+                try:
+                    conns[port].request(args.method, path, body=body, headers=headers)
+                    response = conns[port].getresponse()
+                    response.read()
+                    status = response.status
+                except (OSError, http.client.HTTPException):
+                    conns[port].close()
+                    conns[port] = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+                    with lock:
+                        side["errors"] += 1
+                    continue
+                t1 = time.perf_counter()
+                if turn_state["measured"] and t0 >= turn_state["measure_from"]:
+                    with lock:
+                        side["samples"].append(t1 - t0)
+                        side["statuses"][status] = side["statuses"].get(status, 0) + 1
+            barrier.wait()  # the turn has ended: every request of it has come back
+        for conn in conns.values():
+            conn.close()
 
-    threads = [threading.Thread(target=worker, args=(i,)) for i in range(args.concurrency)]
+    threads = [threading.Thread(target=worker) for _ in range(args.concurrency)]
     for thread in threads:
         thread.start()
+    for turn, port in enumerate(plan):
+        started = time.perf_counter()
+        measured = turn >= measured_from
+        warm = args.warmup if len(ports) == 1 else 0.0
+        turn_state.update(port=port, ends=started + slice_s, measure_from=started + warm, measured=measured)
+        barrier.wait()
+        barrier.wait()
+        if measured:
+            sides[port]["busy_s"] += time.perf_counter() - started - warm
     for thread in threads:
         thread.join()
-    samples = [x for slot in latencies for x in slot]
+    return {port: _figures(args, side) for port, side in sides.items()}
+
+
+def _figures(args: argparse.Namespace, side: dict) -> dict:
+    samples, statuses = side["samples"], side["statuses"]
     ok = sum(n for status, n in statuses.items() if 200 <= status < 300)
+    busy = side["busy_s"] or args.duration
     return {
         "concurrency": args.concurrency,
-        "duration_s": args.duration,
+        "duration_s": round(busy, 3),
         "requests": len(samples),
         "ok": ok,
         "statuses": {str(k): v for k, v in sorted(statuses.items())},
-        "errors": errors[0],
-        "throughput_rps": ok / args.duration,
+        "errors": side["errors"],
+        "throughput_rps": ok / busy,
         "p50_ms": (percentile(samples, 50) or 0) * 1000,
         "p95_ms": (percentile(samples, 95) or 0) * 1000,
         "p99_ms": (percentile(samples, 99) or 0) * 1000,
@@ -94,7 +126,9 @@ def run(args: argparse.Namespace) -> dict:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--port", type=int, help="one server; or --ports")
+    parser.add_argument("--ports", help="servers to drive in turns (comma-separated): one JSON object per port")
+    parser.add_argument("--slice", type=float, default=0.5, help="seconds of each turn with --ports")
     parser.add_argument("--token", required=True)
     parser.add_argument("--method", default="GET")
     parser.add_argument("--path", required=True, help="may contain {id}, filled from --ids-file in turn")
@@ -106,7 +140,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("-d", "--duration", type=float, default=5.0)
     parser.add_argument("--warmup", type=float, default=1.0)
     parser.add_argument("--max-requests", type=int, default=1_000_000)
-    json.dump(run(parser.parse_args(argv)), sys.stdout)
+    args = parser.parse_args(argv)
+    if args.ports:
+        ports = [int(port) for port in args.ports.split(",")]
+        json.dump({str(port): figures for port, figures in run_sides(args, ports).items()}, sys.stdout)
+    elif args.port:
+        json.dump(run(args), sys.stdout)
+    else:
+        parser.error("give --port or --ports")
 
 
 if __name__ == "__main__":

@@ -92,32 +92,28 @@ def wait_until_answering(
 
 def load(world: World, *, method: str, path: str, concurrency: int, duration: float, port: int = PORT, **extra) -> dict:
     """One run of the separate load-generator process against the server on `port` (the portal's by default)."""
-    command = [
-        sys.executable,
-        "-m",
-        "bench.load",
-        "--port",
-        str(port),
-        "--token",
-        world.engine_token,
-        "--method",
-        method,
-        "--path",
-        path,
-        "-c",
-        str(concurrency),
-        "-d",
-        str(duration),
-        "--warmup",
-        "1",
-    ]
+    return _load_generator(world, ["--port", str(port)], method, path, concurrency, duration, extra)
+
+
+def load_in_turns(
+    world: World, *, ports: list[int], method: str, path: str, concurrency: int, duration: float, **extra
+) -> list[dict]:
+    """One load-generator process driving `ports` in half-second turns, `duration` seconds each (bench/load.py)."""
+    ports_arg = ",".join(str(port) for port in ports)
+    by_port = _load_generator(world, ["--ports", ports_arg], method, path, concurrency, duration, extra)
+    return [by_port[str(port)] for port in ports]
+
+
+def _load_generator(world: World, target: list[str], method, path, concurrency, duration, extra) -> dict:
+    command = [sys.executable, "-m", "bench.load", *target, "--token", world.engine_token, "--method", method]
+    command += ["--path", path, "-c", str(concurrency), "-d", str(duration), "--warmup", "1"]
     if "body" in extra:
         command += ["--body", json.dumps(extra["body"]), "--idempotency"]
     if "content_type" in extra:
         command += ["--content-type", extra["content_type"]]
     if "ids_file" in extra:
         command += ["--ids-file", str(extra["ids_file"])]
-    out = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=duration + 120)
+    out = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=2 * duration + 120)
     if out.returncode != 0:
         raise SystemExit(f"load generator failed: {out.stderr[-2000:]}")
     return json.loads(out.stdout)
@@ -129,17 +125,20 @@ def paired(world: World, *, path: str, rounds: int, **load_args) -> dict:
     Floors: Django + DRF + one INSERT/SELECT under gthread 3 × 4 ("floor"), and a bare ASGI app doing
     the same over psycopg's async pool ("bare": the limit Python allows). A ratio is the median of the
     rounds' ratios, so one noisy run on a shared machine moves it less; each side's figures are the
-    medians of its rounds. The portal and the floor its target is set against run back to back in
-    every round — this machine's speed drifts by a third within minutes, for every process alike, so
-    a ratio compares runs seconds apart — and take turns going first, so neither always meets what
-    the other left behind (autovacuum after inserts); the bare floor, a reference, runs after them.
+    medians of its rounds. The portal and the floor its target is set against are driven by one load
+    generator in half-second turns (load_in_turns): this machine's speed moves by half within
+    seconds, for every process alike, and turns that short let both meet the same machine. The
+    bare floor, a reference, runs alone after them.
     """
     ports = {"portal": PORT, "floor": DJANGO_FLOOR_PORT, "bare": BARE_FLOOR_PORT}
     runs: dict[str, list[dict]] = {side: [] for side in ports}
     for round_number in range(rounds):
-        pair = ["portal", "floor"] if round_number % 2 == 0 else ["floor", "portal"]
-        for side in [*pair, "bare"]:
-            runs[side].append(load(world, path=path, port=ports[side], **load_args))
+        pair = ["portal", "floor"] if round_number % 2 == 0 else ["floor", "portal"]  # who goes first
+        for side, figures in zip(
+            pair, load_in_turns(world, ports=[ports[side] for side in pair], path=path, **load_args), strict=True
+        ):
+            runs[side].append(figures)
+        runs["bare"].append(load(world, path=path, port=ports["bare"], **load_args))
 
     def ratios(floor: str) -> list[float]:
         return [
