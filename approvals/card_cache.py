@@ -53,7 +53,8 @@ class CardCache:
         # Everything outside the request that the render depends on, the same for every card of the page.
         page = (template.template, getattr(user, "email", ""), translation.get_language())
         page += (timezone.get_current_timezone_name(), get_script_prefix())
-        keys = {entry.pk: self._key(page, entry, tuple(reviewers)) for entry in entries}
+        who_may_vote = tuple(reviewers)
+        keys = {entry.pk: self._key(page, entry, who_may_vote) for entry in entries}
         with self._lock:
             kept = {pk: self._kept(key) for pk, key in keys.items()}
         missing = [pk for pk, html in kept.items() if html is None]
@@ -66,7 +67,7 @@ class CardCache:
                 kept[entry.pk] = template.render(context)
             with self._lock:
                 for entry, _ in drawn:
-                    self._cards[self._key(page, entry, tuple(reviewers))] = kept[entry.pk]
+                    self._cards[self._key(page, entry, who_may_vote)] = kept[entry.pk]
                 while len(self._cards) > self.max_cards:
                     self._cards.popitem(last=False)
         token = get_token(request)

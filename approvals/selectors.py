@@ -14,7 +14,7 @@ from rules.models import Config
 from workspaces.models import Membership, Role, Workspace
 
 from .exceptions import ApprovalNotFound, GrantNotFound
-from .models import DECIDED_STATUSES, ApprovalKind, ApprovalRequest, Grant, Status
+from .models import DECIDED_STATUSES, ApprovalKind, ApprovalRequest, Grant, Status, Vote
 from .permissions import refuses_self_approval
 
 # The queue shows at most this many cards; a reviewer works the oldest first anyway, and a
@@ -157,11 +157,18 @@ class QueueEntry:
 # queue redraws up to QUEUE_LIMIT cards on every refresh, and nearly all of them are already drawn
 # (approvals/card_cache.py): the versions tell which without reading, decoding and hydrating some
 # forty columns of each row.
+_APR, _VOTE = ApprovalRequest._meta.db_table, Vote._meta.db_table
 _DRAWN_FROM = RawSQL(
-    "approvals_approvalrequest.xmin::text || coalesce((SELECT string_agg(vote.id::text || ':' || vote.xmin::text,"
-    " ',' ORDER BY vote.id) FROM approvals_vote vote WHERE vote.approval_id = approvals_approvalrequest.id), '')",
+    f"{_APR}.xmin::text || coalesce((SELECT string_agg(vote.id::text || ':' || vote.xmin::text, ',' ORDER BY vote.id)"
+    f" FROM {_VOTE} vote WHERE vote.approval_id = {_APR}.id), '')",
     [],
 )
+# What QueueEntry is read from, in this order.
+_ENTRY_FIELDS = ("pk", "version", "config__public_id", "config__name", "expires_at", "approvals_required")
+
+
+def _entry(pk: int, version: str, config_id: str, config_name: str, expires_at: datetime, required: int) -> QueueEntry:
+    return QueueEntry(pk=pk, drawn_from=(version, config_id, config_name), expires_at=expires_at, quorum=required > 1)
 
 
 def pending_queue(*, workspace: Workspace, now: datetime | None = None) -> tuple[list[QueueEntry], bool]:
@@ -172,15 +179,9 @@ def pending_queue(*, workspace: Workspace, now: datetime | None = None) -> tuple
         .pending(now)
         .annotate(version=_DRAWN_FROM)
         .order_by("created_at", "id")
-        .values_list("pk", "version", "config__public_id", "config__name", "expires_at", "approvals_required")[
-            : QUEUE_LIMIT + 1
-        ]
+        .values_list(*_ENTRY_FIELDS)[: QUEUE_LIMIT + 1]
     )
-    entries = [
-        QueueEntry(pk=pk, drawn_from=(version, *config), expires_at=expires_at, quorum=required > 1)
-        for pk, version, *config, expires_at, required in rows[:QUEUE_LIMIT]
-    ]
-    return entries, len(rows) > QUEUE_LIMIT
+    return [_entry(*row) for row in rows[:QUEUE_LIMIT]], len(rows) > QUEUE_LIMIT
 
 
 def queue_cards_to_draw(
@@ -194,11 +195,13 @@ def queue_cards_to_draw(
     rows = with_votes(list(approvals_for(workspace).pending(now).filter(pk__in=pks).annotate(version=_DRAWN_FROM)))
     return [
         (
-            QueueEntry(
-                pk=approval.pk,
-                drawn_from=(approval.version, approval.config.public_id, approval.config.name),
-                expires_at=approval.expires_at,
-                quorum=approval.approvals_required > 1,
+            _entry(
+                approval.pk,
+                approval.version,
+                approval.config.public_id,
+                approval.config.name,
+                approval.expires_at,
+                approval.approvals_required,
             ),
             approval,
         )

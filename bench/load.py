@@ -31,7 +31,7 @@ def run_sides(args: argparse.Namespace, ports: list[int]) -> dict[int, dict]:
     """Drive `ports` in turns of --slice seconds each, every worker on the same port at once.
 
     One server is measured at a time; the turns are short so that all sides meet the same machine (a
-    shared machine's speed moves within seconds). A turn ends when every worker's last request has
+    shared machine's speed can move within seconds). A turn ends when every worker's last request has
     come back (a barrier), so no request of one side runs in the other's turn; a side's throughput is
     its requests over the time its turns took, warm-up turns left out.
     """
@@ -39,15 +39,18 @@ def run_sides(args: argparse.Namespace, ports: list[int]) -> dict[int, dict]:
     id_cycle = itertools.cycle(ids)
     id_lock = threading.Lock()
     body = args.body.encode() if args.body else None
-    slice_s = min(args.slice, args.duration) if len(ports) > 1 else args.duration + args.warmup
-    turns_each = max(1, round(args.duration / slice_s))
-    warmup_turns = 0 if args.warmup <= 0 else max(1, round(args.warmup / slice_s))
-    plan = [ports[turn % len(ports)] for turn in range((warmup_turns + turns_each) * len(ports))]
-    measured_from = warmup_turns * len(ports)
-    if len(ports) == 1:  # one side: one turn, its first --warmup seconds not measured
-        plan, measured_from = [ports[0]], 0
+    # Each turn: (port, seconds, seconds not measured at its start). One port: a single turn whose
+    # first --warmup seconds warm up; several: whole warm-up turns of each first.
+    if len(ports) == 1:
+        turns = [(ports[0], args.warmup + args.duration, args.warmup)]
+    else:
+        slice_s = min(args.slice, args.duration)
+        warmup_turns = max(1, round(args.warmup / slice_s)) if args.warmup > 0 else 0
+        measured_turns = max(1, round(args.duration / slice_s))
+        turns = [(port, slice_s, slice_s) for _ in range(warmup_turns) for port in ports]
+        turns += [(port, slice_s, 0.0) for _ in range(measured_turns) for port in ports]
     sides = {port: {"samples": [], "statuses": {}, "errors": 0, "busy_s": 0.0} for port in ports}
-    turn_state = {"port": plan[0], "ends": 0.0, "measure_from": 0.0, "measured": False}
+    turn_state = {"port": ports[0], "ends": 0.0, "measure_from": 0.0}
     budget = [args.max_requests]
     lock = threading.Lock()
     barrier = threading.Barrier(args.concurrency + 1)
@@ -55,7 +58,7 @@ def run_sides(args: argparse.Namespace, ports: list[int]) -> dict[int, dict]:
     def worker() -> None:
         conns = {port: http.client.HTTPConnection("127.0.0.1", port, timeout=60) for port in ports}
         headers = {"Authorization": f"Bearer {args.token}", "Content-Type": args.content_type}
-        for _ in plan:
+        for _ in turns:
             barrier.wait()  # the turn starts
             port, ends, side = turn_state["port"], turn_state["ends"], sides[turn_state["port"]]
             while time.perf_counter() < ends:
@@ -80,7 +83,7 @@ def run_sides(args: argparse.Namespace, ports: list[int]) -> dict[int, dict]:
                         side["errors"] += 1
                     continue
                 t1 = time.perf_counter()
-                if turn_state["measured"] and t0 >= turn_state["measure_from"]:
+                if t0 >= turn_state["measure_from"]:
                     with lock:
                         side["samples"].append(t1 - t0)
                         side["statuses"][status] = side["statuses"].get(status, 0) + 1
@@ -91,15 +94,13 @@ def run_sides(args: argparse.Namespace, ports: list[int]) -> dict[int, dict]:
     threads = [threading.Thread(target=worker) for _ in range(args.concurrency)]
     for thread in threads:
         thread.start()
-    for turn, port in enumerate(plan):
+    for port, seconds, unmeasured in turns:
         started = time.perf_counter()
-        measured = turn >= measured_from
-        warm = args.warmup if len(ports) == 1 else 0.0
-        turn_state.update(port=port, ends=started + slice_s, measure_from=started + warm, measured=measured)
+        turn_state.update(port=port, ends=started + seconds, measure_from=started + unmeasured)
         barrier.wait()
         barrier.wait()
-        if measured:
-            sides[port]["busy_s"] += time.perf_counter() - started - warm
+        if unmeasured < seconds:
+            sides[port]["busy_s"] += time.perf_counter() - started - unmeasured
     for thread in threads:
         thread.join()
     return {port: _figures(args, side) for port, side in sides.items()}

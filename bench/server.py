@@ -126,7 +126,7 @@ def paired(world: World, *, path: str, rounds: int, **load_args) -> dict:
     the same over psycopg's async pool ("bare": the limit Python allows). A ratio is the median of the
     rounds' ratios, so one noisy run on a shared machine moves it less; each side's figures are the
     medians of its rounds. The portal and the floor its target is set against are driven by one load
-    generator in half-second turns (load_in_turns): this machine's speed moves by half within
+    generator in half-second turns (load_in_turns): a shared machine's speed can move within
     seconds, for every process alike, and turns that short let both meet the same machine. The
     bare floor, a reference, runs alone after them.
     """
