@@ -24,8 +24,9 @@ from django.conf import settings
 from django.db import connections, transaction
 from django.db.models import Count, F, OuterRef, Q, Subquery
 from django.db.models.functions import Coalesce, TruncMinute
-from django.urls import get_resolver
 from django.utils import timezone
+
+from hitl_portal.warm import warm_urls
 
 from .batch import batch_scope
 from .messages import notice_for
@@ -150,13 +151,10 @@ def _senders() -> ThreadPoolExecutor:
 
 
 def _warm() -> None:
-    """What a process's sends all need once, done before its send threads start. Django fills its URL
-    tables on the first reverse() of every thread that finds them empty, so eight threads starting
-    together filled them eight times over; and the transports import their libraries on first use."""
-    resolver = get_resolver()
-    resolver.reverse_dict  # noqa: B018 — the property fills the tables
-    for _prefix, namespace in resolver.namespace_dict.values():
-        namespace.reverse_dict  # noqa: B018
+    """What a process's sends all need once, done before its send threads start: the URL tables (eight
+    threads starting together filled them eight times over), and the transports' libraries, imported
+    on first use."""
+    warm_urls()
     transport_for(Channel.EMAIL)  # imports every transport's module
 
 

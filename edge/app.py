@@ -3,12 +3,15 @@
 For every HTTP request, first the body (http.read_body: refused by Content-Length before reading,
 stopped at the limit when chunked, within a time limit); then `calls.owns(scope)` picks who
 answers: the edge, or Django's ASGIHandler with the full middleware. The lifespan protocol starts
-the process's LISTEN hub and its connection-returning threads, and closes the hub at shutdown.
+the process's LISTEN hub and its connection-returning threads (after warming Django: hitl_portal/warm.py,
+before the first connection is taken), and closes the hub at shutdown.
 """
 
 import asyncio
 
 from django.core.handlers.asgi import ASGIHandler
+
+from hitl_portal.warm import warm_process
 
 from . import calls, hub
 from .http import BodyRefused, ClientGone, django_request, read_body, secured, send_response, with_body
@@ -45,6 +48,7 @@ class Portal:
         while True:
             message = await receive()
             if message["type"] == "lifespan.startup":
+                warm_process()  # nothing is served yet: the loop has nothing else to do
                 asyncio.get_running_loop().set_default_executor(ConnectionReturningExecutor())
                 hub.hub()  # LISTEN from the start: the engine key cache (workspaces/authentication.py) needs it
                 await send({"type": "lifespan.startup.complete"})

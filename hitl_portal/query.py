@@ -13,6 +13,8 @@ from rest_framework import serializers
 from rest_framework.exceptions import ValidationError
 from rest_framework.fields import empty
 
+from .fields import FieldsBoundOnce
+
 
 def refuse_blank(query: Mapping, expects: Mapping[str, str]) -> None:
     """400 naming each parameter of `expects` (name → what it takes) that `query` carries blank.
@@ -45,8 +47,11 @@ def expectation(field: serializers.Field) -> str:
     return str(field.help_text or "a value")
 
 
-class QuerySerializer(serializers.Serializer):
-    """The base of every endpoint's query serializer: its fields sent blank are refused (refuse_blank)."""
+class QuerySerializer(FieldsBoundOnce):
+    """The base of every endpoint's query serializer: its fields sent blank are refused (refuse_blank).
+
+    Its fields are bound once per class: a long-poll's `?wait` is read on every wait an engine opens.
+    """
 
     def to_internal_value(self, data):
         refuse_blank(data, {name: expectation(field) for name, field in self.fields.items()})

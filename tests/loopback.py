@@ -18,6 +18,7 @@ import hashlib
 import hmac
 import itertools
 import json
+import logging
 import os
 import signal
 import socket
@@ -216,6 +217,9 @@ class Mailbox:
 
         self.port = free_port()
         self.controller = Controller(Handler(), hostname="127.0.0.1", port=self.port)
+        # Its thread logs every connection's end at INFO, also after pytest has closed the stream a test
+        # captured into ("Logging error … I/O operation on closed file"); warnings and errors still show.
+        logging.getLogger("mail.log").setLevel(logging.WARNING)
 
 
 @pytest.fixture

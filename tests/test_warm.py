@@ -1,0 +1,83 @@
+"""A started worker has done Django's once-only work: its first request imports and compiles nothing.
+
+Without the warm-up (hitl_portal/warm.py), the first request a worker served after a start or a
+restart imported the URLconf and every view, and compiled its templates — more than half a second
+that every request arriving meanwhile waited behind.
+"""
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from tests.asgi import ROOT
+from tests.loopback import subprocess_env
+
+# A fresh interpreter: the ASGI app's lifespan startup, then one page, recording what that page imports.
+FIRST_PAGE = textwrap.dedent(
+    """
+    import asyncio, json, sys
+    from pathlib import Path
+
+    from hitl_portal.asgi import application
+    from django.template import engines
+
+    imported = []
+
+    class Recorder:
+        def find_spec(self, name, path=None, target=None):
+            imported.append(name)
+            return None
+
+    def get(path):
+        return {"type": "http", "method": "GET", "path": path, "raw_path": path.encode(), "query_string": b"",
+                "headers": [(b"host", b"127.0.0.1")], "scheme": "http", "server": ("127.0.0.1", 80),
+                "client": ("127.0.0.1", 5000), "http_version": "1.1", "asgi": {"version": "3.0"}, "root_path": ""}
+
+    async def main():
+        lifespan = asyncio.Queue()
+        started, stopped = asyncio.Event(), asyncio.Event()
+        async def lifespan_send(message):
+            (started if message["type"] == "lifespan.startup.complete" else stopped).set()
+        await lifespan.put({"type": "lifespan.startup"})
+        task = asyncio.ensure_future(application({"type": "lifespan"}, lifespan.get, lifespan_send))
+        await started.wait()
+
+        cached = set(engines["django"].engine.template_loaders[0].get_template_cache)
+        own = {p.relative_to("templates").as_posix() for p in Path("templates").rglob("*") if p.is_file()}
+
+        sys.meta_path.insert(0, Recorder())
+        statuses = []
+        bodies = [{"type": "http.request", "body": b"", "more_body": False}]
+        async def receive():
+            if bodies:
+                return bodies.pop()
+            await asyncio.Event().wait()  # the client stays until the page is sent
+        async def send(message):
+            if message["type"] == "http.response.start":
+                statuses.append(message["status"])
+        await application(get("/login/"), receive, send)
+        sys.meta_path.pop(0)
+
+        await lifespan.put({"type": "lifespan.shutdown"})
+        await stopped.wait()
+        await task
+        print(json.dumps({"status": statuses[0], "imported": imported, "not_compiled": sorted(own - cached)}))
+
+    asyncio.run(main())
+    """
+)
+
+
+@pytest.mark.django_db
+def test_a_started_worker_serves_its_first_page_without_importing_or_compiling():
+    done = subprocess.run(
+        [sys.executable, "-c", FIRST_PAGE], cwd=ROOT, env=subprocess_env(), capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["status"] == 200
+    assert result["not_compiled"] == []
+    assert result["imported"] == []
