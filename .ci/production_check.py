@@ -36,7 +36,19 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-APPS = ["hitl_portal", "workspaces", "rules", "contacts", "approvals", "integrations", "audit", "insights"]
+APPS = [
+    "hitl_portal",
+    "edge",
+    "workspaces",
+    "rules",
+    "contacts",
+    "approvals",
+    "integrations",
+    "audit",
+    "insights",
+    "passkeys",
+    "push",
+]
 SECRET = "whsec_" + base64.b64encode(b"production-check-signing-secret!").decode()
 
 

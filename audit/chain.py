@@ -1,4 +1,4 @@
-"""What is hashed, written once for appending (SQLite, batches) and for `hitl audit verify`.
+"""What is hashed, written once for sealing (audit/services.py) and for `hitl audit verify`.
 
 A record as exported is `{seq, at, actor, action, object, data, prev_hash, hash}`. Its `hash`
 is the hex SHA-256 of the UTF-8 bytes of `prev_hash + canonical(record without hash)`, where

@@ -1,6 +1,6 @@
 """The insights page's numbers: SQL aggregates over rollups, a fixed number of queries.
 
-On PostgreSQL the page reads the rollups of closed hours (rollup.py) and aggregates live only
+The page reads the rollups of closed hours (rollup.py) and aggregates live only
 the requests resolved since (the current hour), so its cost follows an hour's traffic, not the
 history's size. Requests are counted in the UTC day they resolved (decided, or reached their
 deadline). Each closed day's p50 / p90 are exact (percentile_cont, stored when the day closed);
@@ -48,7 +48,7 @@ class Facts:
     recent_approximate: bool = False
 
 
-# --- PostgreSQL: rollups of closed hours + the current hour live --------------------------------
+# --- Rollups of closed hours + the current hour live ---------------------------------------------
 
 # The closed days (before the mark's day) from DayRollup, the open day's closed hours from HourlyRollup.
 _ROLLED_UP_SQL = f"""
