@@ -1,7 +1,8 @@
 """`make bench BENCH_ARGS=--waiting`: thousands of engines long-polling while a reviewer works.
 
-For each server and each level (100 / 1,000 / 3,000 / 10,000 concurrent waits): a separate load
-process (bench/waitload.py, raw asyncio sockets) holds the waits; meanwhile this process measures
+For each server and each level (100 / 1,000 / 3,000 / 10,000 concurrent waits), twice — the waits
+held, then asking again at a steady rate (RE_POLLING): a separate load process
+(bench/waitload.py, raw asyncio sockets) keeps the waits; meanwhile this process measures
 the reviewer list API and the Approvals tab with 8 reviewers at once (p50/p95 over all their
 requests; target p95 ≤ 100 ms), decision → waiting engine for 20 decisions (target p95 ≤ 20 ms
 after COMMIT), the database connections the server holds (pg_stat_activity) and the server's
@@ -35,6 +36,10 @@ ENGINE_KEYS = 20  # 10,000 waits over 20 keys: 500 a key, under HITL_MAX_WAITS_P
 LEVELS = (100, 1_000, 3_000, 10_000)
 WORKERS = "2"  # one per core
 REVIEWERS = 8  # at once, each with its own connection
+# Each level is measured twice: the waits held (all opened in the ramp, none answered before the
+# figures are taken), then re-polling at a steady rate (bench/waitload.py --spread: waiters / 30
+# long-polls a second, as engines waiting for good do), which is what the server carries for good.
+RE_POLLING = ", re-polling"
 REVIEWER_TARGET_MS = 100  # p95 of the reviewer list API and of the Approvals tab
 DECISION_TARGET_MS = 20  # p95, decision's COMMIT → the waiting engine's whole answer
 
@@ -309,12 +314,13 @@ class Bench:
         by_name = dict(rows)
         return {"requests": by_name.get(APP_NAME, 0), "waiters": by_name.get("hitl-waiting", 0)}
 
-    def level(self, server: Server, waiters: int, hold_s: float) -> dict:
+    def level(self, server: Server, waiters: int, hold_s: float, *, re_polling: bool = False) -> dict:
         cpu_before = server.cpu_s()
         load = subprocess.Popen(
             [sys.executable, "-m", "bench.waitload", "--port", str(PORT), "--waiters", str(waiters)]
             + ["--tokens-file", str(RESULTS / "waiting-tokens.txt"), "--ids-file", str(RESULTS / "waiting-ids.txt")]
-            + ["--duration", str(hold_s), "--ramp-timeout", "90"],
+            + ["--duration", str(hold_s), "--ramp-timeout", "90"]
+            + (["--spread"] if re_polling else []),
             cwd=ROOT,
             stdout=subprocess.PIPE,
             text=True,
@@ -367,12 +373,12 @@ def summarise(results: dict) -> str:
     for name, levels in results["servers"].items():
         for waiters, f in levels.items():
             if "error" in f:
-                lines.append(f"| {name} | {int(waiters):,} | {f['error']} | | | | | | |")
+                lines.append(f"| {name} | {waiters} | {f['error']} | | | | | | |")
                 continue
             answers = ", ".join(f"{k}: {v:,}" for k, v in f["load"]["answers"].items()) or "none"
             errors = sum(f["load"]["errors"].values())
             lines.append(
-                f"| {name} | {int(waiters):,} | {pair(f['reviewer_api'], 'p50_ms', 'p95_ms')} |"
+                f"| {name} | {waiters} | {pair(f['reviewer_api'], 'p50_ms', 'p95_ms')} |"
                 f" {pair(f['approvals_tab'], 'p50_ms', 'p95_ms')} | {pair(f['decision'], 'p50_ms', 'p95_ms')} |"
                 f" {_conns(f['connections'], f['connections_after'])} | {f['rss_mib']:,.0f} MiB |"
                 f" {f['load']['ramp_s']:.1f} s, {f.get('ramp_cpu_ms_per_wait', 0):.2f} ms |"
@@ -389,16 +395,17 @@ def run_waiting(url: str, *, servers: list[str], levels: list[int], hold_s: floa
     results: dict = {"when": datetime.now(UTC).isoformat(timespec="seconds"), "cores": os.cpu_count(), "servers": {}}
     for name in servers:
         results["servers"][name] = {}
-        for waiters in levels:
-            log(f"{name}: {waiters:,} waiting engines")
+        for waiters, re_polling in ((waiters, re_polling) for waiters in levels for re_polling in (False, True)):
+            key = f"{waiters:,}" + (RE_POLLING if re_polling else "")
+            log(f"{name}: {key} waiting engines")
             server = Server(name, url)
             try:
-                results["servers"][name][str(waiters)] = bench.level(server, waiters, hold_s)
+                results["servers"][name][key] = bench.level(server, waiters, hold_s, re_polling=re_polling)
             except Exception as exc:  # a server that falls over is a figure too
-                results["servers"][name][str(waiters)] = {"error": repr(exc)[:200]}
+                results["servers"][name][key] = {"error": repr(exc)[:200]}
             finally:
                 server.stop()
-            log(json.dumps(results["servers"][name][str(waiters)])[:600])
+            log(json.dumps(results["servers"][name][key])[:600])
             (RESULTS / "waiting.json").write_text(json.dumps(results, indent=2))  # kept level by level
     table = summarise(results)
     (RESULTS / "waiting.md").write_text(table + "\n")

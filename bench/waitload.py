@@ -3,7 +3,9 @@
 A separate process (the server under test never shares its CPU accounting with it), loopback only,
 bounded in count (--waiters) and in time (--duration after the ramp, --ramp-timeout for the ramp).
 Prints `ready <n>` on stdout once every socket has sent its first long-poll, then, at the end, one
-line of JSON: answers by status, connection errors, how many were still waiting.
+line of JSON: answers by status, connection errors, how many were still waiting. Every socket asks
+again as soon as it is answered; with --spread the first waits end evenly over one wait's length,
+so the asking-again is steady from the start instead of all sockets at once every --wait seconds.
 
     python -m bench.waitload --port 8123 --tokens-file t.txt --ids-file ids.txt --waiters 1000 -d 20
 """
@@ -51,19 +53,25 @@ async def run(args: argparse.Namespace) -> dict:
     gate = asyncio.Semaphore(CONNECT_AT_ONCE)
     waiting = 0
 
-    async def engine(slot: int) -> None:
-        nonlocal sent_first, waiting
-        request = (
-            f"GET /api/v1/approvals/{ids[slot % len(ids)]}?wait={args.wait:g} HTTP/1.1\r\n"
+    def long_poll(slot: int, wait: float) -> bytes:
+        return (
+            f"GET /api/v1/approvals/{ids[slot % len(ids)]}?wait={wait:g} HTTP/1.1\r\n"
             f"Host: 127.0.0.1:{args.port}\r\nAuthorization: Bearer {tokens[slot % len(tokens)]}\r\n\r\n"
         ).encode()
+
+    async def engine(slot: int) -> None:
+        nonlocal sent_first, waiting
+        request = long_poll(slot, args.wait)
+        # --spread: the first waits end evenly over one wait's length, so the engines ask again at a
+        # steady rate (waiters / wait a second), as engines long since started do; else all at once.
+        opening = long_poll(slot, max(1.0, round(args.wait * (slot + 1) / args.waiters, 1))) if args.spread else request
         first = True
         writer = None
         try:
             async with gate:
                 reader, writer = await asyncio.wait_for(asyncio.open_connection("127.0.0.1", args.port), 30)
             while not stop.is_set():
-                writer.write(request)
+                writer.write(opening if first else request)
                 await writer.drain()
                 if first:
                     first = False
@@ -122,6 +130,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--ids-file", required=True, help="pending request ids, one a line, one per waiter")
     parser.add_argument("--waiters", type=int, required=True)
     parser.add_argument("--wait", type=float, default=30)
+    parser.add_argument(
+        "--spread", action="store_true", help="first waits spread over --wait: re-polls at a steady rate"
+    )
     parser.add_argument("-d", "--duration", type=float, default=15, help="seconds to hold the waits after the ramp")
     parser.add_argument("--ramp-timeout", type=float, default=60)
     args = parser.parse_args(argv)
