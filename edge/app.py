@@ -7,15 +7,12 @@ the process's LISTEN hub and its connection-returning threads (after warming Dja
 before the first connection is taken), and closes the hub at shutdown.
 """
 
-import asyncio
-
 from django.core.handlers.asgi import ASGIHandler
 
 from hitl_portal.warm import warm_process
 
-from . import calls, hub
+from . import calls, hub, threads
 from .http import BodyRefused, ClientGone, django_request, read_body, secured, send_response, with_body
-from .threads import ConnectionReturningExecutor
 
 
 class Portal:
@@ -49,7 +46,7 @@ class Portal:
             message = await receive()
             if message["type"] == "lifespan.startup":
                 warm_process()  # nothing is served yet: the loop has nothing else to do
-                asyncio.get_running_loop().set_default_executor(ConnectionReturningExecutor())
+                threads.install()
                 hub.hub()  # LISTEN from the start: the engine key cache (workspaces/authentication.py) needs it
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":

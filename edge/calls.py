@@ -32,7 +32,7 @@ from workspaces.access import Actor, actor_for_token
 from workspaces.authentication import BearerTokenAuthentication, token_for_authorization
 from workspaces.models import ApiToken
 
-from . import hub
+from . import hub, threads
 from .http import Receive, Send, django_request, host_refusal, secured, send_response
 
 APPROVAL_PATH = re.compile(r"/api/v1/approvals/([^/]+)")
@@ -109,8 +109,11 @@ def _on_thread(call):
         except Exception as exc:  # logged by django.request, answered with the API's 500, as Django would
             return _Answer(response_for_exception(request, exc))
 
-    async def on_thread(request: ASGIRequest, *args) -> _Answer:
+    async def on_thread(request: ASGIRequest, *args, first: bool = False) -> _Answer:
+        """`first`: ahead of every call not asked first (threads.py), as a woken waiter's read is."""
         context = contextvars.copy_context()
+        if first:
+            return await threads.run_first(context.run, run, request, *args)
         return await asyncio.get_running_loop().run_in_executor(None, context.run, run, request, *args)
 
     return on_thread
@@ -175,15 +178,24 @@ async def answer(scope: dict, body: bytes, receive: Receive, send: Send) -> None
         result = await _register(request, body)
     else:
         public_id = APPROVAL_PATH.fullmatch(scope["path"])[1]
-        result = await _poll(request, public_id)
-        if result.approval is not None and result.wait and is_waiting(result.approval):
-            result = await _wait(request, public_id, result, receive)
-            if result is None:
-                return  # the client has gone: nothing to answer
+        # A wait is asked for in the query (a plain poll has none): its waiter goes into the hub before
+        # the first read, so a decision committed after that read wakes it with no read again (hub.py).
+        waiter = hub.hub().register(public_id) if scope["query_string"] else None
+        try:
+            result = await _poll(request, public_id)
+            if result.approval is not None and result.wait and is_waiting(result.approval):
+                result = await _wait(request, public_id, result, receive, waiter)
+                if result is None:
+                    return  # the client has gone: nothing to answer
+        finally:
+            if waiter is not None:
+                hub.hub().forget(waiter)
     await send_response(send, _rendered(request, result), head=head)
 
 
-async def _wait(request: ASGIRequest, public_id: str, first: _Answer, receive: Receive) -> _Answer | None:
+async def _wait(
+    request: ASGIRequest, public_id: str, first: _Answer, receive: Receive, waiter: hub.Waiter | None
+) -> _Answer | None:
     """The one wait: hold a slot, wait on the hub until woken, the time is up or the client hangs up."""
     approval, token_id, user_id = first.approval, first.token_id, first.user_id
     until_expiry = (approval.expires_at - timezone.now()).total_seconds()
@@ -192,10 +204,10 @@ async def _wait(request: ASGIRequest, public_id: str, first: _Answer, receive: R
         slots.take(token_id, user_id)
     except TooManyWaits as exc:
         return _Answer(_refused(exc))
+    hub_ = hub.hub()
+    waiter = waiter or hub_.register(public_id, read_already=True)
     hung_up = asyncio.ensure_future(_hang_up(receive))
-    waiting = asyncio.ensure_future(
-        hub.hub().wait(public_id=public_id, token_id=token_id, user_id=user_id, seconds=seconds)
-    )
+    waiting = asyncio.ensure_future(hub_.hold(waiter, token_id=token_id, user_id=user_id, seconds=seconds))
     try:
         done, _ = await asyncio.wait((waiting, hung_up), return_when=asyncio.FIRST_COMPLETED)
     finally:
@@ -206,10 +218,11 @@ async def _wait(request: ASGIRequest, public_id: str, first: _Answer, receive: R
     if hung_up in done:
         return None
     if not waiting.result() and until_expiry > first.wait:
-        # Nothing was decided, expired or revoked (the hub re-read it once registered, and has listened
-        # since): the answer is the pending request as first read.
+        # Nothing was decided, expired or revoked (the hub has listened since before the first read,
+        # or re-read it): the answer is the pending request as first read.
         return first
-    return await _poll(request, public_id)  # woken, or the request expired: read it again, auth again
+    # Woken, or the request expired: read it again (auth again), ahead of the new waits' first reads.
+    return await _poll(request, public_id, first=True)
 
 
 async def _hang_up(receive: Receive) -> None:

@@ -6,11 +6,17 @@ user, for revocation). Per process, whatever the number of waiters, two PostgreS
 - the *listener* LISTENs on `hitl_approvals` (a request was decided or expired, approvals/notify.py)
   and `hitl_tokens` (a key was revoked or deleted, a user deactivated or removed from a workspace:
   triggers in workspaces/migrations/0002) and resolves the matching futures;
-- the *checker* re-reads, in one batched query, every waiter that needs it: each new waiter once
-  it is registered (a decision or a revocation committed between the caller's read and now sent
-  its NOTIFY to nobody), and all of them after the listener reconnects (NOTIFYs sent while it was
-  down are lost). Batches are at most CHECK_BATCH waiters, the event loop free between them, so
-  ten thousand arriving engines do not stall the pages and polls this process serves meanwhile.
+- the *checker* re-reads, in one batched query, every waiter that needs it: all of them after the
+  listener reconnects (NOTIFYs sent while it was down are lost), and a new waiter the listener may
+  have missed something for (below). Batches are at most CHECK_BATCH waiters, the event loop free
+  between them, so ten thousand arriving engines do not stall the pages and polls this process
+  serves meanwhile.
+
+A waiter is registered before its caller's first read of the request (`register`), so a decision
+committed after that read finds it through its NOTIFY, and it needs no read again. Only its token
+and user are known after the read: `hold` indexes them, and re-reads the waiter when the hub heard
+of any token or user change since the registration, or was not listening then, or reconnected
+since — else a revocation committed between the read and `hold` would go unheard.
 
 A resolved waiter does not carry the answer: the edge reads the request again through the same
 code as a plain poll, which also authenticates again (so a revoked key gets its 401 there).
@@ -58,6 +64,7 @@ class Waiter:
     token_id: int | None
     user_id: int | None
     future: asyncio.Future = field(repr=False)  # resolved: the request may have changed, read it again
+    heard: tuple[int, int] | None = None  # what the hub had heard at registration (None: not listening)
 
     def wake(self) -> None:
         if not self.future.done():
@@ -100,6 +107,7 @@ class WaitHub:
         self.by_user: dict[int, set[Waiter]] = defaultdict(set)
         self.listening = asyncio.Event()
         self.connects = 0  # how many times the listener has (re)connected: the fault tests watch it
+        self.token_events = 0  # NOTIFYs heard of a token, user or workspace change
         self._to_check: set[Waiter] = set()
         self._check_wanted = asyncio.Event()
         self._checker: psycopg.AsyncConnection | None = None
@@ -109,22 +117,38 @@ class WaitHub:
     def count(self) -> int:
         return sum(len(waiters) for waiters in self.by_request.values())
 
-    async def wait(self, *, public_id: str, token_id: int | None, user_id: int | None, seconds: float) -> bool:
+    def register(self, public_id: str, *, read_already: bool = False) -> Waiter:
+        """A waiter for `public_id`, before the caller reads the request (`read_already`: after it, so
+        `hold` re-reads it). Give it to `hold`, or to `forget` if there is nothing to wait for."""
+        waiter = Waiter(public_id, None, None, asyncio.get_running_loop().create_future())
+        waiter.heard = None if read_already else self._heard()
+        self._add(waiter)
+        return waiter
+
+    async def hold(self, waiter: Waiter, *, token_id: int | None, user_id: int | None, seconds: float) -> bool:
         """True when the request may have changed (decided, expired, token revoked); False after `seconds`.
 
         The caller holds a slot (waiting.slots) for the whole wait. Cancelled (the client hung up),
         the waiter is gone at once: nothing is left behind but the cancelled future.
         """
-        waiter = Waiter(public_id, token_id, user_id, asyncio.get_running_loop().create_future())
-        self._add(waiter)
+        waiter.token_id, waiter.user_id = token_id, user_id
+        self._add(waiter)  # by its token and user too, now that they are known
         try:
-            self._check([waiter])
+            if waiter.heard is None or waiter.heard != self._heard():
+                self._check([waiter])
             await asyncio.wait_for(waiter.future, timeout=seconds)
             return True
         except TimeoutError:
             return False
         finally:
             self._remove(waiter)
+
+    def forget(self, waiter: Waiter) -> None:
+        self._remove(waiter)
+
+    def _heard(self) -> tuple[int, int] | None:
+        """Changes to it mean something may have gone unheard: a reconnection, a token or user change."""
+        return (self.connects, self.token_events) if self.listening.is_set() else None
 
     # ------------------------------------------------------------------------------------ bookkeeping
 
@@ -165,6 +189,7 @@ class WaitHub:
             halts_in_force.clear()  # a halt made or lifted: read which workspaces have one afresh
             return
         engine_keys.clear()  # a key, a user or a workspace changed: look keys up afresh
+        self.token_events += 1
         kind, _, raw_id = payload.partition(":")
         if raw_id.isdigit():
             index = self.by_token if kind == "token" else self.by_user if kind == "user" else {}
@@ -286,4 +311,4 @@ async def close_hubs() -> None:
         await hub_.close()
 
 
-__all__ = ["APPLICATION_NAME", "WaitHub", "close_hubs", "hub"]
+__all__ = ["APPLICATION_NAME", "WaitHub", "Waiter", "close_hubs", "hub"]

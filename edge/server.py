@@ -146,7 +146,9 @@ class OneAtATimeServer(Server):
 
 
 class Worker(UvicornWorker):
-    CONFIG_KWARGS = {**UvicornWorker.CONFIG_KWARGS, "http": HeaderTimeoutProtocol}
+    # lifespan "on": a worker whose startup fails (warm-up, threads, LISTEN hub: edge/app.py) stops with
+    # a boot error; uvicorn's "auto" would log it and serve without them.
+    CONFIG_KWARGS = {**UvicornWorker.CONFIG_KWARGS, "http": HeaderTimeoutProtocol, "lifespan": "on"}
 
     async def _serve(self) -> None:  # UvicornWorker's, with OneAtATimeServer
         self.config.app = self.wsgi

@@ -125,7 +125,7 @@ def test_every_waiting_engine_learns_its_decision_when_the_listen_connection_is_
         wait_for(lambda: crowd.sent == ENGINES, timeout=60, what="every engine to send its long-poll")
         wait_for(lambda: settled(server, world, ids[0]), timeout=90, what="the server to take in every wait", every=0.2)
         before = server_connections("hitl-faults-asgi")[APPLICATION_NAME]
-        assert len(before) == 2
+        assert 1 <= len(before) <= 2  # the listener, and the checker once it has had something to re-read
 
         with raw_connection() as conn:
             conn.execute(
@@ -167,7 +167,7 @@ def test_a_thousand_engines_hanging_up_at_once_leave_nothing_behind(world):
         wait_for(lambda: len(second.answers) == ENGINES, timeout=60, what="a second crowd's answers", every=0.1)
         assert set(second.answers.values()) == {"pending"}, {v for v in second.answers.values() if v != "pending"}
         held = server_connections("hitl-faults-asgi")
-        assert len(held[APPLICATION_NAME]) == 2
+        assert 1 <= len(held[APPLICATION_NAME]) <= 2
         assert len(held["hitl-faults-asgi"]) <= 4  # the pool's HITL_DB_POOL_SIZE, nothing per hung-up waiter
         assert _threads(worker) < threads_before + 20
 
