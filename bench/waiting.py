@@ -14,6 +14,7 @@ gthread server is there to compare.
 """
 
 import http.client
+import itertools
 import json
 import os
 import resource
@@ -395,7 +396,7 @@ def run_waiting(url: str, *, servers: list[str], levels: list[int], hold_s: floa
     results: dict = {"when": datetime.now(UTC).isoformat(timespec="seconds"), "cores": os.cpu_count(), "servers": {}}
     for name in servers:
         results["servers"][name] = {}
-        for waiters, re_polling in ((waiters, re_polling) for waiters in levels for re_polling in (False, True)):
+        for waiters, re_polling in itertools.product(levels, (False, True)):
             key = f"{waiters:,}" + (RE_POLLING if re_polling else "")
             log(f"{name}: {key} waiting engines")
             server = Server(name, url)

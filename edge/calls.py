@@ -180,21 +180,22 @@ async def answer(scope: dict, body: bytes, receive: Receive, send: Send) -> None
         public_id = APPROVAL_PATH.fullmatch(scope["path"])[1]
         # A wait is asked for in the query (a plain poll has none): its waiter goes into the hub before
         # the first read, so a decision committed after that read wakes it with no read again (hub.py).
-        waiter = hub.hub().register(public_id) if scope["query_string"] else None
+        hub_ = hub.hub()
+        waiter = hub_.register(public_id) if scope["query_string"] else None
         try:
             result = await _poll(request, public_id)
-            if result.approval is not None and result.wait and is_waiting(result.approval):
+            if waiter is not None and result.approval is not None and result.wait and is_waiting(result.approval):
                 result = await _wait(request, public_id, result, receive, waiter)
                 if result is None:
                     return  # the client has gone: nothing to answer
         finally:
             if waiter is not None:
-                hub.hub().forget(waiter)
+                hub_.forget(waiter)
     await send_response(send, _rendered(request, result), head=head)
 
 
 async def _wait(
-    request: ASGIRequest, public_id: str, first: _Answer, receive: Receive, waiter: hub.Waiter | None
+    request: ASGIRequest, public_id: str, first: _Answer, receive: Receive, waiter: hub.Waiter
 ) -> _Answer | None:
     """The one wait: hold a slot, wait on the hub until woken, the time is up or the client hangs up."""
     approval, token_id, user_id = first.approval, first.token_id, first.user_id
@@ -204,10 +205,8 @@ async def _wait(
         slots.take(token_id, user_id)
     except TooManyWaits as exc:
         return _Answer(_refused(exc))
-    hub_ = hub.hub()
-    waiter = waiter or hub_.register(public_id, read_already=True)
     hung_up = asyncio.ensure_future(_hang_up(receive))
-    waiting = asyncio.ensure_future(hub_.hold(waiter, token_id=token_id, user_id=user_id, seconds=seconds))
+    waiting = asyncio.ensure_future(hub.hub().hold(waiter, token_id=token_id, user_id=user_id, seconds=seconds))
     try:
         done, _ = await asyncio.wait((waiting, hung_up), return_when=asyncio.FIRST_COMPLETED)
     finally:
@@ -218,8 +217,8 @@ async def _wait(
     if hung_up in done:
         return None
     if not waiting.result() and until_expiry > first.wait:
-        # Nothing was decided, expired or revoked (the hub has listened since before the first read,
-        # or re-read it): the answer is the pending request as first read.
+        # Nothing was decided, expired or revoked (the hub has listened since before the first read, or
+        # re-read it): the answer is the pending request as first read.
         return first
     # Woken, or the request expired: read it again (auth again), ahead of the new waits' first reads.
     return await _poll(request, public_id, first=True)

@@ -1,7 +1,7 @@
 """The one wait: a LISTEN connection per process fans NOTIFYs out to every waiting long-poll.
 
 A waiter is an asyncio future keyed by its request's public id (and indexed by its token and
-user, for revocation). Per process, whatever the number of waiters, two PostgreSQL connections:
+user, for revocation). Per process, whatever the number of waiters, at most two PostgreSQL connections:
 
 - the *listener* LISTENs on `hitl_approvals` (a request was decided or expired, approvals/notify.py)
   and `hitl_tokens` (a key was revoked or deleted, a user deactivated or removed from a workspace:
@@ -117,11 +117,10 @@ class WaitHub:
     def count(self) -> int:
         return sum(len(waiters) for waiters in self.by_request.values())
 
-    def register(self, public_id: str, *, read_already: bool = False) -> Waiter:
-        """A waiter for `public_id`, before the caller reads the request (`read_already`: after it, so
-        `hold` re-reads it). Give it to `hold`, or to `forget` if there is nothing to wait for."""
-        waiter = Waiter(public_id, None, None, asyncio.get_running_loop().create_future())
-        waiter.heard = None if read_already else self._heard()
+    def register(self, public_id: str) -> Waiter:
+        """A waiter for `public_id`, before the caller reads the request. Give it to `hold`, or to
+        `forget` if there is nothing to wait for."""
+        waiter = Waiter(public_id, None, None, asyncio.get_running_loop().create_future(), self._heard())
         self._add(waiter)
         return waiter
 

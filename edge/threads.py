@@ -8,13 +8,14 @@ session there, and each such page kept a pooled connection for good until the po
 The edge's own jobs run here too. So every job, whoever submitted it, ends by handing back what
 it took: under the pool (CONN_MAX_AGE=0), `close_old_connections` returns it to the pool.
 
-Two lanes: beside ten thousand waiting engines, a few hundred of them ask again every second, and
-each new wait's first read is a job here. The read that answers an engine whose request was just
+Two lanes: beside thousands of waiting engines, many ask again every second, and each new wait's
+first read is a job here. The read that answers an engine whose request was just
 decided (`submit_first`) goes ahead of them, or the decision would reach its engine only after
 every read queued before it.
 """
 
 import asyncio
+import os
 import threading
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -42,7 +43,8 @@ class ConnectionReturningExecutor(ThreadPoolExecutor):
 
     def __init__(self, max_workers: int | None = None) -> None:
         size = pool_size()
-        self.max_workers = max_workers or (size + 1 if size else 6)
+        python_default = min(32, (os.cpu_count() or 1) + 4)  # ThreadPoolExecutor's, where there is no pool
+        self.max_workers = max_workers or (size + 1 if size else python_default)
         super().__init__(max_workers=self.max_workers, thread_name_prefix="edge")
         self._first: deque = deque()
         self._rest: deque = deque()

@@ -2,8 +2,8 @@
 
 Django imports the URLconf (and with it every view module) on the first request a process resolves,
 fills its URL tables on the first reverse() of each thread that finds them empty, and compiles a
-template on first use. In a web worker the first page after a start paid for all of it, more than
-half a second, and every request that arrived meanwhile queued behind it.
+template on first use. In a web worker the first page after a start paid for all of it, and every
+request that arrived meanwhile queued behind it (docs/performance.md).
 """
 
 from pathlib import Path

@@ -1,8 +1,8 @@
 """A started worker has done Django's once-only work: its first request imports and compiles nothing.
 
 Without the warm-up (hitl_portal/warm.py), the first request a worker served after a start or a
-restart imported the URLconf and every view, and compiled its templates — more than half a second
-that every request arriving meanwhile waited behind.
+restart imported the URLconf and every view, and compiled its templates, while every request
+arriving meanwhile waited behind it.
 """
 
 import json

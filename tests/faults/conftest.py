@@ -86,9 +86,11 @@ def portal_server(world) -> Iterator[str]:
     def up() -> bool:
         if process.poll() is not None:
             pytest.fail(f"gunicorn exited with {process.returncode}")
+        # The health probe, not a page: a worker's first request imports what it serves, and on a busy
+        # machine the schema's first build outlasted a timeout that then failed the fixture.
         try:
-            return requests.get(url + "/api/schema/", timeout=5).status_code == 200
-        except requests.ConnectionError:
+            return requests.get(url + "/healthz", timeout=5).status_code == 200
+        except (requests.ConnectionError, requests.Timeout):
             return False
 
     try:
