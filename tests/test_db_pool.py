@@ -45,7 +45,12 @@ def test_a_connection_postgresql_terminated_is_refused_and_the_pool_replaces_it(
             first = conn.info.backend_pid
         with psycopg.connect(conninfo(), autocommit=True) as killer:
             killer.execute("SELECT pg_terminate_backend(%s)", [first])
-        time.sleep(0.2)
+            # Until the backend has gone (its goodbye is then on the socket); a fixed pause lost the race
+            # on a loaded machine and handed out the connection before PostgreSQL had closed it.
+            deadline = time.monotonic() + 10
+            while killer.execute("SELECT 1 FROM pg_stat_activity WHERE pid = %s", [first]).fetchone():
+                assert time.monotonic() < deadline, "PostgreSQL did not end the backend"
+                time.sleep(0.02)
         with pool.connection() as conn:
             assert conn.execute("SELECT pg_backend_pid()").fetchone()[0] != first
 
