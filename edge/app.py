@@ -4,12 +4,13 @@ For every HTTP request, first the body (http.read_body: refused by Content-Lengt
 stopped at the limit when chunked, within a time limit); then `calls.owns(scope)` picks who
 answers: the edge, or Django's ASGIHandler with the full middleware. The lifespan protocol starts
 the process's LISTEN hub and its connection-returning threads (after warming Django: hitl_portal/warm.py,
-before the first connection is taken), and closes the hub at shutdown.
+before the first connection is taken), settles the garbage collector for thousands of waits, and
+closes the hub at shutdown.
 """
 
 from django.core.handlers.asgi import ASGIHandler
 
-from hitl_portal.warm import warm_process
+from hitl_portal.warm import settle_collector, warm_process
 
 from . import calls, hub, threads
 from .http import BodyRefused, ClientGone, django_request, read_body, secured, send_response, with_body
@@ -48,6 +49,7 @@ class Portal:
                 warm_process()  # nothing is served yet: the loop has nothing else to do
                 threads.install()
                 hub.hub()  # LISTEN from the start: the engine key cache (workspaces/authentication.py) needs it
+                settle_collector()  # last: what startup built is frozen
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
                 await hub.close_hubs()

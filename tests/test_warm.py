@@ -81,3 +81,46 @@ def test_a_started_worker_serves_its_first_page_without_importing_or_compiling()
     assert result["status"] == 200
     assert result["not_compiled"] == []
     assert result["imported"] == []
+
+
+# A fresh interpreter: the ASGI app's lifespan startup, then as many long-lived objects as thousands of
+# waits hold, counting the collector's full collections meanwhile.
+MANY_WAITS = textwrap.dedent(
+    """
+    import asyncio, gc, json
+
+    from hitl_portal.asgi import application
+
+    async def main():
+        lifespan = asyncio.Queue()
+        started = asyncio.Event()
+        async def lifespan_send(message):
+            if message["type"] == "lifespan.startup.complete":
+                started.set()
+        await lifespan.put({"type": "lifespan.startup"})
+        task = asyncio.ensure_future(application({"type": "lifespan"}, lifespan.get, lifespan_send))
+        await started.wait()
+
+        full = []
+        gc.callbacks.append(lambda phase, info: phase == "stop" and info["generation"] == 2 and full.append(1))
+        waits = [{"future": asyncio.get_running_loop().create_future(), "headers": [("host", str(i))]}
+                 for i in range(50_000)]
+        print(json.dumps({"waits": len(waits), "full_collections": len(full), "frozen": gc.get_freeze_count()}))
+        task.cancel()
+
+    asyncio.run(main())
+    """
+)
+
+
+@pytest.mark.django_db
+def test_a_started_worker_holding_thousands_of_waits_does_not_stop_for_full_collections():
+    """Every full collection walks every object in the process while its event loop serves nothing."""
+    done = subprocess.run(
+        [sys.executable, "-c", MANY_WAITS], cwd=ROOT, env=subprocess_env(), capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["waits"] == 50_000
+    assert result["full_collections"] == 0
+    assert result["frozen"] > 10_000  # what startup built is never walked again
