@@ -263,7 +263,7 @@ class Bench:
 
             waiter = threading.Thread(target=engine)
             waiter.start()
-            time.sleep(0.5)  # the engine's wait is registered before anyone decides
+            time.sleep(0.2)  # the engine's wait is registered (on arrival: edge/calls.py) before anyone decides
             committed: list[float] = []
             approval = ApprovalRequest.objects.select_related("config").get(public_id=public_id)
             with transaction.atomic():

@@ -206,17 +206,15 @@ async def _wait(
     except TooManyWaits as exc:
         return _Answer(_refused(exc))
     hung_up = asyncio.ensure_future(_hang_up(receive))
-    waiting = asyncio.ensure_future(hub.hub().hold(waiter, token_id=token_id, user_id=user_id, seconds=seconds))
+    hung_up.add_done_callback(waiter.let_go)
     try:
-        done, _ = await asyncio.wait((waiting, hung_up), return_when=asyncio.FIRST_COMPLETED)
+        changed = await hub.hub().hold(waiter, token_id=token_id, user_id=user_id, seconds=seconds)
     finally:
-        for task in (waiting, hung_up):
-            if not task.done():
-                task.cancel()
+        hung_up.cancel()
         slots.give_back(token_id, user_id)
-    if hung_up in done:
+    if changed is None:
         return None
-    if not waiting.result() and until_expiry > first.wait:
+    if not changed and until_expiry > first.wait:
         # Nothing was decided, expired or revoked (the hub has listened since before the first read, or
         # re-read it): the answer is the pending request as first read.
         return first

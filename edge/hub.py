@@ -63,12 +63,24 @@ class Waiter:
     public_id: str
     token_id: int | None
     user_id: int | None
-    future: asyncio.Future = field(repr=False)  # resolved: the request may have changed, read it again
+    # What ended the wait: True, the request may have changed (read it again); False, the time is up;
+    # None, the caller let go (its client hung up).
+    future: asyncio.Future = field(repr=False)
     heard: tuple[int, int] | None = None  # what the hub had heard at registration (None: not listening)
 
     def wake(self) -> None:
+        self._end(True)
+
+    def time_up(self) -> None:
+        self._end(False)
+
+    def let_go(self, *_) -> None:
+        """Also a done callback (of the caller's hang-up watch)."""
+        self._end(None)
+
+    def _end(self, result: bool | None) -> None:
         if not self.future.done():
-            self.future.set_result(None)
+            self.future.set_result(result)
 
     def needs_check(self) -> bool:
         return not self.future.done()
@@ -124,22 +136,23 @@ class WaitHub:
         self._add(waiter)
         return waiter
 
-    async def hold(self, waiter: Waiter, *, token_id: int | None, user_id: int | None, seconds: float) -> bool:
-        """True when the request may have changed (decided, expired, token revoked); False after `seconds`.
+    async def hold(self, waiter: Waiter, *, token_id: int | None, user_id: int | None, seconds: float) -> bool | None:
+        """True when the request may have changed (decided, expired, token revoked); False after `seconds`;
+        None when the caller let go (`Waiter.let_go`: its client hung up).
 
-        The caller holds a slot (waiting.slots) for the whole wait. Cancelled (the client hung up),
-        the waiter is gone at once: nothing is left behind but the cancelled future.
+        The caller holds a slot (waiting.slots) for the whole wait. However it ends, the waiter is
+        gone at once. One future and one timer a wait: thousands are held at once, and every object
+        they keep is walked by the garbage collector.
         """
         waiter.token_id, waiter.user_id = token_id, user_id
         self._add(waiter)  # by its token and user too, now that they are known
+        timer = asyncio.get_running_loop().call_later(seconds, waiter.time_up)
         try:
             if waiter.heard is None or waiter.heard != self._heard():
                 self._check([waiter])
-            await asyncio.wait_for(waiter.future, timeout=seconds)
-            return True
-        except TimeoutError:
-            return False
+            return await waiter.future
         finally:
+            timer.cancel()
             self._remove(waiter)
 
     def forget(self, waiter: Waiter) -> None:
