@@ -1,5 +1,6 @@
 """The approver policy on the Approvals tab, the Grants page, the history and the CLI."""
 
+from html import unescape
 from io import StringIO
 
 import pytest
@@ -36,7 +37,8 @@ def hitl(*args) -> str:
 
 
 def queue(client) -> str:
-    return client.get(reverse("approvals:queue")).content.decode()
+    """The queue's text as shown (a card is kept in ASCII, other characters as references)."""
+    return unescape(client.get(reverse("approvals:queue")).content.decode())
 
 
 def decide(client, approval, **data):

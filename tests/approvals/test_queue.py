@@ -2,6 +2,7 @@
 
 import re
 from datetime import timedelta
+from html import unescape
 
 import pytest
 from django.db import connection
@@ -62,7 +63,7 @@ def test_it_titles_each_card_with_the_act_and_its_object(client, bob, support):
     make_approval(support, boundary="worker", target="tech-lead", operation="start", point="exit")
     make_token_cap(support)
     client.force_login(bob)
-    html = client.get(QUEUE).content.decode()
+    html = unescape(client.get(QUEUE).content.decode())  # the text as shown: a card is kept in ASCII
     for title in (
         "Delete customer T-4821",
         "Call mcp_billing<",
@@ -194,7 +195,7 @@ def test_quorum_cards_with_votes_cost_no_query_per_card(client, bob, alice, supp
     for url in (QUEUE, PARTIAL):
         rendered_cards.clear()
         with django_assert_max_num_queries(counts[url]):
-            html = client.get(url).content.decode()
+            html = unescape(client.get(url).content.decode())
         assert html.count("1 of 2 approvals — alice@acme.test") == 50
         assert html.count("May still approve: bob@acme.test<") == 50
     decide = reverse("approvals:decide", args=[first.public_id])
@@ -219,6 +220,18 @@ def test_a_card_from_the_cache_is_the_card_drawn_afresh(client, bob, support):
     assert _without_csrf_tokens(client.get(PARTIAL).content.decode()) == _without_csrf_tokens(drawn)
 
 
+def test_a_card_kept_in_ascii_shows_every_character_the_engine_sent(client, bob, support):
+    summary = "Löschen: Kunde «Müller» — 顧客 🚀"
+    make_approval(support, target="customer T-1", summary=summary)
+    client.force_login(bob)
+    rendered_cards.clear()
+    html = client.get(PARTIAL).content.decode()
+    assert html.isascii()  # the page's string work runs at one byte a character
+    assert summary in unescape(html)
+    (kept,) = rendered_cards._cards.values()
+    assert kept.isascii()
+
+
 def _without_csrf_tokens(html: str) -> str:
     return re.sub(r'name="csrfmiddlewaretoken" value="[^"]*"', "", html)
 
@@ -233,7 +246,7 @@ def test_a_card_from_the_cache_carries_this_requests_csrf_token_and_countdown(bo
     for _ in range(2):  # two browsers of the same reviewer: two CSRF secrets, the second page from the cache
         browser = Client(enforce_csrf_checks=True)
         browser.force_login(bob)
-        html = browser.get(PARTIAL).content.decode()
+        html = unescape(browser.get(PARTIAL).content.decode())
         token = html.split('name="csrfmiddlewaretoken" value="', 1)[1].split('"', 1)[0]
         assert _unmask_cipher_token(token) == browser.cookies["csrftoken"].value
         tokens.append(token)
@@ -260,7 +273,7 @@ def test_a_vote_a_rename_or_a_changed_row_draws_the_card_again(client, bob, alic
     client.force_login(bob)
     assert "0 of 2 approvals" in client.get(PARTIAL).content.decode()
     Vote.objects.create(approval=approval, reviewer=alice, reviewer_email=alice.email)
-    assert "1 of 2 approvals — alice@acme.test" in client.get(PARTIAL).content.decode()
+    assert "1 of 2 approvals — alice@acme.test" in unescape(client.get(PARTIAL).content.decode())
     support.name = "Support agent (EU)"
     support.save(update_fields=["name"])
     assert "Support agent (EU)" in client.get(PARTIAL).content.decode()
