@@ -71,13 +71,18 @@ FIRST_PAGE = textwrap.dedent(
 )
 
 
-@pytest.mark.django_db
-def test_a_started_worker_serves_its_first_page_without_importing_or_compiling():
+def run_fresh(script: str) -> dict:
+    """`script` in a fresh interpreter; what its last line printed, as JSON."""
     done = subprocess.run(
-        [sys.executable, "-c", FIRST_PAGE], cwd=ROOT, env=subprocess_env(), capture_output=True, text=True, timeout=60
+        [sys.executable, "-c", script], cwd=ROOT, env=subprocess_env(), capture_output=True, text=True, timeout=60
     )
     assert done.returncode == 0, done.stderr
-    result = json.loads(done.stdout.strip().splitlines()[-1])
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.django_db
+def test_a_started_worker_serves_its_first_page_without_importing_or_compiling():
+    result = run_fresh(FIRST_PAGE)
     assert result["status"] == 200
     assert result["not_compiled"] == []
     assert result["imported"] == []
@@ -116,11 +121,7 @@ MANY_WAITS = textwrap.dedent(
 @pytest.mark.django_db
 def test_a_started_worker_holding_thousands_of_waits_does_not_stop_for_full_collections():
     """Every full collection walks every object in the process while its event loop serves nothing."""
-    done = subprocess.run(
-        [sys.executable, "-c", MANY_WAITS], cwd=ROOT, env=subprocess_env(), capture_output=True, text=True, timeout=60
-    )
-    assert done.returncode == 0, done.stderr
-    result = json.loads(done.stdout.strip().splitlines()[-1])
+    result = run_fresh(MANY_WAITS)
     assert result["waits"] == 50_000
     assert result["full_collections"] == 0
     assert result["frozen"] > 10_000  # what startup built is never walked again
