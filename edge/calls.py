@@ -185,7 +185,7 @@ async def answer(scope: dict, body: bytes, receive: Receive, send: Send) -> None
         try:
             result = await _poll(request, public_id)
             if waiter is not None and result.approval is not None and result.wait and is_waiting(result.approval):
-                result = await _wait(request, public_id, result, receive, waiter)
+                result = await _wait(request, public_id, result, receive, hub_, waiter)
                 if result is None:
                     return  # the client has gone: nothing to answer
         finally:
@@ -195,7 +195,7 @@ async def answer(scope: dict, body: bytes, receive: Receive, send: Send) -> None
 
 
 async def _wait(
-    request: ASGIRequest, public_id: str, first: _Answer, receive: Receive, waiter: hub.Waiter
+    request: ASGIRequest, public_id: str, first: _Answer, receive: Receive, hub_: hub.WaitHub, waiter: hub.Waiter
 ) -> _Answer | None:
     """The one wait: hold a slot, wait on the hub until woken, the time is up or the client hangs up."""
     approval, token_id, user_id = first.approval, first.token_id, first.user_id
@@ -208,7 +208,7 @@ async def _wait(
     hung_up = asyncio.ensure_future(_hang_up(receive))
     hung_up.add_done_callback(waiter.let_go)
     try:
-        changed = await hub.hub().hold(waiter, token_id=token_id, user_id=user_id, seconds=seconds)
+        changed = await hub_.hold(waiter, token_id=token_id, user_id=user_id, seconds=seconds)
     finally:
         hung_up.cancel()
         slots.give_back(token_id, user_id)
