@@ -23,6 +23,7 @@ import sys
 import threading
 import time
 from datetime import UTC, datetime, timedelta
+from http.cookies import SimpleCookie
 from pathlib import Path
 
 from bench.server import stop_group, wait_until_answering
@@ -179,15 +180,30 @@ class Bench:
 
     def _session(self) -> str:
         """A logged-in browser session for the reviewer, made the way django.contrib.auth makes one."""
+        from django.conf import settings
         from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY
-        from django.contrib.sessions.backends.db import SessionStore
+
+        from workspaces.signed_in import SessionStore
 
         session = SessionStore()
         session[SESSION_KEY] = str(self.world.reviewer.pk)
-        session[BACKEND_SESSION_KEY] = "django.contrib.auth.backends.ModelBackend"
+        session[BACKEND_SESSION_KEY] = settings.AUTHENTICATION_BACKENDS[-1]
         session[HASH_SESSION_KEY] = self.world.reviewer.get_session_auth_hash()
         session.create()
         return session.session_key
+
+    def browser_cookies(self) -> str:
+        """What a reviewer's browser sends with the tab: its session, and the CSRF cookie the first page set."""
+        conn = http.client.HTTPConnection("127.0.0.1", PORT, timeout=30)
+        try:
+            conn.request("GET", "/hitl/approvals/", headers={"Cookie": f"sessionid={self.session_cookie}"})
+            response = conn.getresponse()
+            response.read()
+            set_cookie = SimpleCookie(", ".join(response.headers.get_all("Set-Cookie") or []))
+        finally:
+            conn.close()
+        csrf = set_cookie.get("csrftoken")
+        return f"sessionid={self.session_cookie}" + (f"; csrftoken={csrf.value}" if csrf else "")
 
     # ------------------------------------------------------------------------------------ figures
 
@@ -336,7 +352,7 @@ class Bench:
                 "/api/v1/approvals?status=pending", {"Authorization": f"Bearer {self.reviewer_token}"}, 40
             )
             figures["approvals_tab"] = self.reviewer_latencies(
-                "/hitl/approvals/", {"Cookie": f"sessionid={self.session_cookie}"}, 40
+                "/hitl/approvals/", {"Cookie": self.browser_cookies()}, 40
             )
             figures["decision"] = self.decision_latencies(20)
             figures["connections_after"] = self.connections_held()

@@ -20,7 +20,8 @@ since — else a revocation committed between the read and `hold` would go unhea
 
 A resolved waiter does not carry the answer: the edge reads the request again through the same
 code as a plain poll, which also authenticates again (so a revoked key gets its 401 there).
-The same connection keeps the process's ListenedCaches (engine keys, live grants) right.
+The same connection keeps the process's ListenedCaches right: engine keys, live grants, halts, and
+who browser sessions are (`hitl_signins`, workspaces/signed_in.py).
 """
 
 import asyncio
@@ -37,17 +38,18 @@ from psycopg.conninfo import make_conninfo
 from approvals.grants import live_grants_until
 from approvals.halts import halts_in_force
 from approvals.models import ApprovalRequest, Status
-from approvals.notify import CHANNEL, GRANTS_CHANNEL, HALTS_CHANNEL, TOKENS_CHANNEL
+from approvals.notify import CHANNEL, GRANTS_CHANNEL, HALTS_CHANNEL, SIGNINS_CHANNEL, TOKENS_CHANNEL
 from workspaces.authentication import engine_keys
 from workspaces.models import ApiToken
+from workspaces.signed_in import signed_in
 
 logger = logging.getLogger(__name__)
 
 
 def _keep_while_listening(*, live: bool) -> None:
-    """Empty the caches this connection keeps right (engine keys, rules' live grants, workspaces' halts);
-    keep them only if live."""
-    for cache in (engine_keys, live_grants_until, halts_in_force):
+    """Empty the caches this connection keeps right (engine keys, rules' live grants, workspaces' halts,
+    who browser sessions are); keep them only if live."""
+    for cache in (engine_keys, live_grants_until, halts_in_force, signed_in):
         cache.invalidate(live=live)
 
 
@@ -200,6 +202,9 @@ class WaitHub:
         if channel == HALTS_CHANNEL:
             halts_in_force.clear()  # a halt made or lifted: read which workspaces have one afresh
             return
+        if channel == SIGNINS_CHANNEL:
+            signed_in.clear()  # a session, user, membership or workspace changed: read them afresh
+            return
         engine_keys.clear()  # a key, a user or a workspace changed: look keys up afresh
         self.token_events += 1
         kind, _, raw_id = payload.partition(":")
@@ -221,6 +226,7 @@ class WaitHub:
                     await conn.execute(f"LISTEN {TOKENS_CHANNEL}")
                     await conn.execute(f"LISTEN {GRANTS_CHANNEL}")
                     await conn.execute(f"LISTEN {HALTS_CHANNEL}")
+                    await conn.execute(f"LISTEN {SIGNINS_CHANNEL}")
                     self.connects += 1
                     self.listening.set()
                     _keep_while_listening(live=True)  # from now on every change is heard

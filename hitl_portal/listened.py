@@ -14,8 +14,9 @@ class ListenedCache:
     where a read that began before a change would store its stale answer after the cache was
     emptied: take `generation` before reading, and hand it to `put`.
 
-    Used for engine keys (workspaces/authentication.py) and run-grant rules' live grants
-    (approvals/grants.py).
+    Used for engine keys (workspaces/authentication.py), run-grant rules' live grants
+    (approvals/grants.py), workspaces' halts (approvals/halts.py) and who browser sessions are
+    (workspaces/signed_in.py).
     """
 
     def __init__(self) -> None:

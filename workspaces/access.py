@@ -8,6 +8,7 @@ from django.http import HttpRequest
 from rest_framework.request import Request
 
 from .models import ApiToken, Membership, Role, Workspace
+from .signed_in import memberships_of_user
 
 
 @dataclass(frozen=True)
@@ -40,10 +41,7 @@ class Actor:
 def memberships_of(user: AbstractBaseUser | AnonymousUser) -> list[Membership]:
     if not getattr(user, "is_authenticated", False) or not getattr(user, "is_active", False):
         return []
-    memberships = list(Membership.objects.filter(user=user).select_related("workspace").order_by("workspace__name"))
-    for membership in memberships:
-        membership.user = user  # the request's own user: not read again for every actor
-    return memberships
+    return memberships_of_user(user)
 
 
 def current_membership(request: HttpRequest) -> Membership | None:

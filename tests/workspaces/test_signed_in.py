@@ -1,0 +1,164 @@
+"""Who a browser session is, kept per process (workspaces/signed_in.py): no reads once kept, and
+every change — logout, expiry, a password, a role, a membership — honoured at once."""
+
+import time
+from datetime import timedelta
+
+import pytest
+import requests
+from django.contrib.sessions.models import Session
+from django.db import connection
+from django.test import Client
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+
+from tests.asgi import AsgiServer
+from tests.helpers import make_member
+from workspaces.access import memberships_of
+from workspaces.models import Membership
+from workspaces.signed_in import signed_in
+
+QUEUE = "/hitl/approvals/"
+CONFIGS = "/hitl/configs/"
+KEPT_TABLES = ("django_session", "auth_user", "workspaces_membership", "workspaces_workspace")
+
+
+@pytest.fixture
+def heard():
+    """As in a server process whose LISTEN connection hears every change (edge/hub.py)."""
+    signed_in.invalidate(live=True)
+    yield signed_in
+    signed_in.invalidate(live=False)
+
+
+def tables_read(client: Client, path: str) -> set[str]:
+    with CaptureQueriesContext(connection) as queries:
+        assert client.get(path).status_code == 200
+    return {table for table in KEPT_TABLES for q in queries if f'FROM "{table}"' in q["sql"]}
+
+
+def session_cookie(user) -> str:
+    client = Client()
+    client.force_login(user)
+    return client.cookies["sessionid"].value
+
+
+def test_a_page_once_its_session_is_kept_reads_no_session_user_or_membership(db, heard, client, bob):
+    client.force_login(bob)
+    assert tables_read(client, QUEUE) == set(KEPT_TABLES) - {"workspaces_workspace"}  # joined to the membership
+    assert tables_read(client, QUEUE) == set()
+
+
+def test_without_a_listening_connection_every_page_reads_them_again(db, client, bob):
+    client.force_login(bob)
+    client.get(QUEUE)
+    assert {"django_session", "auth_user", "workspaces_membership"} <= tables_read(client, QUEUE)
+
+
+def test_logging_out_ends_the_kept_session_at_once(db, heard, client, bob, django_capture_on_commit_callbacks):
+    client.force_login(bob)
+    cookie = client.cookies["sessionid"].value
+    assert client.get(QUEUE).status_code == 200
+
+    with django_capture_on_commit_callbacks(execute=True):
+        client.post("/logout/")
+
+    again = Client()
+    again.cookies["sessionid"] = cookie
+    response = again.get(QUEUE)
+    assert response.status_code == 302 and response["Location"].startswith("/login/")
+
+
+def test_a_kept_session_is_not_honoured_past_its_expiry(db, heard, client, bob):
+    client.force_login(bob)
+    Session.objects.filter(pk=client.cookies["sessionid"].value).update(
+        expire_date=timezone.now() + timedelta(seconds=1)
+    )
+    assert client.get(QUEUE).status_code == 200  # kept, with its expiry
+    time.sleep(1.1)
+    response = client.get(QUEUE)
+    assert response.status_code == 302 and response["Location"].startswith("/login/")
+
+
+def test_each_request_gets_its_own_objects_from_what_is_kept(db, heard, bob, acme):
+    first = memberships_of(bob)
+    first[0].workspace.name = "Changed in one request, never saved"
+    first[0].role = "admin"
+
+    second = memberships_of(bob)
+    assert second[0].workspace.name == acme.name
+    assert second[0].role == "reviewer"
+    assert second[0].workspace is not first[0].workspace
+
+
+# --------------------------------------------------------------------------------- as served
+
+
+def first_answer_after(server: AsgiServer, cookie: str, path: str, *, differs_from: int, within: float) -> int:
+    """The first status other than `differs_from` for `path`, asked again and again for `within` seconds."""
+    started = time.monotonic()
+    while time.monotonic() - started < within:
+        status = requests.get(
+            server.url + path, cookies={"sessionid": cookie}, allow_redirects=False, timeout=10
+        ).status_code
+        if status != differs_from:
+            return status
+    raise AssertionError(f"{path} still answered {differs_from} after {within} s")
+
+
+@pytest.fixture
+def served(acme):
+    with AsgiServer() as server:
+        yield server
+
+
+def kept_by(server: AsgiServer, cookie: str, path: str = QUEUE) -> None:
+    for _ in range(3):  # the server now knows this session without asking the database
+        assert requests.get(server.url + path, cookies={"sessionid": cookie}, timeout=10).status_code == 200
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_session_ended_elsewhere_is_refused_by_the_server_at_once(served, acme):
+    cookie = session_cookie(make_member(acme, "carol@acme.test", "reviewer"))
+    kept_by(served, cookie)
+
+    Session.objects.filter(pk=cookie).delete()  # a logout served by another process, or `clearsessions`
+
+    assert first_answer_after(served, cookie, QUEUE, differs_from=200, within=1) == 302
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_password_changed_elsewhere_signs_the_session_out_at_once(served, acme):
+    carol = make_member(acme, "carol@acme.test", "reviewer")
+    cookie = session_cookie(carol)
+    kept_by(served, cookie)
+
+    carol.set_password("A new one, changed in the admin")
+    carol.save()
+
+    assert first_answer_after(served, cookie, QUEUE, differs_from=200, within=1) == 302
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_member_removed_elsewhere_loses_the_workspace_at_once(served, acme):
+    carol = make_member(acme, "carol@acme.test", "reviewer")
+    cookie = session_cookie(carol)
+    kept_by(served, cookie)
+
+    Membership.objects.filter(user=carol).delete()
+
+    assert first_answer_after(served, cookie, QUEUE, differs_from=200, within=1) == 403
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_admin_made_reviewer_elsewhere_loses_the_admin_forms_at_once(served, acme):
+    carol = make_member(acme, "carol@acme.test", "admin")
+    cookie = session_cookie(carol)
+    kept_by(served, cookie, CONFIGS)
+    assert "Create config" in requests.get(served.url + CONFIGS, cookies={"sessionid": cookie}, timeout=10).text
+
+    Membership.objects.filter(user=carol).update(role="reviewer")
+
+    started = time.monotonic()
+    while "Create config" in requests.get(served.url + CONFIGS, cookies={"sessionid": cookie}, timeout=10).text:
+        assert time.monotonic() - started < 1, "the configs page still offered an admin's forms"
