@@ -112,15 +112,18 @@ def served(acme):
         yield server
 
 
-def kept_by(server: AsgiServer, cookie: str, path: str = QUEUE) -> None:
+def kept_session(server: AsgiServer, acme, role: str = "reviewer", path: str = QUEUE) -> tuple:
+    """Carol, signed in, and her session cookie, after pages the server answered from what it keeps."""
+    carol = make_member(acme, "carol@acme.test", role)
+    cookie = session_cookie(carol)
     for _ in range(3):  # the server now knows this session without asking the database
         assert requests.get(server.url + path, cookies={"sessionid": cookie}, timeout=10).status_code == 200
+    return carol, cookie
 
 
 @pytest.mark.django_db(transaction=True)
 def test_a_session_ended_elsewhere_is_refused_by_the_server_at_once(served, acme):
-    cookie = session_cookie(make_member(acme, "carol@acme.test", "reviewer"))
-    kept_by(served, cookie)
+    _, cookie = kept_session(served, acme)
 
     Session.objects.filter(pk=cookie).delete()  # a logout served by another process, or `clearsessions`
 
@@ -129,9 +132,7 @@ def test_a_session_ended_elsewhere_is_refused_by_the_server_at_once(served, acme
 
 @pytest.mark.django_db(transaction=True)
 def test_a_password_changed_elsewhere_signs_the_session_out_at_once(served, acme):
-    carol = make_member(acme, "carol@acme.test", "reviewer")
-    cookie = session_cookie(carol)
-    kept_by(served, cookie)
+    carol, cookie = kept_session(served, acme)
 
     carol.set_password("A new one, changed in the admin")
     carol.save()
@@ -141,9 +142,7 @@ def test_a_password_changed_elsewhere_signs_the_session_out_at_once(served, acme
 
 @pytest.mark.django_db(transaction=True)
 def test_a_member_removed_elsewhere_loses_the_workspace_at_once(served, acme):
-    carol = make_member(acme, "carol@acme.test", "reviewer")
-    cookie = session_cookie(carol)
-    kept_by(served, cookie)
+    carol, cookie = kept_session(served, acme)
 
     Membership.objects.filter(user=carol).delete()
 
@@ -152,9 +151,7 @@ def test_a_member_removed_elsewhere_loses_the_workspace_at_once(served, acme):
 
 @pytest.mark.django_db(transaction=True)
 def test_an_admin_made_reviewer_elsewhere_loses_the_admin_forms_at_once(served, acme):
-    carol = make_member(acme, "carol@acme.test", "admin")
-    cookie = session_cookie(carol)
-    kept_by(served, cookie, CONFIGS)
+    carol, cookie = kept_session(served, acme, "admin", CONFIGS)
     assert "Create config" in requests.get(served.url + CONFIGS, cookies={"sessionid": cookie}, timeout=10).text
 
     Membership.objects.filter(user=carol).update(role="reviewer")
