@@ -15,6 +15,7 @@ import time
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, NamedTuple
 
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
@@ -29,8 +30,10 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-# A burst of events wakes the cluster once per this interval, not once per commit (see _Kicker).
-KICK_INTERVAL = 0.1
+# A burst of events wakes the cluster once per this interval, not once per commit (see _Kicker). Each
+# wake is a task stored in the broker (a signed pickle, an INSERT) and the cluster looks at its broker
+# once a poll: woken more often, it would only find several tasks to take together.
+KICK_INTERVAL = settings.Q_CLUSTER["poll"]
 REMINDER_BEFORE = timedelta(hours=1)
 SHORT_LIFETIME = timedelta(hours=5)
 
