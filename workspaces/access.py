@@ -8,7 +8,7 @@ from django.http import HttpRequest
 from rest_framework.request import Request
 
 from .models import ApiToken, Membership, Role, Workspace
-from .signed_in import memberships_of_user
+from .signed_in import kept_memberships
 
 
 @dataclass(frozen=True)
@@ -41,7 +41,7 @@ class Actor:
 def memberships_of(user: AbstractBaseUser | AnonymousUser) -> list[Membership]:
     if not getattr(user, "is_authenticated", False) or not getattr(user, "is_active", False):
         return []
-    return memberships_of_user(user)
+    return kept_memberships(user)
 
 
 def current_membership(request: HttpRequest) -> Membership | None:

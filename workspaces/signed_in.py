@@ -2,7 +2,7 @@
 while the process's LISTEN connection hears every change to them.
 
 Every page and every htmx refresh of the queue began with three reads for these before it did its
-own work. Here each is read once and kept as a row (`kept`), and every request builds its own
+own work. Here each is read once and kept as a row (`_kept`), and every request builds its own
 objects from the row, so nothing one request changes on its objects reaches another. Triggers
 (workspaces/migrations/0003) NOTIFY on SIGNINS_CHANNEL when a session is saved or deleted, a user
 or workspace changed or deleted, or a membership added, changed or removed; each NOTIFY empties
@@ -11,6 +11,7 @@ to hear it. While the connection is down, and in a process without one (WSGI ser
 tests), nothing is kept: every request reads the database, as before.
 """
 
+import functools
 from collections.abc import Callable, Hashable
 
 from django.contrib.auth import get_user_model
@@ -26,7 +27,7 @@ from .models import Membership, Workspace
 signed_in = ListenedCache()
 
 
-def kept(key: Hashable, read: Callable[[], object]):
+def _kept(key: Hashable, read: Callable[[], object]):
     """`read()`'s value for `key`, from the cache when this process has it; None is never kept."""
     value = signed_in.get(key)
     if value is None:
@@ -37,7 +38,7 @@ def kept(key: Hashable, read: Callable[[], object]):
     return value
 
 
-def forget_on_commit() -> None:
+def _forget_on_commit() -> None:
     """This process changed something kept here: empty the cache once the change is visible."""
     transaction.on_commit(signed_in.clear)
 
@@ -50,6 +51,7 @@ def _hydrate(model, fields: tuple[str, ...], row: tuple):
     return model.from_db("default", list(fields), list(row))
 
 
+@functools.cache
 def _attnames(model) -> tuple[str, ...]:
     return tuple(field.attname for field in model._meta.concrete_fields)
 
@@ -62,7 +64,7 @@ class SessionStore(DatabaseSessionStore):
 
     def _get_session_from_db(self):
         key = self.session_key
-        row = kept(("session", key), self._read_row) if key else None
+        row = _kept(("session", key), self._read_row) if key else None
         if row is None or row[1] <= timezone.now():
             self._session_key = None  # as Django's: unknown or expired, the session starts afresh
             return None
@@ -74,11 +76,12 @@ class SessionStore(DatabaseSessionStore):
 
     def save(self, must_create: bool = False) -> None:
         super().save(must_create=must_create)
-        forget_on_commit()
+        if not must_create:  # a new session is in no cache yet (nor does its INSERT NOTIFY)
+            _forget_on_commit()
 
     def delete(self, session_key: str | None = None) -> None:
         super().delete(session_key)
-        forget_on_commit()
+        _forget_on_commit()
 
 
 # ---------------------------------------------------------------------------------------------- users
@@ -97,7 +100,7 @@ class KeptModelBackend(ModelBackend):
             except User.DoesNotExist:
                 return None
 
-        row = kept(("user", user_id), read)
+        row = _kept(("user", user_id), read)
         if row is None:
             return None
         user = _hydrate(User, fields, row)
@@ -106,20 +109,18 @@ class KeptModelBackend(ModelBackend):
 
 # ---------------------------------------------------------------------------------------- memberships
 
-_MEMBERSHIP, _WORKSPACE = _attnames(Membership), _attnames(Workspace)
 
-
-def memberships_of_user(user) -> list[Membership]:
+def kept_memberships(user) -> list[Membership]:
     """The user's memberships with their workspaces, by workspace name; each call's objects its own."""
 
     def read() -> tuple:
         rows = Membership.objects.filter(user=user).select_related("workspace").order_by("workspace__name")
-        return tuple((_row(m, _MEMBERSHIP), _row(m.workspace, _WORKSPACE)) for m in rows)
+        return tuple((_row(m, _attnames(Membership)), _row(m.workspace, _attnames(Workspace))) for m in rows)
 
     memberships = []
-    for membership_row, workspace_row in kept(("memberships", user.pk), read):
-        membership = _hydrate(Membership, _MEMBERSHIP, membership_row)
-        membership.workspace = _hydrate(Workspace, _WORKSPACE, workspace_row)
+    for membership_row, workspace_row in _kept(("memberships", user.pk), read):
+        membership = _hydrate(Membership, _attnames(Membership), membership_row)
+        membership.workspace = _hydrate(Workspace, _attnames(Workspace), workspace_row)
         membership.user = user  # the request's own user: not read again for every actor
         memberships.append(membership)
     return memberships
