@@ -90,6 +90,13 @@ def grant_revoke(*, grant: Grant, user: AbstractBaseUser | None = None) -> Grant
 live_grants_until = ListenedCache()
 
 
+def grant_may_approve(approval: ApprovalRequest) -> bool:
+    """A grant stands in for one reviewer's plain click: it never approves what needs more than that — a
+    passkey, or several approvals — whatever the rule said when the grant was made (rules change by
+    version; the request carries its version's)."""
+    return approval.approvals_required == 1 and not approval.require_passkey
+
+
 def may_have_live_grant(approval: ApprovalRequest, *, now: datetime) -> bool:
     """False only when this process knows the request has no live grant under its rule: neither a run
     grant of its run (where the rule allows them) nor a rule window (kept under the run id "")."""

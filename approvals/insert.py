@@ -22,7 +22,7 @@ from contacts.models import Delivery
 from rules.models import Config
 from workspaces.models import ApiToken
 
-from .grants import may_have_live_grant
+from .grants import grant_may_approve, may_have_live_grant
 from .halts import may_be_halted
 from .models import Action, ApprovalKind, ApprovalRequest, Grant, Halt, Status
 from .questions import ASKED_ACTIONS
@@ -282,7 +282,9 @@ def insert_request(approval: ApprovalRequest, *, engine_key: ApiToken, deliverie
         raise ValueError(f"insert_request writes {stale} as a new request's; this one has them set")
     form = _form(frozenset(name for name, usual in _USUAL.items() if values[name] != usual))
     # Any gate may fall in a rule window (run id ""); a run grant counts only where the rule allows them.
-    probe = approval.kind == ApprovalKind.GATE and may_have_live_grant(approval, now=now)
+    probe = (
+        approval.kind == ApprovalKind.GATE and grant_may_approve(approval) and may_have_live_grant(approval, now=now)
+    )
     halted = may_be_halted(approval)
     # A halt stops the whole run: its questions and plans too, with the gate's action (approvals/halts.py).
     halt_action = Action.STOP_RUN if approval.is_token_cap else Action.HALT

@@ -29,6 +29,11 @@ def rule_window_create(
     rule = Rule.objects.select_related("config").filter(config__workspace=workspace, public_id=rule_id).first()
     if rule is None:
         raise ValidationError({"rule_id": f"No rule {rule_id} in this workspace: name a rule of one of its configs."})
+    if rule.require_passkey or rule.approvals_required > 1:
+        needs = "a passkey for each approval" if rule.require_passkey else f"{rule.approvals_required} approvals"
+        raise ValidationError(
+            {"rule_id": f"Rule {rule_id} needs {needs}; a window approves with no one's click, so it cannot open one."}
+        )
     if expires_at <= now:
         raise ValidationError({"expires_at": "expires_at must be in the future: until when may the rule's calls pass?"})
     if expires_at > now + WINDOW_MAX:

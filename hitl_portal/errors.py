@@ -19,7 +19,7 @@ from approvals.exceptions import (
     WrongDecision,
 )
 from contacts.exceptions import ContactInUse, ContactNotFound
-from passkeys.exceptions import PasskeyNotFound, PasskeyRefused, PasskeyRequired
+from passkeys.exceptions import PasskeyNotFound, PasskeyRefused, PasskeyRequired, ReauthRequired
 from rules.exceptions import ConfigNotFound, NothingToPublish, PlanRequired, RuleNotFound
 
 from .exceptions import DomainError
@@ -71,6 +71,7 @@ DOMAIN_ERRORS: dict[type[DomainError], tuple[int, str]] = {
     SelfApproval: (status.HTTP_403_FORBIDDEN, "self_approval"),
     PasskeyRequired: (status.HTTP_403_FORBIDDEN, "passkey_required"),
     PasskeyRefused: (status.HTTP_403_FORBIDDEN, "passkey_refused"),
+    ReauthRequired: (status.HTTP_403_FORBIDDEN, "reauthentication_required"),
     PasskeyNotFound: (status.HTTP_404_NOT_FOUND, "not_found"),
     NotApproved: (status.HTTP_409_CONFLICT, "conflict"),
     NothingToPublish: (status.HTTP_409_CONFLICT, "conflict"),

@@ -23,7 +23,13 @@ CHALLENGE_TTL = timedelta(milliseconds=CEREMONY_TIMEOUT_MS) + timedelta(seconds=
 
 
 def challenge_issue(
-    *, user: AbstractBaseUser, purpose: str, suffix: bytes = b"", approval_public_id: str = "", call_digest: str = ""
+    *,
+    user: AbstractBaseUser,
+    purpose: str,
+    suffix: bytes = b"",
+    approval_public_id: str = "",
+    call_digest: str = "",
+    confirmed_with: str = "",
 ) -> bytes:
     """32 random bytes (and `suffix`, a binding), stored for `user` until CHALLENGE_TTL from now."""
     challenge = secrets.token_bytes(32) + suffix
@@ -35,22 +41,30 @@ def challenge_issue(
         challenge=bytes_to_base64url(challenge),
         approval_public_id=approval_public_id,
         call_digest=call_digest,
+        confirmed_with=confirmed_with,
         created_at=now,
         expires_at=now + CHALLENGE_TTL,
     )
     return challenge
 
 
-def signed_challenge(credential: dict[str, Any]) -> bytes:
-    """The challenge the browser signed, read from the credential's clientDataJSON (not yet verified)."""
+STEP_UP_FAILED = "nothing was decided; press Approve again."
+
+
+def signed_challenge(credential: dict[str, Any], *, failed: str = STEP_UP_FAILED) -> bytes:
+    """The challenge the browser signed, read from the credential's clientDataJSON (not yet verified).
+
+    `failed` ends each refusal: what was not done, for the ceremony at hand."""
     try:
         client_data = base64url_to_bytes(credential["response"]["clientDataJSON"])
         return parse_client_data_json(client_data).challenge
     except (KeyError, TypeError, ValueError, WebAuthnException):
-        raise PasskeyRefused("The passkey's answer is not a WebAuthn credential; nothing was decided.") from None
+        raise PasskeyRefused(f"The passkey's answer is not a WebAuthn credential; {failed}") from None
 
 
-def challenge_consume(*, user: AbstractBaseUser, purpose: str, challenge: bytes, now: datetime) -> PasskeyChallenge:
+def challenge_consume(
+    *, user: AbstractBaseUser, purpose: str, challenge: bytes, now: datetime, failed: str = STEP_UP_FAILED
+) -> PasskeyChallenge:
     """The challenge, marked used by this call; PasskeyRefused when it is unknown, someone else's, used or expired."""
     encoded = bytes_to_base64url(challenge)
     won = PasskeyChallenge.objects.filter(
@@ -59,6 +73,6 @@ def challenge_consume(*, user: AbstractBaseUser, purpose: str, challenge: bytes,
     if not won:
         raise PasskeyRefused(
             "This passkey answer was already used, has expired, or was not asked of you here: "
-            "each one works once, within two minutes. Nothing was decided; press Approve again."
+            f"each one works once, within two minutes; {failed}"
         )
     return PasskeyChallenge.objects.get(user=user, challenge=encoded)

@@ -30,3 +30,12 @@ class PasskeyNotFound(DomainError):
 
 class PasskeyInvalid(DomainError):
     """A registration that cannot be accepted (bad name, bad or unverifiable credential)."""
+
+
+class ReauthRequired(DomainError):
+    """Adding or removing a passkey needs proof beyond the session: the password, or one of the person's passkeys."""
+
+    default_message = (
+        "Confirm it is you: enter your password (or use one of your passkeys) to add or remove a passkey. "
+        "Nothing was changed."
+    )

@@ -34,6 +34,7 @@ class Passkey(PublicIdMixin, models.Model):
 class Purpose(models.TextChoices):
     REGISTER = "register", "Register a passkey"
     STEP_UP = "step_up", "Approve with a passkey"
+    REAUTH = "reauth", "Confirm it is you"
 
 
 class PasskeyChallenge(models.Model):
@@ -48,6 +49,8 @@ class PasskeyChallenge(models.Model):
     challenge = models.CharField(max_length=128, unique=True)  # base64url
     approval_public_id = models.CharField(max_length=24, blank=True)
     call_digest = models.CharField(max_length=64, blank=True)
+    # A registration challenge is issued only to someone who proved it is them ("password" or "passkey").
+    confirmed_with = models.CharField(max_length=16, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
     expires_at = models.DateTimeField()
     used_at = models.DateTimeField(null=True, blank=True)
@@ -56,6 +59,6 @@ class PasskeyChallenge(models.Model):
         indexes = [models.Index(fields=["expires_at"], name="passkey_challenge_expiry")]
         constraints = [
             models.CheckConstraint(
-                condition=Q(purpose="register") | ~Q(approval_public_id=""), name="step_up_challenge_names_request"
+                condition=~Q(purpose="step_up") | ~Q(approval_public_id=""), name="step_up_challenge_names_request"
             )
         ]

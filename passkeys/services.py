@@ -1,6 +1,8 @@
 """Writes on a person's passkeys: register (two steps: options, then the authenticator's answer), rename, remove.
 
-Each is audited in every workspace the person belongs to: a passkey approves in each of them.
+Registering and removing need proof that it is still the person (passkeys.reauth), say how it was
+given in their audit records, and tell the person on every channel they set up. Each write is audited
+in every workspace the person belongs to: a passkey approves in each of them.
 """
 
 import hashlib
@@ -12,6 +14,7 @@ from django.conf import settings
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.db import IntegrityError, transaction
 from django.utils import timezone
+from django_q.tasks import async_task
 from webauthn import generate_registration_options, options_to_json, verify_registration_response
 from webauthn.helpers import base64url_to_bytes, bytes_to_base64url
 from webauthn.helpers.exceptions import WebAuthnException
@@ -28,7 +31,7 @@ from workspaces.models import Membership
 
 from . import relying_party
 from .ceremony import CEREMONY_TIMEOUT_MS, challenge_consume, challenge_issue, signed_challenge
-from .exceptions import PasskeyInvalid
+from .exceptions import PasskeyInvalid, ReauthRequired
 from .models import Passkey, Purpose
 from .selectors import passkeys_of
 
@@ -66,9 +69,16 @@ def descriptors(user: AbstractBaseUser) -> list[PublicKeyCredentialDescriptor]:
     ]
 
 
-def passkey_registration_options(*, user: AbstractBaseUser) -> dict:
-    """The options for navigator.credentials.create(), with a fresh one-use challenge."""
-    challenge = challenge_issue(user=user, purpose=Purpose.REGISTER)
+def _tell(*, user: AbstractBaseUser, change: str, name: str) -> None:
+    transaction.on_commit(lambda: async_task("passkeys.tasks.passkey_changed_notify", user.pk, change, name))
+
+
+def passkey_registration_options(*, user: AbstractBaseUser, confirmed_with: str) -> dict:
+    """The options for navigator.credentials.create(), with a fresh one-use challenge; `confirmed_with`: how the
+    person proved it is them (passkeys.reauth.reauth_check), required."""
+    if not confirmed_with:
+        raise ReauthRequired()
+    challenge = challenge_issue(user=user, purpose=Purpose.REGISTER, confirmed_with=confirmed_with)
     options = generate_registration_options(
         rp_id=relying_party.rp_id(),
         rp_name=relying_party.RP_NAME,
@@ -99,9 +109,13 @@ def passkey_register(*, user: AbstractBaseUser, name: Any, credential: Any) -> P
     if not isinstance(credential, dict):
         raise PasskeyInvalid("credential must be what navigator.credentials.create() answered, as JSON.")
     now = timezone.now()
-    signed = signed_challenge(credential)
+    signed = signed_challenge(credential, failed="nothing was registered.")
     with transaction.atomic():
-        challenge = challenge_consume(user=user, purpose=Purpose.REGISTER, challenge=signed, now=now)
+        challenge = challenge_consume(
+            user=user, purpose=Purpose.REGISTER, challenge=signed, now=now, failed="nothing was registered."
+        )
+    if not challenge.confirmed_with:
+        raise ReauthRequired()
     try:
         verified = verify_registration_response(
             credential=credential,
@@ -124,7 +138,13 @@ def passkey_register(*, user: AbstractBaseUser, name: Any, credential: Any) -> P
                 transports=[t for t in transports if isinstance(t, str) and t in KNOWN_TRANSPORTS],
                 created_at=now,
             )
-            _audit(user=user, action="passkey.registered", passkey=passkey)
+            _audit(
+                user=user,
+                action="passkey.registered",
+                passkey=passkey,
+                data={"confirmed_with": challenge.confirmed_with},
+            )
+            _tell(user=user, change="registered", name=passkey.name)
     except IntegrityError:
         raise PasskeyInvalid("This passkey is registered already.") from None
     return passkey
@@ -140,6 +160,10 @@ def passkey_rename(*, passkey: Passkey, name: Any) -> Passkey:
 
 
 @transaction.atomic
-def passkey_remove(*, passkey: Passkey) -> None:
-    _audit(user=passkey.user, action="passkey.removed", passkey=passkey)
+def passkey_remove(*, passkey: Passkey, confirmed_with: str) -> None:
+    """Remove the passkey; `confirmed_with`: how the person proved it is them, required."""
+    if not confirmed_with:
+        raise ReauthRequired()
+    _audit(user=passkey.user, action="passkey.removed", passkey=passkey, data={"confirmed_with": confirmed_with})
+    _tell(user=passkey.user, change="removed", name=passkey.name)
     passkey.delete()

@@ -22,9 +22,8 @@ from datetime import datetime
 
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.db import transaction
-from webauthn import generate_authentication_options, options_to_json, verify_authentication_response
-from webauthn.helpers import base64url_to_bytes, bytes_to_base64url
-from webauthn.helpers.exceptions import WebAuthnException
+from webauthn import generate_authentication_options, options_to_json
+from webauthn.helpers import base64url_to_bytes
 from webauthn.helpers.structs import UserVerificationRequirement
 
 from approvals.models import ApprovalRequest
@@ -32,11 +31,11 @@ from approvals.presenters import review_url
 from audit.services import actor_of, audit_append
 
 from . import relying_party
+from .assertions import assertion_verify
 from .ceremony import CEREMONY_TIMEOUT_MS, challenge_consume, challenge_issue, signed_challenge
 from .exceptions import PasskeyInvalid, PasskeyRefused, PasskeyRequired
-from .models import Passkey, Purpose
+from .models import Purpose
 from .policy import needs_passkey
-from .selectors import passkeys_of
 from .services import descriptors
 
 BINDING_CONTEXT = b"hitl-step-up\x00"
@@ -112,56 +111,27 @@ def step_up_check(*, approval: ApprovalRequest, user: AbstractBaseUser, step_up:
         challenge = challenge_consume(
             user=user, purpose=Purpose.STEP_UP, challenge=signed_challenge(step_up.credential), now=now
         )
-    expected = base64url_to_bytes(challenge.challenge)
-    bound = expected[-BINDING_LENGTH:]
+    bound = base64url_to_bytes(challenge.challenge)[-BINDING_LENGTH:]
     if challenge.approval_public_id != approval.public_id or not hmac.compare_digest(bound, binding(approval)):
         raise PasskeyRefused(
             f"This passkey answer was made for another request (or for this one before its call changed), not for "
             f"{approval.public_id}; nothing was decided."
         )
-    passkey = _passkey(user=user, credential=step_up.credential)
-    try:
-        verified = verify_authentication_response(
-            credential=step_up.credential,
-            expected_challenge=expected,
-            expected_rp_id=relying_party.rp_id(),
-            expected_origin=relying_party.origin(),
-            credential_public_key=bytes(passkey.public_key),
-            credential_current_sign_count=passkey.sign_count,
-            require_user_verification=True,
-        )
-    except (WebAuthnException, KeyError, TypeError, ValueError) as refused:
-        raise PasskeyRefused(f"The passkey check failed ({refused}); nothing was decided.") from None
+    asserted = assertion_verify(
+        user=user, credential=step_up.credential, challenge=challenge, now=now, failed="nothing was decided."
+    )
     with transaction.atomic():
-        # The counter moves once per assertion: two answers racing on one count, only one passes.
-        moved = Passkey.objects.filter(pk=passkey.pk, sign_count=passkey.sign_count).update(
-            sign_count=verified.new_sign_count, last_used_at=now
-        )
-        if not moved:
-            raise PasskeyRefused("This passkey was used again meanwhile; nothing was decided. Press Approve again.")
         audit_append(
             workspace_id=approval.workspace_id,
             actor=actor_of(user=user),
             action="approval.stepped_up",
             object=approval.public_id,
             data={
-                "passkey": passkey.public_id,
-                "passkey_name": passkey.name,
+                "passkey": asserted.passkey.public_id,
+                "passkey_name": asserted.passkey.name,
                 "call_digest": approval.call_digest,
-                "user_verified": verified.user_verified,
-                "sign_count": verified.new_sign_count,
+                "user_verified": asserted.user_verified,
+                "sign_count": asserted.sign_count,
             },
             at=now,
         )
-
-
-def _passkey(*, user: AbstractBaseUser, credential: dict) -> Passkey:
-    raw_id = credential.get("rawId") or credential.get("id")
-    try:
-        encoded = bytes_to_base64url(base64url_to_bytes(raw_id)) if isinstance(raw_id, str) else ""
-    except ValueError:
-        encoded = ""
-    passkey = passkeys_of(user).filter(credential_id=encoded).first() if encoded else None
-    if passkey is None:
-        raise PasskeyRefused("That passkey is not one of yours registered here; nothing was decided.")
-    return passkey

@@ -8,6 +8,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect
+from django.utils import timezone
 from django.views.decorators.http import require_POST
 
 from approvals import selectors as approval_selectors
@@ -18,6 +19,7 @@ from hitl_portal.exceptions import DomainError
 from workspaces.decorators import member_required
 
 from . import selectors, services
+from .reauth import assertion_from, reauth_check, reauth_options
 from .stepup import step_up_options
 
 ACCOUNT = "account"
@@ -38,9 +40,28 @@ def _json_body(request: HttpRequest) -> dict:
 
 @login_required
 @require_POST
-def registration_options(request: HttpRequest) -> JsonResponse:
+def confirm_options(request: HttpRequest) -> JsonResponse:
+    """A challenge for confirming it is you with one of your passkeys, before adding or removing one."""
     try:
-        return JsonResponse(services.passkey_registration_options(user=request.user))
+        return JsonResponse(reauth_options(user=request.user))
+    except DomainError as refused:
+        return _refused(refused)
+
+
+@login_required
+@require_POST
+def registration_options(request: HttpRequest) -> JsonResponse:
+    """The registration challenge, issued only with proof beyond the session: `password` or `assertion`."""
+    body = _json_body(request)
+    try:
+        confirmed_with = reauth_check(
+            request=request,
+            user=request.user,
+            password=body.get("password"),
+            assertion=body.get("assertion"),
+            now=timezone.now(),
+        )
+        return JsonResponse(services.passkey_registration_options(user=request.user, confirmed_with=confirmed_with))
     except DomainError as refused:
         return _refused(refused)
 
@@ -74,8 +95,19 @@ def rename(request: HttpRequest, public_id: str) -> HttpResponse:
 @require_POST
 def remove(request: HttpRequest, public_id: str) -> HttpResponse:
     passkey = selectors.passkey_get(user=request.user, public_id=public_id)
-    services.passkey_remove(passkey=passkey)
-    messages.success(request, f"Passkey “{passkey.name}” removed: it approves nothing any more.")
+    try:
+        confirmed_with = reauth_check(
+            request=request,
+            user=request.user,
+            password=request.POST.get("password"),
+            assertion=assertion_from(request.POST.get("assertion")),
+            now=timezone.now(),
+        )
+        services.passkey_remove(passkey=passkey, confirmed_with=confirmed_with)
+    except DomainError as refused:
+        messages.error(request, refused.message)
+    else:
+        messages.success(request, f"Passkey “{passkey.name}” removed: it approves nothing any more.")
     return redirect(ACCOUNT)
 
 

@@ -98,6 +98,19 @@
     }
   });
 
+  // Adding or removing a passkey needs proof beyond the session (passkeys/reauth.py): the password typed
+  // in the form, or else — for someone who has a passkey — an assertion made with one of them.
+  async function confirmation(form) {
+    const password = form.querySelector("input[name=password]");
+    if (password && password.value) return { password: password.value };
+    if (!form.dataset.reauth) throw new Error("Enter your password to confirm it is you; nothing was changed.");
+    const options = await post(form.dataset.reauth, form);
+    options.challenge = toBytes(options.challenge);
+    options.allowCredentials = descriptors(options.allowCredentials);
+    const credential = await navigator.credentials.get({ publicKey: options });
+    return { assertion: credentialJSON(credential) };
+  }
+
   // Registering a passkey on the account page.
   const register = document.getElementById("passkey-register");
   if (register) {
@@ -106,7 +119,7 @@
       say(register, "");
       try {
         if (!window.PublicKeyCredential) throw new Error("This browser does not support passkeys.");
-        const options = await post(register.dataset.options, register);
+        const options = await post(register.dataset.options, register, await confirmation(register));
         options.challenge = toBytes(options.challenge);
         options.user.id = toBytes(options.user.id);
         options.excludeCredentials = descriptors(options.excludeCredentials);
@@ -119,4 +132,22 @@
       }
     });
   }
+
+  // Removing one: with the password typed, the form goes as it is; without, a passkey confirms first.
+  document.addEventListener("submit", async function (event) {
+    const form = event.target;
+    if (!(form instanceof HTMLFormElement) || !form.classList.contains("passkey-remove")) return;
+    const field = form.querySelector("input[name=assertion]");
+    const password = form.querySelector("input[name=password]");
+    if (!field || field.value || (password && password.value) || !form.dataset.reauth) return;
+    event.preventDefault();
+    try {
+      const proof = await confirmation(form);
+      field.value = JSON.stringify(proof.assertion);
+      form.submit();
+    } catch (error) {
+      field.value = "";
+      say(form, failure(error));
+    }
+  });
 })();

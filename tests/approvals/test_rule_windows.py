@@ -8,8 +8,9 @@ from django.utils import timezone
 
 from approvals.models import ApprovalRequest, Grant
 from audit.models import AuditRecord
+from rules.models import Rule
 
-from ..helpers import error_of
+from ..helpers import error_of, publish
 from .engine_support import gate_body, make_support_config, rule_ids
 
 pytestmark = pytest.mark.django_db
@@ -119,3 +120,32 @@ def test_a_window_racing_its_revocation_approves_nothing_registered_after_it_is_
     assert approved.count() == used
     [listed] = [g for g in alice_api.get("/api/v1/grants").json()["results"] if g["id"] == window["id"]]
     assert listed["uses"] == used and listed["revoked_at"] is not None
+
+
+def test_it_refuses_a_window_on_a_rule_that_needs_a_passkey_or_several_approvals(alice_api, acme, alice):
+    config = make_support_config(acme, alice)
+    passkey_rule, quorum_rule = rule_ids(config)[0], rule_ids(config)[1]
+    Rule.objects.filter(public_id=passkey_rule).update(require_passkey=True)
+    Rule.objects.filter(public_id=quorum_rule).update(approvals_required=2)
+    for rule_id, needs in ((passkey_rule, "passkey"), (quorum_rule, "2 approvals")):
+        refused = open_window(alice_api, config, rule_id=rule_id)
+        assert refused.status_code == 400
+        assert needs in error_of(refused)["fields"]["rule_id"]
+    assert not Grant.objects.exists()
+
+
+@pytest.mark.parametrize("stricter", [{"require_passkey": True}, {"approvals_required": 2}])
+def test_a_window_opened_before_the_rule_grew_stricter_approves_nothing_under_the_stricter_version(
+    alice_api, engine_api, acme, alice, stricter
+):
+    config = make_support_config(acme, alice)
+    window = open_window(alice_api, config).json()
+    assert engine_api.post("/api/v1/approvals", json=gate_body(config)).json()["status"] == "approved"
+
+    Rule.objects.filter(public_id=rule_ids(config)[0]).update(**stricter)
+    publish(config, alice)
+    registered = engine_api.post("/api/v1/approvals", json=gate_body(config, version=2))
+    assert registered.status_code == 201
+    assert registered.json()["status"] == "pending"  # a person, with a passkey or a quorum, must decide
+    assert registered.json()["decision"] is None
+    assert AuditRecord.objects.filter(object=window["id"], action="grant.used").count() == 1

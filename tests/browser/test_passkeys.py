@@ -17,7 +17,7 @@ from audit.models import AuditRecord
 from passkeys.models import Passkey
 from tests.approvals.engine_support import gate_body
 from tests.asgi import AsgiServer
-from tests.helpers import Api, make_config, make_rule, make_token, publish
+from tests.helpers import PASSWORD, Api, make_config, make_rule, make_token, publish
 
 from .conftest import login
 from .test_csp import watch_csp
@@ -89,6 +89,7 @@ def with_authenticator(page) -> None:
 def add_passkey(page, name: str = "Work laptop") -> None:
     page.goto("/hitl/account/")
     page.fill("#passkey-new-name", name)
+    page.fill("#passkey-password", PASSWORD)  # a session alone may not add one (tests/passkeys/test_enrolment.py)
     page.get_by_role("button", name="Add a passkey").click()
     expect(page.locator("#passkeys tr[data-passkey]")).to_have_count(1)
     expect(page.locator("#passkeys tr[data-passkey] input[name=name]")).to_have_value(name)
@@ -134,7 +135,8 @@ def test_a_reviewer_registers_a_passkey_and_approves_a_step_up_request_with_it(p
     login(page, "bob@acme.test")
     add_passkey(page)
     passkey = Passkey.objects.get(user=bob)
-    assert passkey.name == "Work laptop" and AuditRecord.objects.filter(action="passkey.registered").exists()
+    [registered] = AuditRecord.objects.filter(action="passkey.registered")
+    assert passkey.name == "Work laptop" and registered.data["confirmed_with"] == "password"
 
     page.goto(f"/hitl/approvals/{public_id}/")
     expect(page.locator("#request, .card").first).to_contain_text("Approving needs your passkey")
@@ -186,10 +188,12 @@ def test_the_account_page_removes_a_passkey_and_it_approves_nothing_after(page, 
     public_id = register(engine, step_up)
     answer = captured_assertion(page, public_id)
 
+    # No password typed: the passkey itself confirms it is bob before it goes.
     page.goto("/hitl/account/")
     page.get_by_role("button", name="Remove").click()
     expect(page.locator("#no-passkeys")).to_be_visible()
-    assert AuditRecord.objects.filter(action="passkey.removed").exists()
+    [removed] = AuditRecord.objects.filter(action="passkey.removed")
+    assert removed.data["confirmed_with"] == "passkey"
 
     refused = post_decision(page, public_id, answer)
     assert "not one of yours" in refused.text()
