@@ -31,6 +31,9 @@ def _refused(exc: DomainError) -> JsonResponse:
 
 
 def _json_body(request: HttpRequest) -> dict:
+    """The JSON object the page's script sent; {} for anything else (a form post, bad JSON, a list)."""
+    if request.content_type != "application/json":
+        return {}
     try:
         body = json.loads(request.body or b"{}")
     except ValueError:

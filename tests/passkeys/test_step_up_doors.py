@@ -20,7 +20,7 @@ from contacts.models import Delivery
 from contacts.sending import deliveries_send_due
 from contacts.services import contact_create
 from passkeys.models import Passkey
-from tests.helpers import error_of, make_config, make_rule, make_token, publish
+from tests.helpers import PASSWORD, error_of, make_config, make_rule, make_token, publish
 from tests.loopback import parts
 from workspaces.models import ApiToken
 
@@ -215,8 +215,9 @@ def test_the_account_page_lists_renames_and_removes_ones_own_passkeys_audited(cl
 
     client.post(f"/hitl/account/passkeys/{mine.public_id}/rename/", {"name": "Phone"})
     assert Passkey.objects.get(pk=mine.pk).name == "Phone"
-    assert client.post(f"/hitl/account/passkeys/{theirs.public_id}/remove/").status_code == 404
-    assert client.post(f"/hitl/account/passkeys/{mine.public_id}/remove/").status_code == 302
+    confirmed = {"password": PASSWORD}  # a session alone removes nothing (tests/passkeys/test_enrolment.py)
+    assert client.post(f"/hitl/account/passkeys/{theirs.public_id}/remove/", confirmed).status_code == 404
+    assert client.post(f"/hitl/account/passkeys/{mine.public_id}/remove/", confirmed).status_code == 302
     assert not Passkey.objects.filter(pk=mine.pk).exists() and Passkey.objects.filter(pk=theirs.pk).exists()
     actions = list(AuditRecord.objects.filter(object=mine.public_id).order_by("id").values_list("action", flat=True))
     assert actions == ["passkey.renamed", "passkey.removed"]
@@ -225,7 +226,9 @@ def test_the_account_page_lists_renames_and_removes_ones_own_passkeys_audited(cl
 def test_a_registration_with_no_challenge_of_ones_own_is_refused(client, bob, settings):
     settings.HITL_BASE_URL = "https://portal.example"
     client.force_login(bob)
-    options = client.post("/hitl/account/passkeys/options/").json()
+    options = client.post(
+        "/hitl/account/passkeys/options/", {"password": PASSWORD}, content_type="application/json"
+    ).json()
     assert (
         options["rp"]["id"] == "portal.example" and options["authenticatorSelection"]["userVerification"] == "required"
     )
