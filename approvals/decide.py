@@ -90,7 +90,7 @@ def approval_decide(
         )
     now = timezone.now()
     if status == Status.APPROVED:
-        step_up_check(approval=approval, user=user, step_up=step_up, now=now)
+        step_up_check(approval=approval, user=user, step_up=step_up, approved_digest=approved.digest, now=now)
     if status == Status.APPROVED and approval.approvals_required > 1:
         return _approval_vote(approval=approval, user=user, reason=reason, now=now)
     grant_id = new_public_id("grt") if grant_ttl_seconds is not None else None

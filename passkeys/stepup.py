@@ -49,14 +49,16 @@ class StepUp:
     credential: dict
 
 
-def binding(approval: ApprovalRequest) -> bytes:
-    """The challenge's last 32 bytes: SHA-256 over the request's id and its call_digest."""
-    material = BINDING_CONTEXT + approval.public_id.encode() + b"\x00" + approval.call_digest.encode()
+def binding(approval: ApprovalRequest, approved_digest: str) -> bytes:
+    """The challenge's last 32 bytes: SHA-256 over the request's id and the digest of the call being approved —
+    the proposal's, or the reviewer's edit: an assertion approves exactly that call and no other."""
+    material = BINDING_CONTEXT + approval.public_id.encode() + b"\x00" + approved_digest.encode()
     return hashlib.sha256(material).digest()
 
 
-def step_up_options(*, approval: ApprovalRequest, user: AbstractBaseUser) -> dict:
-    """navigator.credentials.get() options for approving this request, with a challenge bound to it."""
+def step_up_options(*, approval: ApprovalRequest, user: AbstractBaseUser, approved_digest: str) -> dict:
+    """navigator.credentials.get() options for approving this request's call with `approved_digest` (the
+    proposal's call_digest, or an edit's), with a challenge bound to both."""
     allowed = descriptors(user)
     if not allowed:
         raise PasskeyInvalid(
@@ -66,9 +68,9 @@ def step_up_options(*, approval: ApprovalRequest, user: AbstractBaseUser) -> dic
     challenge = challenge_issue(
         user=user,
         purpose=Purpose.STEP_UP,
-        suffix=binding(approval),
+        suffix=binding(approval, approved_digest),
         approval_public_id=approval.public_id,
-        call_digest=approval.call_digest,
+        call_digest=approved_digest,
     )
     options = generate_authentication_options(
         rp_id=relying_party.rp_id(),
@@ -93,8 +95,11 @@ def step_up_from(raw: str) -> StepUp | None:
     return StepUp(credential=credential)
 
 
-def step_up_check(*, approval: ApprovalRequest, user: AbstractBaseUser, step_up: StepUp | None, now: datetime) -> None:
-    """Pass when approving `approval` needs no passkey, or `step_up` proves one; else refuse, saying why.
+def step_up_check(
+    *, approval: ApprovalRequest, user: AbstractBaseUser, step_up: StepUp | None, approved_digest: str, now: datetime
+) -> None:
+    """Pass when approving `approval` needs no passkey, or `step_up` proves one made for approving the call
+    with `approved_digest` (the proposal's or the reviewer's edit); else refuse, saying why.
 
     Only a still pending request is checked: a decided one answers with its first decision, as ever.
     """
@@ -112,10 +117,12 @@ def step_up_check(*, approval: ApprovalRequest, user: AbstractBaseUser, step_up:
             user=user, purpose=Purpose.STEP_UP, challenge=signed_challenge(step_up.credential), now=now
         )
     bound = base64url_to_bytes(challenge.challenge)[-BINDING_LENGTH:]
-    if challenge.approval_public_id != approval.public_id or not hmac.compare_digest(bound, binding(approval)):
+    if challenge.approval_public_id != approval.public_id or not hmac.compare_digest(
+        bound, binding(approval, approved_digest)
+    ):
         raise PasskeyRefused(
-            f"This passkey answer was made for another request (or for this one before its call changed), not for "
-            f"{approval.public_id}; nothing was decided."
+            f"This passkey answer was made for another request, or for other arguments than the ones being "
+            f"approved, not for this call of {approval.public_id}; nothing was decided. Press Approve again."
         )
     asserted = assertion_verify(
         user=user, credential=step_up.credential, challenge=challenge, now=now, failed="nothing was decided."
@@ -130,6 +137,7 @@ def step_up_check(*, approval: ApprovalRequest, user: AbstractBaseUser, step_up:
                 "passkey": asserted.passkey.public_id,
                 "passkey_name": asserted.passkey.name,
                 "call_digest": approval.call_digest,
+                "approved_digest": approved_digest,
                 "user_verified": asserted.user_verified,
                 "sign_count": asserted.sign_count,
             },

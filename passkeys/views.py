@@ -12,6 +12,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_POST
 
 from approvals import selectors as approval_selectors
+from approvals.edits import approved_call, parse_edited
 from approvals.exceptions import ApprovalNotFound
 from approvals.permissions import DECIDERS_ONLY, may_decide
 from hitl_portal.errors import DOMAIN_ERRORS, error_body
@@ -125,9 +126,20 @@ def step_up(request: HttpRequest, public_id: str) -> JsonResponse:
     except ApprovalNotFound as missing:
         raise Http404(missing.message) from None
     try:
-        return JsonResponse(step_up_options(approval=approval, user=request.user))
+        return JsonResponse(
+            step_up_options(approval=approval, user=request.user, approved_digest=_approved_digest(request, approval))
+        )
     except DomainError as refused:
         return _refused(refused)
+
+
+def _approved_digest(request: HttpRequest, approval) -> str:
+    """The digest of the call the reviewer is about to approve: the editor's arguments when the page sent them
+    (checked as the decision will check them), else the proposal's."""
+    text = _json_body(request).get("arguments")
+    if not isinstance(text, str):
+        return approved_call(approval=approval, decision="approve").digest
+    return approved_call(approval=approval, decision="approve", arguments=parse_edited(text), edit=True).digest
 
 
 def account_section(request: HttpRequest) -> dict:

@@ -86,7 +86,9 @@
     event.preventDefault();
     say(form, "");
     try {
-      const options = await post(form.dataset.stepUp, form);
+      // The challenge binds the call being approved: the edited arguments, when the card has an editor.
+      const editor = form.querySelector("textarea[name=arguments]");
+      const options = await post(form.dataset.stepUp, form, editor ? { arguments: editor.value } : {});
       options.challenge = toBytes(options.challenge);
       options.allowCredentials = descriptors(options.allowCredentials);
       const credential = await navigator.credentials.get({ publicKey: options });

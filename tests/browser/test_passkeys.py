@@ -95,9 +95,12 @@ def add_passkey(page, name: str = "Work laptop") -> None:
     expect(page.locator("#passkeys tr[data-passkey] input[name=name]")).to_have_value(name)
 
 
-def captured_assertion(page, public_id: str) -> str:
-    """Press Approve on the request's page and keep the passkey's answer, which never reaches the portal."""
+def captured_assertion(page, public_id: str, edited: str | None = None) -> str:
+    """Press Approve on the request's page (with `edited` in its arguments editor) and keep the passkey's
+    answer, which never reaches the portal."""
     page.goto(f"/hitl/approvals/{public_id}/")
+    if edited is not None:
+        page.fill(f"#arguments-{public_id}", edited)
     decide = f"**/hitl/approvals/{public_id}/decide/"
     page.route(decide, lambda route: route.abort())
     # Until the request has failed: the route's handler runs after the request event, and unrouting
@@ -108,7 +111,7 @@ def captured_assertion(page, public_id: str) -> str:
     return parse_qs(sent.value.post_data)["passkey_assertion"][0]
 
 
-def post_decision(page, public_id: str, assertion: str, decision: str = "approve"):
+def post_decision(page, public_id: str, assertion: str, decision: str = "approve", **fields: str):
     """The decide form's POST as the browser sends it, with this assertion in it (a replay, say)."""
     page.goto(f"/hitl/approvals/{public_id}/")
     token = page.locator("input[name=csrfmiddlewaretoken]").first.input_value()
@@ -120,6 +123,7 @@ def post_decision(page, public_id: str, assertion: str, decision: str = "approve
             "reason": "",
             "next": f"/hitl/approvals/{public_id}/",
             "passkey_assertion": assertion,
+            **fields,
         },
     )
 
@@ -198,3 +202,30 @@ def test_the_account_page_removes_a_passkey_and_it_approves_nothing_after(page, 
     refused = post_decision(page, public_id, answer)
     assert "not one of yours" in refused.text()
     assert status_of(public_id) == Status.PENDING
+
+
+def test_an_assertion_approves_exactly_the_edited_arguments_it_was_made_for(page, acme, alice, bob, engine):
+    config = make_config(acme, "Refunds", pass_information_level="full")
+    make_rule(config, require_passkey=True, allow_edit=True)
+    publish(config, alice)
+    public_id = register(engine, config)
+    with_authenticator(page)
+    login(page, "bob@acme.test")
+    add_passkey(page)
+
+    # Made while approving one edit, posted with other arguments: refused, nothing decided.
+    made_for = '{"customer_id": "T-1"}'
+    answer = captured_assertion(page, public_id, edited=made_for)
+    refused = post_decision(page, public_id, answer, arguments='{"customer_id": "T-9999"}')
+    assert "other arguments" in refused.text()
+    assert status_of(public_id) == Status.PENDING
+
+    # Approving the edit on the page: the assertion covers it, and the audit names the digest approved.
+    page.goto(f"/hitl/approvals/{public_id}/")
+    page.fill(f"#arguments-{public_id}", made_for)
+    page.get_by_role("button", name="Approve", exact=True).click()
+    expect(page.locator(".flash")).to_contain_text("Approved")
+    approval = ApprovalRequest.objects.get(public_id=public_id)
+    assert approval.status == Status.APPROVED and approval.approved_arguments == {"customer_id": "T-1"}
+    [stepped_up] = AuditRecord.objects.filter(action="approval.stepped_up", object=public_id)
+    assert stepped_up.data["approved_digest"] == approval.approved_digest != approval.call_digest
