@@ -5,6 +5,7 @@ from datetime import timedelta
 import pytest
 
 from approvals.models import ApprovalRequest
+from audit.models import AuditRecord
 
 from ..helpers import error_of, travel
 from .engine_support import decide, gate_body, make_support_config
@@ -94,13 +95,65 @@ def test_it_refuses_a_bad_outcome_with_400_naming_the_field(engine_api, bob, pen
     assert ApprovalRequest.objects.get(public_id=pending["id"]).execution_status == ""
 
 
-def test_it_takes_outcomes_from_engine_keys_only(bob_api, alice_api, anonymous_api, bob, pending):
+def test_it_takes_outcomes_from_engine_keys_and_from_reviewers_only_when_in_doubt(
+    bob_api, alice_api, anonymous_api, bob, pending
+):
     decide(pending["id"], bob, "approve")
 
     assert _outcome(anonymous_api, pending, status="executed").status_code == 401
-    assert _outcome(bob_api, pending, status="executed").status_code == 403
-    assert _outcome(alice_api, pending, status="executed").status_code == 403
+    not_in_doubt = _outcome(bob_api, pending, status="executed", detail="I looked")
+    assert not_in_doubt.status_code == 409
+    assert "not in doubt" in error_of(not_in_doubt)["message"]
+    assert _outcome(alice_api, pending, status="executed", detail="I looked").status_code == 409
     assert ApprovalRequest.objects.get(public_id=pending["id"]).execution_status == ""
+
+
+# --- run once: started, in doubt ------------------------------------------------------------------
+
+
+def test_started_is_recorded_once_and_a_second_started_is_answered_unchanged(engine_api, bob, pending):
+    decide(pending["id"], bob, "approve")
+
+    first = _outcome(engine_api, pending, status="started")
+    second = _outcome(engine_api, pending, status="started")
+
+    assert first.status_code == 200 and first.json()["already_reported"] is False
+    assert first.json()["execution"]["status"] == "started"
+    # The second engine to say so learns it was not first: it must not run the call.
+    assert second.status_code == 200 and second.json()["already_reported"] is True
+    assert second.json()["execution"] == first.json()["execution"]
+    assert ApprovalRequest.objects.get(public_id=pending["id"]).execution_status == "started"
+
+
+def test_executed_completes_a_started_call_and_nothing_starts_it_again(engine_api, bob, pending):
+    decide(pending["id"], bob, "approve")
+    _outcome(engine_api, pending, status="started")
+
+    done = _outcome(engine_api, pending, status="executed", execution_id="exec_9")
+    again = _outcome(engine_api, pending, status="started")
+
+    assert (done.json()["already_reported"], done.json()["execution"]["status"]) == (False, "executed")
+    assert (again.json()["already_reported"], again.json()["execution"]["status"]) == (True, "executed")
+
+
+def test_a_reviewer_records_what_happened_to_an_in_doubt_call_audited_as_theirs(engine_api, bob_api, bob, pending):
+    decide(pending["id"], bob, "approve")
+    _outcome(engine_api, pending, status="started")  # …and the engine died before it reported
+
+    without_detail = _outcome(bob_api, pending, status="executed")
+    started = _outcome(bob_api, pending, status="started", detail="x")
+    recorded = _outcome(bob_api, pending, status="failed", detail="The ledger shows no refund for T-4821.")
+
+    assert without_detail.status_code == 400 and "detail" in error_of(without_detail)["fields"]
+    assert started.status_code == 400 and "status" in error_of(started)["fields"]
+    assert recorded.status_code == 200
+    assert recorded.json()["execution"]["status"] == "failed"
+    assert recorded.json()["execution"]["detail"] == "The ledger shows no refund for T-4821."
+    record = AuditRecord.objects.filter(action="approval.outcome", object=pending["id"]).order_by("id").last()
+    assert record.actor == "bob@acme.test" and record.data["recorded_by"] == "bob@acme.test"
+    # The engine's late report does not overwrite the reviewer's.
+    late = _outcome(engine_api, pending, status="executed")
+    assert late.json()["already_reported"] is True and late.json()["execution"]["status"] == "failed"
 
 
 def test_it_answers_404_for_an_unknown_request(engine_api):

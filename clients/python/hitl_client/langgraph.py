@@ -131,7 +131,7 @@ class HitlInbox:
         """Agent Inbox's HumanResponse for a question's answers: their words, or ignore / a response saying why not."""
         if answers.answered:
             return {"type": "response", "args": answers.get("response") or ""}
-        if allowed.get("allow_ignore", False):
+        if allowed.get("allow_ignore", False) and not (answers.halted and allowed.get("allow_respond", True)):
             return {"type": "ignore", "args": None}
         return {"type": "response", "args": answers.message}
 
@@ -159,6 +159,7 @@ class HitlInbox:
             verdict = self._verdict_within(
                 self.client.decide_call(self.served, call, wait_timeout=self.wait_timeout), allowed
             )
+            verdict = self.client.start(verdict)  # run once: a call started before a restart is in doubt
             if verdict.state == "timeout":
                 return None, None
             self.verdicts.append(verdict)
@@ -216,6 +217,7 @@ class HitlInbox:
             verdict = self._verdict_within(
                 await self.client.decide_call(self.served, call, wait_timeout=self.wait_timeout), allowed
             )
+            verdict = await self.client.start(verdict)  # run once: a call started before a restart is in doubt
             if verdict.state == "timeout":
                 return None, None
             self.verdicts.append(verdict)

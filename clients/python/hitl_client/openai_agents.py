@@ -81,7 +81,7 @@ class HitlRunner:
     def mcp_server(self, server_id: str) -> bool:
         """`require_approval` for an MCP server: True when a served rule gates it (active, or inert — then the
         run logs the notice and proceeds), so a server no rule names runs without interruptions."""
-        return would_gate(self.served, kind="mcp_server", target=server_id)
+        return would_gate(self.served, kind="mcp_server", target=server_id, operation="")
 
     def call_for(self, item: ToolApprovalItem, *, run_id: str, thread_id: str) -> GatedCall:
         raw = item.raw_item
@@ -137,8 +137,12 @@ class HitlRunner:
                 call = self.call_for(item, run_id=run_id, thread_id=agent.name)
                 held = self.edits.pop(_core.running_digest(self.served, call, call.arguments), None)
                 if held is not None:  # the call the reviewer's edit asked for: it runs on that approval
-                    state.approve(item)
-                    approved.append((held, call.call_id))
+                    held = await self.client.start(held)
+                    if held.allowed:
+                        state.approve(item)
+                        approved.append((held, call.call_id))
+                    else:
+                        state.reject(item, rejection_message=held.message)
                     continue
                 verdict = await self.client.decide_call(self.served, call, wait_timeout=self.wait_timeout)
                 if verdict.state == "timeout":
@@ -147,6 +151,8 @@ class HitlRunner:
                     # RunState.approve takes no arguments: reject the call as proposed, say what was approved.
                     self.edits[verdict.call_digest or ""] = verdict
                     verdict = _core.edit_to_retry(verdict)
+                # Run once: `started` before the SDK runs it; a call started before a restart is in doubt.
+                verdict = await self.client.start(verdict)
                 self.verdicts.append(verdict)
                 if verdict.allowed:
                     state.approve(item)
