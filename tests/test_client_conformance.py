@@ -49,7 +49,6 @@ class Engine:
                 if self.kind == "sync":
                     self.result = getattr(self.sync, method)(*args, on_pending=self.on_pending, **kwargs)
                 else:
-
                     client = AsyncHitlClient(self.base_url, self.key)
                     call = getattr(client, method)(*args, on_pending=self.on_pending, **kwargs)
                     self.result = asyncio.run(call)
