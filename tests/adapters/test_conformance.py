@@ -18,6 +18,7 @@ from typing import TypedDict
 import pytest
 from agents import Agent, function_tool, set_tracing_disabled
 from agents.testing import ScriptedModel, assistant_message, function_call
+from django.db import connection
 from hitl_client import AsyncHitlClient, HitlClient
 from hitl_client.langgraph import HitlInbox
 from hitl_client.mcp_gateway import Gateway, GatewayConfig
@@ -55,13 +56,16 @@ class Person(threading.Thread):
         self.start()
 
     def run(self) -> None:
-        while not self.stop.is_set():
-            pending = ApprovalRequest.objects.filter(status="pending").values_list("public_id", flat=True).first()
-            if pending:
-                for step in self.case["steps"]:
-                    act(step, pending, reviewer_api=self.reviewer_api)
-                return
-            time.sleep(0.05)
+        try:
+            while not self.stop.is_set():
+                pending = ApprovalRequest.objects.filter(status="pending").values_list("public_id", flat=True).first()
+                if pending:
+                    for step in self.case["steps"]:
+                        act(step, pending, reviewer_api=self.reviewer_api)
+                    return
+                time.sleep(0.05)
+        finally:
+            connection.close()  # this thread's own connection, so the test database can be dropped
 
     def finish(self) -> None:
         self.stop.set()

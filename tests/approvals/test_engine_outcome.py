@@ -3,6 +3,7 @@
 from datetime import timedelta
 
 import pytest
+from django.urls import reverse
 
 from approvals.models import ApprovalRequest
 from audit.models import AuditRecord
@@ -186,3 +187,29 @@ def test_it_lets_only_the_registering_engine_key_report_the_outcome(live_server,
     # The real engine's report is still the first, not an `already_reported` echo of the other's.
     real = _outcome(engine_api, pending, status="executed", execution_id="exec_7")
     assert (real.status_code, real.json()["already_reported"]) == (200, False)
+
+
+def test_the_request_page_says_the_outcome_is_unknown_and_a_reviewer_records_it_there(client, engine_api, bob, pending):
+    decide(pending["id"], bob, "approve")
+    _outcome(engine_api, pending, status="started")
+    client.force_login(bob)
+    page_url = reverse("approvals:detail", args=[pending["id"]])
+
+    page = client.get(page_url).content.decode()
+    assert "Outcome unknown" in page and "may or may not have run" in page
+    assert reverse("approvals:record_outcome", args=[pending["id"]]) in page
+
+    recorded = client.post(
+        reverse("approvals:record_outcome", args=[pending["id"]]),
+        {"status": "executed", "detail": "The CRM shows the customer deleted at 10:02."},
+        follow=True,
+    ).content.decode()
+
+    assert "Recorded: the call executed" in recorded and "Outcome unknown" not in recorded
+    stored = ApprovalRequest.objects.get(public_id=pending["id"])
+    assert (stored.execution_status, stored.execution_detail) == (
+        "executed",
+        "The CRM shows the customer deleted at 10:02.",
+    )
+    record = AuditRecord.objects.filter(action="approval.outcome", object=pending["id"]).order_by("id").last()
+    assert record.actor == "bob@acme.test"

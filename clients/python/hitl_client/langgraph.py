@@ -68,10 +68,12 @@ class HitlInbox:
         schemas: Mapping[str, dict] | None = None,
         run_id: str | None = None,
         wait_timeout: float | None = None,
+        requested_by: str | None = None,
     ):
         self.client = client
         self.served = served
         self.caller = caller
+        self.requested_by = requested_by  # the person the run acts for: four eyes keeps them from approving
         self.kinds = dict(kinds or {})  # action name → rule kind (delete · mcp_server · cell · worker)
         self.default_kind = default_kind
         self.target = target or (lambda action, args: action)
@@ -109,6 +111,7 @@ class HitlInbox:
                 summary=request.get("description") or action,
                 arguments=args,
                 arguments_schema=self.schemas.get(action),
+                requested_by=self.requested_by,
             )
             found.append(_Request(call, allowed, request.get("description") or ""))
         return found

@@ -63,10 +63,12 @@ class HitlRunner:
         target: Target | None = None,
         mcp_ids: Mapping[str, str] | None = None,
         wait_timeout: float | None = None,
+        requested_by: str | None = None,
     ):
         self.client = client
         self.served = served
         self.caller = caller
+        self.requested_by = requested_by  # the person the run acts for: four eyes keeps them from approving
         self.kinds = dict(kinds or {})  # function tool name → rule kind
         self.default_kind = default_kind
         self.target = target or (lambda tool, args: tool)
@@ -109,6 +111,7 @@ class HitlRunner:
             # Never the arguments: at level summary they must not reach the portal, not even inside the summary.
             summary=f"{tool} on {target}" if target != tool else tool,
             arguments=arguments,
+            requested_by=self.requested_by,
         )
 
     async def run(self, agent: Agent[Any], input: Any, *, run_id: str, **runner_options: Any) -> Any:
