@@ -42,7 +42,7 @@ from .engine_serializers import (
 )
 from .expire import approval_expire_if_overdue
 from .models import ApprovalKind, ApprovalRequest, Status
-from .outcome import approval_report_outcome
+from .outcome import approval_report_outcome, record_in_doubt_outcome
 from .policy import SHADOW, allowed_notice
 from .register import INERT_NOTICE, approval_register
 from .serializers import ApprovalRequestSerializer, approval_as_dict
@@ -336,14 +336,18 @@ class ApprovalDetailView(APIView):
 class ApprovalOutcomeView(APIView):
     """`POST /api/v1/approvals/{apr}/outcome`: what happened to the approved call."""
 
-    permission_classes = [IsEngine]
+    permission_classes = [IsEngineOrReviewer]
 
     @extend_schema(
         operation_id="approvals_outcome",
-        summary="Report the outcome of an approved call (engines)",
+        summary="Report the outcome of an approved call (engines), or record an in-doubt one (reviewers)",
         description=(
-            "Recorded once, like a decision: a second report answers 200 with the first outcome unchanged and "
-            "`already_reported: true`. Only an approved request takes an outcome (409 otherwise)."
+            "Engines: `started` just before the approved call runs, then `executed` or `failed`. Each is recorded "
+            "once, like a decision: a second `started` (or a second final outcome) answers 200 with the request "
+            "unchanged and `already_reported: true` — an engine that gets that for its `started` must not run "
+            "the call. `execution.status: started` without a final outcome is *in doubt*. Only an approved "
+            "request takes an outcome (409 otherwise). Reviewers (a user token): `executed` or `failed` with "
+            "`detail` on an in-doubt request only (409 otherwise), audited as theirs."
         ),
         request=OutcomeSerializer,
         responses={
@@ -351,10 +355,15 @@ class ApprovalOutcomeView(APIView):
                 OutcomeReportedSerializer,
                 description="The request with its `execution`, and whether it had already been reported.",
             ),
-            400: _error("Bad JSON, an unknown status, or a field over its limit."),
+            400: _error(
+                "Bad JSON, an unknown status, a field over its limit, or a reviewer's outcome without "
+                "`detail` or with `started`."
+            ),
             **AUTH_ERRORS,
             404: _error("No such request in this workspace, or one registered by another engine key."),
-            409: _error("`conflict`: the request is not approved (pending, rejected or expired)."),
+            409: _error(
+                "`conflict`: the request is not approved (pending, rejected or expired), or (a reviewer) not in doubt."
+            ),
         },
         tags=["engines"],
     )
@@ -362,6 +371,12 @@ class ApprovalOutcomeView(APIView):
         serializer = OutcomeSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         approval = _get_approval(request, apr)
+        if not request.actor.is_engine:
+            data = serializer.validated_data
+            approval = record_in_doubt_outcome(
+                approval=approval, user=request.actor.user, status=data["status"], detail=data.get("detail", "")
+            )
+            return Response({**approval_as_dict(approval), "already_reported": False})
         if approval.engine_key_id != request.auth.pk:
             # Only the engine that registered the call ran it: another key's report would be a guess,
             # and a first report stands. Answered like a missing id, so keys cannot probe each other.

@@ -202,7 +202,12 @@ class AllowedSerializer(serializers.Serializer):
 
 
 class OutcomeSerializer(serializers.Serializer):
-    status = choice("status", ExecutionStatus.choices)
+    status = choice(
+        "status",
+        ExecutionStatus.choices,
+        help_text="started: the engine is about to run the approved call (recorded before it runs); executed or "
+        "failed: what happened (a reviewer records only these, on an in-doubt request)",
+    )
     execution_id = text("execution_id", 255, required=False, allow_blank=True)
     detail = text("detail", 2000, required=False, allow_blank=True)
     call_digest = serializers.RegexField(

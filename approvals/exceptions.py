@@ -63,6 +63,18 @@ class NotApproved(DomainError):
     """An outcome reported for a request that is not approved (its call must not have run)."""
 
 
+class NotInDoubt(DomainError):
+    """A reviewer's outcome for a request whose engine did not leave it in doubt (not started, or reported)."""
+
+
+class OutcomeDetailRequired(WrongDecision):
+    """A reviewer's outcome without what happened, or without how they know."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
 class EditNotAllowed(WrongDecision):
     """Edited arguments where the request's rule does not allow edits, or with anything but an approval."""
 

@@ -48,6 +48,8 @@ class Scope(models.TextChoices):
 
 
 class ExecutionStatus(models.TextChoices):
+    # Recorded by the engine just before it runs the call; a started call never completed is in doubt.
+    STARTED = "started", "Started"
     EXECUTED = "executed", "Executed"
     FAILED = "failed", "Failed"
 

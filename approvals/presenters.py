@@ -15,7 +15,7 @@ from django.utils import timezone
 from passkeys.policy import needs_passkey
 
 from . import edits
-from .models import ApprovalKind, ApprovalRequest, Status
+from .models import ApprovalKind, ApprovalRequest, ExecutionStatus, Status
 from .questions import answer_words, option_label
 
 # Engine-supplied text shown to people: control and bidi characters made visible, never obeyed.
@@ -250,6 +250,8 @@ def outcome_line(approval: ApprovalRequest) -> str:
         return "not run (halted)"
     if not approval.execution_status:
         return "outcome not reported"
+    if approval.execution_status == ExecutionStatus.STARTED:
+        return "outcome unknown: started, never reported"
     line = approval.get_execution_status_display().lower()
     if approval.execution_id:
         line += f" · {visible(approval.execution_id)}"

@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from contacts.outbox import deliveries_for_registration, kick_sender, questions_rule
 from rules.exceptions import ConfigNotFound
-from rules.models import PassInformationLevel
+from rules.models import PassInformationLevel, match_field, rule_gates
 from workspaces.models import ApiToken, Workspace
 
 from .digest import call_digest
@@ -111,6 +111,16 @@ def approval_register(
             )
         if not rule["enabled"]:
             raise ValidationError({"rule_id": f"Rule {rule_id} is disabled in {label}: it gates nothing."})
+        if not rule_gates(rule, target=target, operation=operation):
+            field = match_field(rule["kind"])
+            value = operation if field == "operation" else target
+            raise ValidationError(
+                {
+                    field: f"Rule {rule_id} of {label} gates the {rule['kind']} {field} {rule['match']!r}, not "
+                    f"{value!r}: register a call under the rule that matches it (its `match` is compared with "
+                    f"the call's `{field}`, as the served gate's `match_field` says)."
+                }
+            )
         if arguments is not None and level != PassInformationLevel.FULL:
             raise ValidationError(
                 {

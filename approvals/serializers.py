@@ -98,10 +98,13 @@ class ApprovingVoteSerializer(serializers.Serializer):
 
 
 class ExecutionSerializer(serializers.Serializer):
-    status = serializers.ChoiceField(choices=ExecutionStatus.choices)
+    status = serializers.ChoiceField(
+        choices=ExecutionStatus.choices,
+        help_text="started (the engine is running it; never completed, the call is in doubt), executed or failed",
+    )
     execution_id = serializers.CharField(allow_null=True)
     detail = serializers.CharField(allow_blank=True)
-    reported_at = serializers.DateTimeField()
+    reported_at = serializers.DateTimeField(help_text="when this status was recorded")
     call_digest = serializers.CharField(allow_null=True, help_text="the digest the engine reported running, or null")
     digest_matches = serializers.BooleanField(
         allow_null=True,

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import views, views_halts
+from . import views, views_halts, views_outcome
 
 app_name = "approvals"
 urlpatterns = [
@@ -9,6 +9,7 @@ urlpatterns = [
     path("approvals/history/", views.history, name="history"),
     path("approvals/<str:public_id>/decide/", views.decide, name="decide"),
     path("approvals/<str:public_id>/edit-check/", views.edit_check, name="edit-check"),
+    path("approvals/<str:public_id>/outcome/", views_outcome.record_outcome, name="record_outcome"),
     path("grants/", views.grants, name="grants"),
     path("runs/halt/", views_halts.halt_run, name="halt-run"),
     path("runs/resume/", views_halts.resume_run, name="resume-run"),

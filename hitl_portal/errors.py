@@ -15,6 +15,7 @@ from approvals.exceptions import (
     GrantNotFound,
     IdempotencyKeyReused,
     NotApproved,
+    NotInDoubt,
     SelfApproval,
     WrongDecision,
 )
@@ -74,6 +75,7 @@ DOMAIN_ERRORS: dict[type[DomainError], tuple[int, str]] = {
     ReauthRequired: (status.HTTP_403_FORBIDDEN, "reauthentication_required"),
     PasskeyNotFound: (status.HTTP_404_NOT_FOUND, "not_found"),
     NotApproved: (status.HTTP_409_CONFLICT, "conflict"),
+    NotInDoubt: (status.HTTP_409_CONFLICT, "conflict"),
     NothingToPublish: (status.HTTP_409_CONFLICT, "conflict"),
     ContactInUse: (status.HTTP_409_CONFLICT, "conflict"),
     IdempotencyKeyReused: (status.HTTP_422_UNPROCESSABLE_ENTITY, "idempotency_key_reused"),

@@ -8,15 +8,19 @@ from .conditions import CONDITION_MAX
 from .models import ANY, MAX_APPROVALS_REQUIRED, Config, Rule, RuleKind, RuleMode
 
 # The "Which one" legend and the selector's hint per kind; htmx swaps them in as the kind changes
-# (views.which_one, rules/_which_one.html), so this table is their only copy.
+# (views.which_one, rules/_which_one.html), so this table is their only copy. Each says what the match is
+# compared with, as rules.models.MATCH_FIELDS does for the portal and the clients.
 WHICH_ONE = {
-    RuleKind.DELETE: ("Which delete operation", "An operation name such as delete_file or drop_table, or Any."),
+    RuleKind.DELETE: (
+        "Which delete operation",
+        "An operation name such as delete_file or drop_table: the rule gates that operation on any target. Or Any.",
+    ),
     RuleKind.MCP_SERVER: (
         "Which MCP server (mcp_…)",
         "The MCP server's public id, such as mcp_billing. A rule gates a whole server, never one tool.",
     ),
-    RuleKind.CELL: ("Which cell", "A notebook or cell id, such as nb_warehouse, or Any."),
-    RuleKind.WORKER: ("Which worker", "The worker or sub-agent's name, such as researcher, or Any."),
+    RuleKind.CELL: ("Which cell", "The call's target: a notebook or cell id, such as nb_warehouse, or Any."),
+    RuleKind.WORKER: ("Which worker", "The call's target: the worker or sub-agent's name, such as researcher, or Any."),
 }
 
 

@@ -68,6 +68,29 @@ KIND_NOUN = {
     RuleKind.CELL: "A cell rule",
     RuleKind.WORKER: "A worker rule",
 }
+# What a rule's `match` is compared with, per kind (docs/api.md, "Engines"): a delete rule names the
+# operation (delete_file, drop_table) on any target; the others name the call's target — an MCP server's
+# id, a notebook or cell, a worker. Served on every gate as `match_field`, applied by registration
+# (rule_gates) and by the clients' find_gate: one table, so they agree by construction.
+MATCH_FIELDS = {
+    RuleKind.DELETE: "operation",
+    RuleKind.MCP_SERVER: "target",
+    RuleKind.CELL: "target",
+    RuleKind.WORKER: "target",
+}
+
+
+def match_field(kind: str) -> str:
+    """`operation` or `target`: the field of a call a rule of this kind's `match` is compared with."""
+    return MATCH_FIELDS.get(kind, "target")
+
+
+def rule_gates(rule: dict, *, target: str, operation: str) -> bool:
+    """Does this (frozen) rule's `match` take in the call: `*`, or the call's field its kind names?"""
+    value = operation if match_field(rule["kind"]) == "operation" else target
+    return rule["match"] in (ANY, value)
+
+
 NEVER_A_TOOL = "Name an MCP server by its mcp_… id, or pick Any (*): a rule gates a whole server, never one tool"
 
 # The approver policy (SPEC.md, "Approver policy").

@@ -1,5 +1,7 @@
 """Input and output shapes of the admin API (docs/api.md, "Configs, rules, contacts")."""
 
+from typing import Literal
+
 from rest_framework import serializers
 
 from contacts.serializers import ContactSerializer
@@ -18,6 +20,7 @@ from .models import (
     RuleMode,
     RulePoint,
     TokenCapMode,
+    match_field,
 )
 
 # PostgreSQL's integer column: beyond it the database would refuse, so the serializer refuses first.
@@ -80,6 +83,10 @@ class RuleSerializer(serializers.Serializer):
     id = serializers.CharField()
     kind = _choice(RuleKind.choices)
     match = serializers.CharField()
+    match_field = serializers.SerializerMethodField(
+        help_text="The field of a call `match` is compared with: `operation` for a delete rule (delete_file, "
+        "drop_table), `target` for the other kinds. `*` takes in every call."
+    )
     point = _choice(RulePoint.choices)
     enabled = serializers.BooleanField()
     message = serializers.CharField(allow_blank=True)
@@ -119,6 +126,9 @@ class RuleSerializer(serializers.Serializer):
         help_text="Whether a reviewer may approve a call with edited arguments (only with approvals_required 1 "
         "and pass information level full).",
     )
+
+    def get_match_field(self, rule: dict) -> Literal["operation", "target"]:
+        return match_field(rule["kind"])
 
 
 class RuleInputSerializer(JsonInput):

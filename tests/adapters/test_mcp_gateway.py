@@ -538,3 +538,55 @@ def test_an_edited_approval_forwards_the_edited_arguments_and_says_so(
     assert "with edited arguments" in text_of(result)
     stored = ApprovalRequest.objects.get(public_id=decided["id"])
     assert stored.execution_status == "executed"
+
+
+# --- run once: killed between the upstream's refund and its outcome report ---------------------
+
+
+@pytest.fixture
+def dying_toml(tmp_path, live_server, support, ledger):
+    """gateway.toml whose billing upstream kills the gateway right after a refund."""
+    path = tmp_path / "gateway.toml"
+    path.write_text(
+        f"""
+[portal]
+url = "{live_server.url}"
+config = "{support.public_id}"
+
+[gateway]
+caller = "desktop-agent"
+run_id = "desk-1"
+wait_timeout_seconds = 20
+
+[servers.mcp_billing]
+command = "{sys.executable}"
+args = ["{UPSTREAM}", "{ledger}", "billing-kills-gateway"]
+""",
+        encoding="utf-8",
+    )
+    return path
+
+
+def test_a_gateway_killed_after_the_refund_never_refunds_again_when_restarted(dying_toml, engine_key, ledger, bob_api):
+    async def killed():
+        async with stdio_gateway(dying_toml, engine_key) as client:
+            try:
+                return await asyncio.wait_for(client.call_tool("issue_refund", REFUND), timeout=30)
+            except Exception as error:  # the gateway died mid-call: no answer comes
+                return error
+
+    async def restarted():
+        async with stdio_gateway(dying_toml, engine_key) as client:
+            return await client.call_tool("issue_refund", REFUND)
+
+    reviewer = Reviewer(bob_api, "approve")
+    asyncio.run(killed())
+    [decided] = reviewer.finish()
+    assert ledger.read_text().splitlines() == ["issue_refund T-4821 4900"]
+
+    result = asyncio.run(restarted())
+
+    assert result.is_error and "nobody knows whether it ran" in text_of(result)
+    assert ledger.read_text().splitlines() == ["issue_refund T-4821 4900"]  # once, not twice
+    assert ApprovalRequest.objects.get(public_id=decided["id"]).execution_status == "started"
+    assert ApprovalRequest.objects.count() == 1  # the restart asked nobody anew for the same call

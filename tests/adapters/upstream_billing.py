@@ -2,12 +2,15 @@
 
 Run as `python tests/adapters/upstream_billing.py LEDGER_PATH [billing|tickets|both] [PORT]`; each tool
 call that reaches it appends a line to LEDGER_PATH, so a test sees exactly which calls the gateway (or
-the agent) let through. `billing` offers only issue_refund, `tickets` lookup_ticket and three tools that
+the agent) let through. `billing` offers only issue_refund (`billing-kills-gateway` too, and kills its
+parent — the gateway — right after a refund, as a crash between running a call and reporting it would),
+`tickets` lookup_ticket and three tools that
 show what a relay must pass on (progress, a call cancelled mid-way, a server that dies mid-call). With a
 PORT it serves streamable HTTP on 127.0.0.1:PORT/mcp instead of stdio.
 """
 
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -28,6 +31,8 @@ def _record(line: str) -> None:
 def issue_refund(ticket_id: str, amount_cents: int) -> str:
     """Refund a ticket's charge."""
     _record(f"issue_refund {ticket_id} {amount_cents}")
+    if OFFERS == "billing-kills-gateway":
+        os.kill(os.getppid(), signal.SIGKILL)
     return f"Refunded {amount_cents} cents on {ticket_id}."
 
 
@@ -62,7 +67,7 @@ def crash() -> str:
     os._exit(3)
 
 
-if OFFERS in ("billing", "both"):
+if OFFERS in ("billing", "billing-kills-gateway", "both"):
     server.tool()(issue_refund)
 if OFFERS in ("tickets", "both"):
     server.tool()(lookup_ticket)

@@ -7,6 +7,7 @@ from django.db.backends import utils as db_utils
 
 from approvals.decide import approval_decide
 from approvals.models import ApprovalRequest
+from rules.models import match_field
 
 from ..asgi import AsgiServer
 from ..factories import make_bulk
@@ -30,11 +31,13 @@ def rule_ids(config, version: int = 1) -> list[str]:
 
 
 def gate_body(config, version: int = 1, rule: int = 0, **overrides) -> dict:
+    """A registration under the version's `rule`-th rule, of a call that rule takes in (its `match`)."""
+    frozen = config.versions.get(number=version).rules[rule]
     body = {
         "kind": "gate",
         "config_id": config.public_id,
         "config_version": version,
-        "rule_id": rule_ids(config, version)[rule],
+        "rule_id": frozen["id"],
         "run_id": "run_1",
         "thread_id": "thr_1",
         "caller": "support-bot",
@@ -43,6 +46,8 @@ def gate_body(config, version: int = 1, rule: int = 0, **overrides) -> dict:
         "summary": "Delete the customer record",
         "arguments": {"customer_id": "T-4821"},
     }
+    if frozen["match"] != "*":
+        body[match_field(frozen["kind"])] = frozen["match"]
     body.update(overrides)
     return {key: value for key, value in body.items() if value is not ...}
 

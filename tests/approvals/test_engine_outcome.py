@@ -3,8 +3,10 @@
 from datetime import timedelta
 
 import pytest
+from django.urls import reverse
 
 from approvals.models import ApprovalRequest
+from audit.models import AuditRecord
 
 from ..helpers import error_of, travel
 from .engine_support import decide, gate_body, make_support_config
@@ -94,13 +96,65 @@ def test_it_refuses_a_bad_outcome_with_400_naming_the_field(engine_api, bob, pen
     assert ApprovalRequest.objects.get(public_id=pending["id"]).execution_status == ""
 
 
-def test_it_takes_outcomes_from_engine_keys_only(bob_api, alice_api, anonymous_api, bob, pending):
+def test_it_takes_outcomes_from_engine_keys_and_from_reviewers_only_when_in_doubt(
+    bob_api, alice_api, anonymous_api, bob, pending
+):
     decide(pending["id"], bob, "approve")
 
     assert _outcome(anonymous_api, pending, status="executed").status_code == 401
-    assert _outcome(bob_api, pending, status="executed").status_code == 403
-    assert _outcome(alice_api, pending, status="executed").status_code == 403
+    not_in_doubt = _outcome(bob_api, pending, status="executed", detail="I looked")
+    assert not_in_doubt.status_code == 409
+    assert "not in doubt" in error_of(not_in_doubt)["message"]
+    assert _outcome(alice_api, pending, status="executed", detail="I looked").status_code == 409
     assert ApprovalRequest.objects.get(public_id=pending["id"]).execution_status == ""
+
+
+# --- run once: started, in doubt ------------------------------------------------------------------
+
+
+def test_started_is_recorded_once_and_a_second_started_is_answered_unchanged(engine_api, bob, pending):
+    decide(pending["id"], bob, "approve")
+
+    first = _outcome(engine_api, pending, status="started")
+    second = _outcome(engine_api, pending, status="started")
+
+    assert first.status_code == 200 and first.json()["already_reported"] is False
+    assert first.json()["execution"]["status"] == "started"
+    # The second engine to say so learns it was not first: it must not run the call.
+    assert second.status_code == 200 and second.json()["already_reported"] is True
+    assert second.json()["execution"] == first.json()["execution"]
+    assert ApprovalRequest.objects.get(public_id=pending["id"]).execution_status == "started"
+
+
+def test_executed_completes_a_started_call_and_nothing_starts_it_again(engine_api, bob, pending):
+    decide(pending["id"], bob, "approve")
+    _outcome(engine_api, pending, status="started")
+
+    done = _outcome(engine_api, pending, status="executed", execution_id="exec_9")
+    again = _outcome(engine_api, pending, status="started")
+
+    assert (done.json()["already_reported"], done.json()["execution"]["status"]) == (False, "executed")
+    assert (again.json()["already_reported"], again.json()["execution"]["status"]) == (True, "executed")
+
+
+def test_a_reviewer_records_what_happened_to_an_in_doubt_call_audited_as_theirs(engine_api, bob_api, bob, pending):
+    decide(pending["id"], bob, "approve")
+    _outcome(engine_api, pending, status="started")  # …and the engine died before it reported
+
+    without_detail = _outcome(bob_api, pending, status="executed")
+    started = _outcome(bob_api, pending, status="started", detail="x")
+    recorded = _outcome(bob_api, pending, status="failed", detail="The ledger shows no refund for T-4821.")
+
+    assert without_detail.status_code == 400 and "detail" in error_of(without_detail)["fields"]
+    assert started.status_code == 400 and "status" in error_of(started)["fields"]
+    assert recorded.status_code == 200
+    assert recorded.json()["execution"]["status"] == "failed"
+    assert recorded.json()["execution"]["detail"] == "The ledger shows no refund for T-4821."
+    record = AuditRecord.objects.filter(action="approval.outcome", object=pending["id"]).order_by("id").last()
+    assert record.actor == "bob@acme.test" and record.data["recorded_by"] == "bob@acme.test"
+    # The engine's late report does not overwrite the reviewer's.
+    late = _outcome(engine_api, pending, status="executed")
+    assert late.json()["already_reported"] is True and late.json()["execution"]["status"] == "failed"
 
 
 def test_it_answers_404_for_an_unknown_request(engine_api):
@@ -133,3 +187,29 @@ def test_it_lets_only_the_registering_engine_key_report_the_outcome(live_server,
     # The real engine's report is still the first, not an `already_reported` echo of the other's.
     real = _outcome(engine_api, pending, status="executed", execution_id="exec_7")
     assert (real.status_code, real.json()["already_reported"]) == (200, False)
+
+
+def test_the_request_page_says_the_outcome_is_unknown_and_a_reviewer_records_it_there(client, engine_api, bob, pending):
+    decide(pending["id"], bob, "approve")
+    _outcome(engine_api, pending, status="started")
+    client.force_login(bob)
+    page_url = reverse("approvals:detail", args=[pending["id"]])
+
+    page = client.get(page_url).content.decode()
+    assert "Outcome unknown" in page and "may or may not have run" in page
+    assert reverse("approvals:record_outcome", args=[pending["id"]]) in page
+
+    recorded = client.post(
+        reverse("approvals:record_outcome", args=[pending["id"]]),
+        {"status": "executed", "detail": "The CRM shows the customer deleted at 10:02."},
+        follow=True,
+    ).content.decode()
+
+    assert "Recorded: the call executed" in recorded and "Outcome unknown" not in recorded
+    stored = ApprovalRequest.objects.get(public_id=pending["id"])
+    assert (stored.execution_status, stored.execution_detail) == (
+        "executed",
+        "The CRM shows the customer deleted at 10:02.",
+    )
+    record = AuditRecord.objects.filter(action="approval.outcome", object=pending["id"]).order_by("id").last()
+    assert record.actor == "bob@acme.test"

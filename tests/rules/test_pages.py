@@ -234,8 +234,15 @@ def test_it_swaps_the_which_one_hint_from_the_servers_table_without_inline_scrip
     hint = admin.get(reverse("rules:which_one"), {"kind": "cell"}, headers={"HX-Request": "true"}).content.decode()
     assert '<legend id="id_which_legend">Which delete operation</legend>' in page  # the target, and the swap:
     assert hint.strip().startswith("Which cell<span")
-    hint_text = "A notebook or cell id, such as nb_warehouse, or Any."
+    hint_text = "The call&#x27;s target: a notebook or cell id, such as nb_warehouse, or Any."
     assert f'<span id="id_match_helptext" hx-swap-oob="innerHTML">{hint_text}</span>' in hint
+
+
+def test_the_delete_hint_says_its_match_is_the_operation_on_any_target(admin, acme):
+    # As the served gates' match_field says, and the portal and every client apply (docs/engines.md).
+    hint = admin.get(reverse("rules:which_one"), {"kind": "delete"}, headers={"HX-Request": "true"}).content.decode()
+
+    assert "such as delete_file or drop_table: the rule gates that operation on any target" in hint
 
 
 def test_publish_is_disabled_and_says_why_while_the_draft_matches_the_newest_version(admin, acme, alice):

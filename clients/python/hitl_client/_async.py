@@ -197,18 +197,29 @@ class AsyncHitlClient(AsyncReceiptChecks):
             if verdict.state == "inert":
                 self.log.info(verdict.message)
             return verdict
-        gate = _core.find_gate(served, kind=call.kind, target=call.target, point=call.point)
+        gate = _core.gate_of(served, call)
         assert gate is not None
         approval = await self.request_approval(served, gate, call)
-        if approval.get("status") == "inert":
-            self.log.info(approval["notice"])
-            return Verdict(True, "inert", approval["notice"], arguments=call.arguments)
+        answered = _core.registered(approval, call)  # inert (the plan changed since we read it), or allowed
+        if answered is not None:
+            self.log.info(answered.message)
+            return answered
         if approval["status"] == "pending":
             if on_pending is not None:
                 await _maybe_await(on_pending(approval))
             approval = await self.wait(approval["id"], wait_timeout)
         # Approved: not yet run, what was approved, and the receipt proves it (receipts.py).
         return await self.judged(served, approval, call)
+
+    async def start(self, verdict: Verdict) -> Verdict:
+        """HitlClient.start: record `started` before an approved call runs; not allowed when it was already."""
+        if not _core.startable(verdict):
+            return verdict
+        answer = await self.report_outcome(verdict.approval["id"], status="started")
+        verdict = _core.started(verdict, answer)
+        if not verdict.allowed:
+            self.log.warning("HITL: %s — %s", answer.get("id"), verdict.message)
+        return verdict
 
     async def report(self, verdict: Verdict) -> Verdict:
         if _core.reportable(verdict):
@@ -232,6 +243,9 @@ class AsyncHitlClient(AsyncReceiptChecks):
         with_arguments = _core.takes_arguments(execute)
         if verdict.edited and not with_arguments:
             return await self.report(_core.edit_to_retry(verdict))
+        verdict = await self.start(verdict)
+        if not verdict.allowed:  # started already, by this engine before a restart or by another process
+            return verdict
         try:
             verdict.result = await _maybe_await(execute(verdict.arguments) if with_arguments else execute())
         except Exception as error:

@@ -53,7 +53,9 @@ class Verdict:
     """What the engine does with a gated call, and what it tells the agent."""
 
     allowed: bool
-    # not_gated · inert · approved · rejected · expired · timeout · digest_mismatch · edit_to_retry
+    # Runs: not_gated · inert · allowed (a rule's condition or shadow mode let it through) · approved.
+    # Never runs: rejected · expired · undeliverable · timeout · digest_mismatch · edit_to_retry ·
+    # already_executed · in_doubt · receipt_refused · unknown (a status this client does not know).
     state: str
     message: str
     approval: dict | None = None
@@ -87,6 +89,8 @@ class GatedCall:
     arguments: Any = None
     # A JSON Schema of the arguments: a reviewer's edit (where the rule allows edits) is checked against it.
     arguments_schema: dict | None = None
+    # The email of the person the run acts for: four eyes keeps them from approving their own request.
+    requested_by: str | None = None
 
     @property
     def idempotency_key(self) -> str:
@@ -110,29 +114,49 @@ def call_digest(*, target: str, operation: str, arguments: Any) -> str:
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
-def find_gate(served: dict, *, kind: str, target: str, point: str = "entry") -> dict | None:
-    """The first gate (in order) that matches this call: its kind, its point, and `*` or the call's target.
+# What a rule's `match` is compared with, per kind (docs/api.md, "Engines"). The portal serves it on
+# every gate as `match_field`, and its registration check applies the same table: a gate served
+# without one (an older portal) falls back to this copy of it.
+MATCH_FIELDS = {"delete": "operation", "mcp_server": "target", "cell": "target", "worker": "target"}
 
-    For `mcp_server` the match is the MCP server id, which is the call's target: a rule gates a whole
-    server, never one tool.
-    """
+
+def match_field(gate: dict) -> str:
+    """`operation` or `target`: the field of a call this gate's `match` names."""
+    field = gate.get("match_field") or MATCH_FIELDS.get(gate.get("kind", ""), "target")
+    return field if field in ("operation", "target") else "target"
+
+
+def gate_matches(gate: dict, *, target: str, operation: str) -> bool:
+    """`*`, or the call's field the gate names (its operation for a delete rule, else its target)."""
+    value = operation if match_field(gate) == "operation" else target
+    return gate.get("match") in (ANY, value)
+
+
+def find_gate(served: dict, *, kind: str, target: str, operation: str = "", point: str = "entry") -> dict | None:
+    """The first gate (in order) that matches this call: its kind, its point, and `*` or the call's field
+    its `match_field` names — the operation for `delete` (drop_table), the target for the other kinds (for
+    `mcp_server` the server id: a rule gates a whole server, never one tool)."""
     if served.get("hitl", {}).get("state") != "active":
         return None
-    return _first_gate(served, kind=kind, target=target, point=point)
+    return _first_gate(served, kind=kind, target=target, operation=operation, point=point)
 
 
-def would_gate(served: dict, *, kind: str, target: str, point: str = "entry") -> bool:
+def would_gate(served: dict, *, kind: str, target: str, operation: str = "", point: str = "entry") -> bool:
     """Would a rule gate this call if HITL were active? (Inert configs still say so in the log.)"""
-    return _first_gate(served, kind=kind, target=target, point=point) is not None
+    return _first_gate(served, kind=kind, target=target, operation=operation, point=point) is not None
 
 
-def _first_gate(served: dict, *, kind: str, target: str, point: str) -> dict | None:
+def _first_gate(served: dict, *, kind: str, target: str, operation: str, point: str) -> dict | None:
     for gate in sorted(served.get("gates", []), key=lambda g: g.get("order", 10)):
         if not gate.get("enabled", True) or gate["kind"] != kind or gate["point"] != point:
             continue
-        if gate["match"] in (ANY, target):
+        if gate_matches(gate, target=target, operation=operation):
             return gate
     return None
+
+
+def gate_of(served: dict, call: GatedCall) -> dict | None:
+    return find_gate(served, kind=call.kind, target=call.target, operation=call.operation, point=call.point)
 
 
 def passed_arguments(served: dict, arguments: Any) -> Any:
@@ -154,6 +178,8 @@ def gate_body(served: dict, gate: dict, call: GatedCall, *, ttl_seconds: int | N
         "operation": call.operation,
     }
     level = served.get("pass_information_level", "none")
+    if call.requested_by:
+        body["requested_by"] = call.requested_by[:254]
     if call.summary and level in ("summary", "full"):
         body["summary"] = call.summary[:2000]
     arguments = passed_arguments(served, call.arguments)
@@ -245,9 +271,9 @@ def canonical_json(value: Any) -> str:
 
 def not_asked(served: dict, call: GatedCall) -> Verdict | None:
     """The verdict for a call the portal is not asked about (no gate, or inert), else None."""
-    if find_gate(served, kind=call.kind, target=call.target, point=call.point) is not None:
+    if gate_of(served, call) is not None:
         return None
-    if would_gate(served, kind=call.kind, target=call.target, point=call.point):
+    if would_gate(served, kind=call.kind, target=call.target, operation=call.operation, point=call.point):
         return Verdict(True, "inert", INERT_NOTICE, arguments=call.arguments)
     return Verdict(True, "not_gated", "No rule gates this call.", arguments=call.arguments)
 
@@ -261,6 +287,25 @@ def digest_mismatch(approval: dict) -> Verdict:
     )
 
 
+def registered(approval: dict, call: GatedCall) -> Verdict | None:
+    """The verdict for a registration the portal answered without storing a request, else None.
+
+    `inert` (nobody can be asked on this plan) and `allowed` (the rule's condition does not hold for this
+    call, or the rule is in shadow mode: counted, never paused) both let the call run, and say why.
+    """
+    status = approval.get("status")
+    if status == "inert":
+        return Verdict(True, "inert", approval.get("notice") or INERT_NOTICE, arguments=call.arguments)
+    if status == "allowed":
+        notice = approval.get("notice") or (
+            "HITL: allowed — the rule is in shadow mode: the call is counted, never paused; it may proceed"
+            if approval.get("shadow")
+            else "HITL: allowed — the rule's condition does not hold for this call; it may proceed"
+        )
+        return Verdict(True, "allowed", notice, approval, arguments=call.arguments)
+    return None
+
+
 def verdict_of(approval: dict) -> Verdict:
     """Turn a request into what the agent is told. Expired is not rejected: nobody refused."""
     status = approval["status"]
@@ -272,6 +317,15 @@ def verdict_of(approval: dict) -> Verdict:
             edit = f" with edited arguments: {canonical_json(decision.get('arguments'))} (that is what runs)"
             return Verdict(True, "approved", f"Approved by {who}{note}{edit}.", approval)
         return Verdict(True, "approved", f"Approved by {who}{note}.", approval)
+    if status == "expired" and decision.get("undeliverable"):
+        return Verdict(
+            False,
+            "undeliverable",
+            "Nobody could be reached about this approval request (no notification was delivered and nobody "
+            "opened it), so the call was not run. No person refused it, and waiting will not help: tell the "
+            "user their approvers could not be reached, and do not retry it until they say so.",
+            approval,
+        )
     if status == "expired":
         return Verdict(
             False,
@@ -285,10 +339,18 @@ def verdict_of(approval: dict) -> Verdict:
         reason = (decision.get("reason") or "no reason given").rstrip(". ")
         who = decision.get("decided_by") or "A reviewer"
         return Verdict(False, "rejected", f"{who} rejected this call: {reason}. Do not retry it.", approval)
+    if status == "pending":
+        return Verdict(
+            False,
+            "timeout",
+            "Still waiting for a person's decision; the call was not run. It stays in the queue until it expires.",
+            approval,
+        )
     return Verdict(
         False,
-        "timeout",
-        "Still waiting for a person's decision; the call was not run. It stays in the queue until it expires.",
+        "unknown",
+        f"The approval portal answered {status!r}, which this client does not know, so the call was not run. "
+        "Do not retry it; tell a person.",
         approval,
     )
 
@@ -320,9 +382,55 @@ def outcome_of(verdict: Verdict) -> dict:
 
 
 def reportable(verdict: Verdict) -> bool:
-    """An approved request whose outcome is not reported yet (what ran, failed, or could not run as edited)."""
+    """An approved request whose outcome is not reported yet (what ran, failed, or could not run as edited);
+    `started` is not an outcome, only the promise of one."""
     approved = verdict.state == "approved" or verdict.state == "edit_to_retry"
-    return approved and verdict.approval is not None and not verdict.approval.get("execution")
+    if not approved or verdict.approval is None:
+        return False
+    return (verdict.approval.get("execution") or {}).get("status") in (None, "started")
+
+
+def startable(verdict: Verdict) -> bool:
+    """An approved request about to run: its `started` is recorded first (run once, docs/receipts.md)."""
+    return verdict.allowed and verdict.state == "approved" and verdict.approval is not None
+
+
+def started(verdict: Verdict, answer: dict) -> Verdict:
+    """The verdict once the portal answered `started`: run only if this engine recorded it first.
+
+    `already_reported` means another process (or this engine before a restart) started or finished the
+    call already: it is not run again.
+    """
+    if answer.get("already_reported"):
+        if (answer.get("execution") or {}).get("status") == "started":
+            return in_doubt(answer)
+        return already_executed(answer)
+    verdict.approval = answer
+    return verdict
+
+
+def already_executed(approval: dict) -> Verdict:
+    """The request was approved and its outcome reported already: return that, never run it twice."""
+    execution = approval.get("execution") or {}
+    how = execution.get("status") or "executed"
+    when = f" at {execution['reported_at']}" if execution.get("reported_at") else ""
+    message = (
+        f"This call was already executed: it was approved and reported {how}{when} ({approval['id']}), "
+        "so it was not run again. Use its earlier result; do not retry it."
+    )
+    return Verdict(False, "already_executed", message, approval, result=execution)
+
+
+def in_doubt(approval: dict) -> Verdict:
+    """The request was approved and started, and no outcome ever followed: it may have run. Never again."""
+    execution = approval.get("execution") or {}
+    when = f" at {execution['reported_at']}" if execution.get("reported_at") else ""
+    message = (
+        f"This call was approved and started{when} ({approval['id']}), but no outcome was ever reported, so "
+        "nobody knows whether it ran. It was not run again. Do not retry it: tell the user its outcome is "
+        "unknown; a reviewer can record on the request's page what happened."
+    )
+    return Verdict(False, "in_doubt", message, approval, result=execution)
 
 
 class Backoff:

@@ -27,8 +27,9 @@ class Answers:
     """What people answered a run's questions, or why nobody did: `state` tells which.
 
     answered · declined (a person chose not to answer; `reason` holds their words) · expired (nobody
-    answered before the deadline) · timeout (still waiting; asking again waits on the same request) ·
-    inert (nobody can answer on this plan). `answers["env"]` reads one answer; `message` is for the agent.
+    answered before the deadline) · halted (a person halted the run: stop; `reason` says why) · timeout
+    (still waiting; asking again waits on the same request) · inert (nobody can answer on this plan).
+    `answers["env"]` reads one answer; `message` is for the agent.
     """
 
     state: str
@@ -49,8 +50,12 @@ class Answers:
         return self.state == "expired"
 
     @property
+    def halted(self) -> bool:
+        return self.state == "halted"
+
+    @property
     def reason(self) -> str:
-        """The decliner's words (or the expiry's), empty when answered."""
+        """The decliner's words (or the expiry's, or the halt's), empty when answered."""
         decision = (self.approval or {}).get("decision") or {}
         return "" if self.answered else decision.get("reason") or ""
 
@@ -72,8 +77,9 @@ class Answers:
 class PlanReview:
     """A person's word on a plan: approved, or changes asked (`feedback` holds what to change).
 
-    approved · changes_requested · expired (nobody reviewed it) · timeout (still waiting) · inert (nobody
-    can review on this plan; go on). `approved` is True for approved and inert, as a gate's `allowed` is.
+    approved · changes_requested · expired (nobody reviewed it) · halted (a person halted the run: stop,
+    do not revise) · timeout (still waiting) · inert (nobody can review on this plan; go on). `approved`
+    is True for approved and inert, as a gate's `allowed` is.
     """
 
     state: str
@@ -87,6 +93,10 @@ class PlanReview:
     @property
     def changes_requested(self) -> bool:
         return self.state == "changes_requested"
+
+    @property
+    def halted(self) -> bool:
+        return self.state == "halted"
 
     @property
     def feedback(self) -> str:
@@ -192,6 +202,25 @@ def _shown(value: Any) -> str:
     return canonical_json(value)
 
 
+def halted(approval: dict) -> bool:
+    """Rejected by a halt of the run (or a freeze of the workspace): `decision.action` is `halt`.
+
+    A question is never rejected otherwise (a person declines it), and a plan sent back is `revise`.
+    """
+    decision = approval.get("decision") or {}
+    return approval.get("status") == "rejected" and decision.get("action") == "halt"
+
+
+def halted_message(approval: dict, what: str) -> str:
+    decision = approval.get("decision") or {}
+    who = decision.get("decided_by") or "A person"
+    reason = (decision.get("reason") or "no reason given").rstrip(". ")
+    return (
+        f"{who} halted this run: {reason}. Nobody will answer {what}. Stop the run now: do not act, do not "
+        "retry, and do not ask again."
+    )
+
+
 def answers_of(approval: dict, questions: list[dict] | None = None) -> Answers:
     """Turn a question request into what the engine reads and the agent is told."""
     status = approval.get("status")
@@ -215,6 +244,8 @@ def answers_of(approval: dict, questions: list[dict] | None = None) -> Answers:
             {},
             approval,
         )
+    if halted(approval):
+        return Answers("halted", halted_message(approval, "these questions"), {}, approval)
     if status == "expired":
         return Answers(
             "expired",
@@ -239,6 +270,8 @@ def review_of(approval: dict) -> PlanReview:
     if status == "approved":
         note = f" ({decision['reason']})" if decision.get("reason") else ""
         return PlanReview("approved", f"{who} approved the plan{note}. Go ahead with it.", approval)
+    if halted(approval):
+        return PlanReview("halted", halted_message(approval, "this plan"), approval)
     if status == "rejected":
         reason = (decision.get("reason") or "no reason given").rstrip(". ")
         return PlanReview(

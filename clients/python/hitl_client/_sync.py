@@ -189,18 +189,34 @@ class HitlClient(ReceiptChecks):
             if verdict.state == "inert":
                 self.log.info(verdict.message)
             return verdict
-        gate = _core.find_gate(served, kind=call.kind, target=call.target, point=call.point)
+        gate = _core.gate_of(served, call)
         assert gate is not None
         approval = self.request_approval(served, gate, call)
-        if approval.get("status") == "inert":  # the plan changed since we read the served config
-            self.log.info(approval["notice"])
-            return Verdict(True, "inert", approval["notice"], arguments=call.arguments)
+        answered = _core.registered(approval, call)  # inert (the plan changed since we read it), or allowed
+        if answered is not None:
+            self.log.info(answered.message)
+            return answered
         if approval["status"] == "pending":
             if on_pending is not None:
                 on_pending(approval)
             approval = self.wait(approval["id"], wait_timeout)
         # Approved: not yet run, what was approved, and the receipt proves it (receipts.py).
         return self.judged(served, approval, call)
+
+    def start(self, verdict: Verdict) -> Verdict:
+        """Record `started` before an approved call runs (run once, docs/receipts.md).
+
+        Returns the verdict to act on: still allowed when this engine recorded it first; `in_doubt` (or
+        `already_executed`) when the call was started (or reported) already — then it must not run. A
+        framework that runs the call itself calls this between `decide_call` and running it.
+        """
+        if not _core.startable(verdict):
+            return verdict
+        answer = self.report_outcome(verdict.approval["id"], status="started")
+        verdict = _core.started(verdict, answer)
+        if not verdict.allowed:
+            self.log.warning("HITL: %s — %s", answer.get("id"), verdict.message)
+        return verdict
 
     def report(self, verdict: Verdict) -> Verdict:
         """Report what happened to an approved call that ran (`verdict.result`) or raised (`verdict.error`),
@@ -232,6 +248,9 @@ class HitlClient(ReceiptChecks):
         with_arguments = _core.takes_arguments(execute)
         if verdict.edited and not with_arguments:
             return self.report(_core.edit_to_retry(verdict))
+        verdict = self.start(verdict)
+        if not verdict.allowed:  # started already, by this engine before a restart or by another process
+            return verdict
         try:
             verdict.result = execute(verdict.arguments) if with_arguments else execute()
         except Exception as error:  # the call's failure is reported as an outcome, not raised through us

@@ -68,10 +68,12 @@ class HitlInbox:
         schemas: Mapping[str, dict] | None = None,
         run_id: str | None = None,
         wait_timeout: float | None = None,
+        requested_by: str | None = None,
     ):
         self.client = client
         self.served = served
         self.caller = caller
+        self.requested_by = requested_by  # the person the run acts for: four eyes keeps them from approving
         self.kinds = dict(kinds or {})  # action name → rule kind (delete · mcp_server · cell · worker)
         self.default_kind = default_kind
         self.target = target or (lambda action, args: action)
@@ -109,6 +111,7 @@ class HitlInbox:
                 summary=request.get("description") or action,
                 arguments=args,
                 arguments_schema=self.schemas.get(action),
+                requested_by=self.requested_by,
             )
             found.append(_Request(call, allowed, request.get("description") or ""))
         return found
@@ -131,7 +134,7 @@ class HitlInbox:
         """Agent Inbox's HumanResponse for a question's answers: their words, or ignore / a response saying why not."""
         if answers.answered:
             return {"type": "response", "args": answers.get("response") or ""}
-        if allowed.get("allow_ignore", False):
+        if allowed.get("allow_ignore", False) and not (answers.halted and allowed.get("allow_respond", True)):
             return {"type": "ignore", "args": None}
         return {"type": "response", "args": answers.message}
 
@@ -159,6 +162,7 @@ class HitlInbox:
             verdict = self._verdict_within(
                 self.client.decide_call(self.served, call, wait_timeout=self.wait_timeout), allowed
             )
+            verdict = self.client.start(verdict)  # run once: a call started before a restart is in doubt
             if verdict.state == "timeout":
                 return None, None
             self.verdicts.append(verdict)
@@ -216,6 +220,7 @@ class HitlInbox:
             verdict = self._verdict_within(
                 await self.client.decide_call(self.served, call, wait_timeout=self.wait_timeout), allowed
             )
+            verdict = await self.client.start(verdict)  # run once: a call started before a restart is in doubt
             if verdict.state == "timeout":
                 return None, None
             self.verdicts.append(verdict)

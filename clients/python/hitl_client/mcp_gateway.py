@@ -256,11 +256,17 @@ class Gateway:
                         approval = await self.client.wait(approval["id"], self.config.wait_timeout)
                     finally:
                         await _pointed_done(ctx, pointed, approval["id"])
-                verdict = _core.settle(served, approval, call)
+                # Not run yet (else "already executed" or "in doubt"), what was approved, its receipt verifies.
+                verdict = await self.client.judged(served, approval, call)
+            # Run once: `started` is recorded before the upstream runs it, so a restarted gateway that finds
+            # it without an outcome does not run the call again (its ledger shows it once).
+            verdict = await self.client.start(verdict)
         except HitlError as error:  # fail closed: no answer from the portal is not an approval
             logger.warning("HITL: %s — %s.%s was not run", error, server_id, params.name)
             return _tool_error(f"The approval portal could not be asked, so the call was not run: {error}")
         if not verdict.allowed:
+            if verdict.state in ("in_doubt", "already_executed"):
+                logger.warning("HITL: %s.%s — %s", server_id, params.name, verdict.message)
             return _tool_error(verdict.message)
         to_run = verdict.arguments if verdict.edited else arguments
         try:
@@ -320,18 +326,20 @@ class Gateway:
             if verdict.state == "inert":
                 logger.info("%s — forwarding %s.%s", verdict.message, server_id, tool)
             return verdict
-        gate = _core.find_gate(served, kind="mcp_server", target=server_id)
+        gate = _core.gate_of(served, call)
         assert gate is not None
         base = f"{served['version']}:{_core.call_digest(target=server_id, operation=tool, arguments=arguments)}"
         occurrence = self._occurrence.get(base, 0)
         while True:
             call = self._call(served, server_id, tool, arguments, occurrence=occurrence, base=base)
             approval = await self.client.request_approval(served, gate, call)
-            if approval.get("status") == "inert":
-                logger.info("%s — forwarding %s.%s", approval["notice"], server_id, tool)
-                return Verdict(True, "inert", approval["notice"], arguments=arguments)
-            if approval["status"] == "pending" or (approval["status"] == "approved" and not approval.get("execution")):
-                break  # this call's own request (a restart finds it again)
+            answered = _core.registered(approval, call)  # inert, or allowed by the rule's condition or shadow mode
+            if answered is not None:
+                logger.info("%s — forwarding %s.%s", answered.message, server_id, tool)
+                return answered
+            execution = (approval.get("execution") or {}).get("status")
+            if approval["status"] == "pending" or (approval["status"] == "approved" and execution in (None, "started")):
+                break  # this call's own request (a restart finds it again; started and never reported: in doubt)
             if approval.get("execution"):
                 # An identical call of this run ran already (reported executed): this one is a new call.
                 logger.info("HITL: %s.%s #%d already executed (%s); asking for this call anew",

@@ -63,10 +63,12 @@ class HitlRunner:
         target: Target | None = None,
         mcp_ids: Mapping[str, str] | None = None,
         wait_timeout: float | None = None,
+        requested_by: str | None = None,
     ):
         self.client = client
         self.served = served
         self.caller = caller
+        self.requested_by = requested_by  # the person the run acts for: four eyes keeps them from approving
         self.kinds = dict(kinds or {})  # function tool name → rule kind
         self.default_kind = default_kind
         self.target = target or (lambda tool, args: tool)
@@ -81,7 +83,7 @@ class HitlRunner:
     def mcp_server(self, server_id: str) -> bool:
         """`require_approval` for an MCP server: True when a served rule gates it (active, or inert — then the
         run logs the notice and proceeds), so a server no rule names runs without interruptions."""
-        return would_gate(self.served, kind="mcp_server", target=server_id)
+        return would_gate(self.served, kind="mcp_server", target=server_id, operation="")
 
     def call_for(self, item: ToolApprovalItem, *, run_id: str, thread_id: str) -> GatedCall:
         raw = item.raw_item
@@ -109,6 +111,7 @@ class HitlRunner:
             # Never the arguments: at level summary they must not reach the portal, not even inside the summary.
             summary=f"{tool} on {target}" if target != tool else tool,
             arguments=arguments,
+            requested_by=self.requested_by,
         )
 
     async def run(self, agent: Agent[Any], input: Any, *, run_id: str, **runner_options: Any) -> Any:
@@ -137,8 +140,12 @@ class HitlRunner:
                 call = self.call_for(item, run_id=run_id, thread_id=agent.name)
                 held = self.edits.pop(_core.running_digest(self.served, call, call.arguments), None)
                 if held is not None:  # the call the reviewer's edit asked for: it runs on that approval
-                    state.approve(item)
-                    approved.append((held, call.call_id))
+                    held = await self.client.start(held)
+                    if held.allowed:
+                        state.approve(item)
+                        approved.append((held, call.call_id))
+                    else:
+                        state.reject(item, rejection_message=held.message)
                     continue
                 verdict = await self.client.decide_call(self.served, call, wait_timeout=self.wait_timeout)
                 if verdict.state == "timeout":
@@ -147,6 +154,8 @@ class HitlRunner:
                     # RunState.approve takes no arguments: reject the call as proposed, say what was approved.
                     self.edits[verdict.call_digest or ""] = verdict
                     verdict = _core.edit_to_retry(verdict)
+                # Run once: `started` before the SDK runs it; a call started before a restart is in doubt.
+                verdict = await self.client.start(verdict)
                 self.verdicts.append(verdict)
                 if verdict.allowed:
                     state.approve(item)

@@ -75,11 +75,14 @@ def verify_receipt(
     *,
     approval_id: str | None = None,
     call_digest: str | None | type[Any] = Any,
+    status: str | None = None,
+    action: str | None = None,
 ) -> dict:
     """The receipt's claims once its signature verifies against `keys`; else ReceiptRefused.
 
     `approval_id`: the request it must name (`sub`); `call_digest`: the call it must approve
-    (None for a token cap; `Any` to not check it, as `hitl receipt verify` does without --digest).
+    (None for a token cap; `Any` to not check it, as `hitl receipt verify` does without --digest);
+    `status`, `action`: what the unsigned answer says was decided — the signed claims must say the same.
     """
     kid = kid_of(receipt)
     key = keys.get(kid)
@@ -96,22 +99,18 @@ def verify_receipt(
     except PyJWTError as error:
         raise ReceiptRefused(f"The receipt does not verify: {error}.") from None
     if approval_id is not None and claims.get("sub") != approval_id:
-        raise ReceiptRefused(f"The receipt is {claims.get('sub')!r}'s, not {approval_id!r}'s.")
+        raise ReceiptRefused(f"The receipt names request {claims.get('sub')}, not {approval_id}.")
+    for claim, answered in (("status", status), ("action", action)):
+        if answered is not None and claims.get(claim) != answered:
+            raise ReceiptRefused(
+                f"The receipt's signed {claim} is {claims.get(claim)!r}, but the answer says {answered!r}."
+            )
     if call_digest is not Any and claims.get("call_digest") != call_digest:
         raise ReceiptRefused("The receipt approves another call (its call_digest differs from the call's).")
     return claims
 
 
-def already_executed(approval: dict) -> Verdict:
-    """The request was approved and its outcome reported already: return that, never run it twice."""
-    execution = approval.get("execution") or {}
-    how = execution.get("status") or "executed"
-    when = f" at {execution['reported_at']}" if execution.get("reported_at") else ""
-    message = (
-        f"This call was already executed: it was approved and reported {how}{when} ({approval['id']}), "
-        "so it was not run again. Use its earlier result; do not retry it."
-    )
-    return Verdict(False, "already_executed", message, approval, result=execution)
+already_executed = _core.already_executed  # where `hitl receipt verify` and older callers found it
 
 
 def receipt_refused(approval: dict, error: ReceiptRefused) -> Verdict:
@@ -128,14 +127,28 @@ def _before_receipt(served: dict, approval: dict, call: GatedCall, log: logging.
     """The verdict as far as it needs no key: decided how, already run, and what runs (_core.settle: the
     approved arguments, edited or not, and their digest)."""
     if _core.verdict_of(approval).allowed and approval.get("execution"):
+        status = approval["execution"].get("status")
         log.warning(
-            "HITL: %s was approved and already reported %s: not running %s again (returning the recorded outcome)",
+            "HITL: %s was approved and already reported %s: not running %s again",
             approval["id"],
-            approval["execution"].get("status"),
+            status,
             call.operation,
         )
-        return already_executed(approval)
+        return _core.in_doubt(approval) if status == "started" else _core.already_executed(approval)
     return _core.settle(served, approval, call)
+
+
+def _answered(approval: dict) -> dict:
+    """What the unsigned answer claims, for the signed claims to confirm: a request's id, status, action.
+
+    A claim missing from the answer is still checked (as ""), so a stripped answer cannot skip the check.
+    """
+    decision = approval.get("decision") or {}
+    return {
+        "approval_id": approval.get("id") or "",
+        "status": approval.get("status") or "",
+        "action": decision.get("action") or "",
+    }
 
 
 def _refusal(approval: dict, error: ReceiptRefused, log: logging.Logger) -> Verdict:
@@ -155,7 +168,8 @@ class ReceiptChecks:
         return self._receipt_keys
 
     def check_receipt(self, approval: dict, *, call_digest: str | None) -> dict:
-        """The receipt's claims, verified for this request and call; ReceiptRefused otherwise."""
+        """The receipt's claims, verified for this request, this call and the decision the answer states;
+        ReceiptRefused otherwise."""
         receipt = approval.get("receipt")
         keys = self._receipt_keys
         if keys is None or kid_of(receipt) not in keys:
@@ -163,7 +177,7 @@ class ReceiptChecks:
                 keys = self.jwks()
             except HitlError as error:
                 raise ReceiptRefused(f"the portal's receipt keys could not be fetched: {error}") from None
-        return verify_receipt(receipt, keys, approval_id=approval.get("id"), call_digest=call_digest)
+        return verify_receipt(receipt, keys, call_digest=call_digest, **_answered(approval))
 
     def judged(self, served: dict, approval: dict, call: GatedCall) -> Verdict:
         """What to do with a decided request's call: run it only when this says `approved`."""
@@ -195,7 +209,7 @@ class AsyncReceiptChecks:
                 keys = await self.jwks()
             except HitlError as error:
                 raise ReceiptRefused(f"the portal's receipt keys could not be fetched: {error}") from None
-        return verify_receipt(receipt, keys, approval_id=approval.get("id"), call_digest=call_digest)
+        return verify_receipt(receipt, keys, call_digest=call_digest, **_answered(approval))
 
     async def judged(self, served: dict, approval: dict, call: GatedCall) -> Verdict:
         verdict = _before_receipt(served, approval, call, self.log)  # type: ignore[attr-defined]
