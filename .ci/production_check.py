@@ -105,13 +105,21 @@ def plain_http(env: dict[str, str], port: int) -> dict[str, str]:
     }
 
 
-def create_database(url: str) -> str:
+RUNTIME_ROLE = "hitl_production_app"
+
+
+def create_database(url: str) -> tuple[str, str]:
+    """A fresh database, and its URL as the owner (who migrates) and as RUNTIME_ROLE (what runs: docs/deploy.md)."""
     base, _, _ = url.rpartition("/")
     name = "hitl_production_check"
     admin = base.replace("postgres://", "postgresql://") + "/postgres"
     subprocess.run(["psql", admin, "-qc", f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"], check=True)
+    subprocess.run(["psql", admin, "-qc", f"DROP ROLE IF EXISTS {RUNTIME_ROLE}"], check=True)
+    subprocess.run(["psql", admin, "-qc", f"CREATE ROLE {RUNTIME_ROLE} LOGIN"], check=True)
     subprocess.run(["psql", admin, "-qc", f"CREATE DATABASE {name}"], check=True)
-    return f"{base}/{name}"
+    scheme, _, rest = base.partition("://")
+    host = rest.rpartition("@")[2]
+    return f"{base}/{name}", f"{scheme}://{RUNTIME_ROLE}@{host}/{name}"
 
 
 class Receiver:
@@ -159,7 +167,8 @@ def main() -> None:
             subprocess.run(["bash", "-ec", command], cwd=ROOT, check=True, env=in_venv)
         python = str(venv / "bin" / "python")
         port = free_port()
-        env = {**production_env(create_database(database), port), "PATH": path}
+        owner_url, runtime_url = create_database(database)
+        env = {**production_env(runtime_url, port), "PATH": path}
 
         def manage(*args: str, **extra: str) -> subprocess.CompletedProcess:
             return subprocess.run(
@@ -199,8 +208,9 @@ def main() -> None:
         served.update(
             HITL_DEMO_REVIEWER_EMAIL="reviewer@acme.test", EMAIL_BACKEND="django.core.mail.backends.locmem.EmailBackend"
         )
-        for args in (["migrate", "--noinput", "-v0"], ["collectstatic", "--noinput", "-v0"]):
-            result = manage(*args, **served)
+        as_owner = {"DATABASE_URL": owner_url, "HITL_DB_RUNTIME_ROLE": RUNTIME_ROLE}
+        for args, extra in ((["migrate", "--noinput", "-v0"], as_owner), (["collectstatic", "--noinput", "-v0"], {})):
+            result = manage(*args, **{**served, **extra})
             if result.returncode:
                 fail(f"manage.py {' '.join(args)}:\n{result.stdout}{result.stderr}")
         demo = manage("hitl", "demo", "--url", f"http://127.0.0.1:{port}/", **served)

@@ -274,6 +274,8 @@ APPROVAL_MAX_WAIT_SECONDS = 30
 HITL_MAX_WAITS_PER_KEY = envint("HITL_MAX_WAITS_PER_KEY", "1000")
 # A rule condition slower than this to evaluate counts as an error: its request fails closed (pends).
 HITL_CONDITION_TIME_LIMIT_MS = envint("HITL_CONDITION_TIME_LIMIT_MS", "50")
+# Set when migrating as the tables' owner: this role gets read and write of rows only (audit/db_roles.py).
+HITL_DB_RUNTIME_ROLE = os.environ.get("HITL_DB_RUNTIME_ROLE", "")
 # The dry run of a draft (rules/simulate.py) gives up after this long rather than load the database.
 HITL_SIMULATE_TIMEOUT_SECONDS = envint("HITL_SIMULATE_TIMEOUT_SECONDS", "20")
 # The Approvals tab refreshes its queue this often (tests shorten it).

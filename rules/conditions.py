@@ -7,14 +7,18 @@ the contract's variables. The library is common-expression-language (Rust, cel-i
 compiled and evaluated a typical condition an order of magnitude faster than the pure-Python
 cel-python (docs/policy.md has the measurement).
 
-A condition's cost is bounded before it runs: at most CONDITION_MAX characters, nesting at most
-MAX_DEPTH deep (the parser refuses deeper itself), no comprehension inside another (CEL has no
-loops but its macros, each bounded by its list, so one level is linear in the arguments' 64 KiB)
-and no string repetition exists in CEL. What is left is timed: an evaluation slower than
-HITL_CONDITION_TIME_LIMIT_MS counts as an error, which fails closed.
+A condition's cost is bounded before it runs, on its parsed tree (rules/cel_syntax.py, then
+rules/condition_cost.py): at most CONDITION_MAX characters, nesting at most MAX_DEPTH deep, no
+comprehension inside another, no part dearer than STEPS_INLINE steps whatever the call, nothing
+growing faster than the square of the call's arguments. Each evaluation is then bounded too: one
+whose bound, for the arguments at hand, is within STEPS_INLINE runs on the caller's thread (tens of
+microseconds for a typical condition); any other runs in an evaluator process killed at
+HITL_CONDITION_TIME_LIMIT_MS (rules/evaluator.py). Slower than the limit counts as an error, which
+fails closed.
 """
 
 import datetime
+import json
 import re
 import time
 from dataclasses import dataclass
@@ -22,8 +26,11 @@ from dataclasses import dataclass
 import cel
 from django.conf import settings
 
+from . import evaluator
+from .cel_syntax import Node, SyntaxRefused, parse
+from .condition_cost import INPUT, Cost, CostRefused, condition_cost
+
 CONDITION_MAX = 2000
-MAX_DEPTH = 24
 # The variables a condition may read, and what each is (the rule editor's help says the same).
 VARIABLES = {
     "target": "string",
@@ -34,11 +41,6 @@ VARIABLES = {
     "arguments": "the call's arguments (JSON), null below pass information level full",
     "now": "timestamp: when the request is registered",
 }
-# The macros that bind a name of their own: `list.all(x, …)` may read `x`.
-_MACROS = ("all", "exists", "exists_one", "map", "filter")
-_BINDING = re.compile(r"\.\s*(?:" + "|".join(_MACROS) + r")\s*\(\s*([A-Za-z_][A-Za-z0-9_]*)\s*,")
-_MACRO_CALL = re.compile(r"\.\s*(?:" + "|".join(_MACROS) + r")\s*\(")
-_STRING = re.compile(r"""(?s)[rR]?(\"\"\".*?\"\"\"|'''.*?'''|"(?:\\.|[^"\\\n])*"|'(?:\\.|[^'\\\n])*')""")
 _PARSER_POSITION = re.compile(r"<input>:(\d+):(\d+):\s*(.*)")
 _NEVER_CAUGHT = (KeyboardInterrupt, SystemExit, GeneratorExit)
 
@@ -73,44 +75,7 @@ class Condition:
     source: str
     program: cel.Program
     reads: tuple[str, ...]
-
-
-def _blank_strings(source: str) -> str:
-    """The source with each string literal's inside blanked, so names and brackets in strings are not seen."""
-    return _STRING.sub(lambda m: m.group(0)[0] + " " * (len(m.group(0)) - 2) + m.group(0)[-1], source)
-
-
-def _depth_error(code: str) -> ConditionInvalid | None:
-    depth = 0
-    for index, char in enumerate(code):
-        if char in "([{":
-            depth += 1
-            if depth > MAX_DEPTH:
-                return ConditionInvalid(
-                    f"condition nests deeper than {MAX_DEPTH} brackets at position {index + 1}: write it flatter",
-                    position=index + 1,
-                )
-        elif char in ")]}":
-            depth -= 1
-    return None
-
-
-def _nested_macro_error(code: str) -> ConditionInvalid | None:
-    """A comprehension inside another multiplies their lists' lengths: refused, so every condition stays linear."""
-    calls = list(_MACRO_CALL.finditer(code))
-    for first in calls:
-        depth, index = 1, first.end()
-        while index < len(code) and depth:
-            depth += {"(": 1, ")": -1}.get(code[index], 0)
-            index += 1
-        inner = next((call for call in calls if first.end() <= call.start() < index), None)
-        if inner is not None:
-            return ConditionInvalid(
-                f"condition has a comprehension inside another at position {inner.start() + 2}: one level of "
-                "all/exists/exists_one/map/filter at a time",
-                position=inner.start() + 2,
-            )
-    return None
+    cost: Cost
 
 
 def _parse_error(source: str, error: Exception) -> ConditionInvalid:
@@ -129,29 +94,42 @@ def condition_compile(source: str) -> Condition:
         raise ConditionInvalid(f"condition is at most {CONDITION_MAX:,} characters; it has {len(source):,}")
     if "\x00" in source:
         raise ConditionInvalid("condition may not contain a NUL character", position=source.index("\x00") + 1)
-    code = _blank_strings(source)
-    refusal = _depth_error(code) or _nested_macro_error(code)
-    if refusal:
-        raise refusal
+    try:
+        tree = parse(source)
+        cost = condition_cost(tree)
+    except (SyntaxRefused, CostRefused) as refusal:
+        raise ConditionInvalid(refusal.message, position=refusal.position) from None
     try:
         program = cel.compile(source)
     except _NEVER_CAUGHT:
         raise
     except BaseException as error:  # the binding raises ValueError; a Rust panic, pyo3's PanicException
         raise _parse_error(source, error) from None
-    bound = set(_BINDING.findall(code))
+    names = _names(tree)
     for name in program.variables():
-        if name in VARIABLES or name in bound:
+        if name in VARIABLES or name in names["bound"]:
             continue
-        found = re.search(rf"(?<![.\w]){re.escape(name)}\b", code)
-        position = found.start() + 1 if found else None
+        position = names["read"].get(name)
         where = f" at position {position}" if position else ""
         raise ConditionInvalid(
             f"condition names {name}{where}, which it cannot read: use {', '.join(VARIABLES)}",
             position=position,
         )
     reads = tuple(name for name in program.variables() if name in VARIABLES)
-    return Condition(source=source, program=program, reads=reads)
+    return Condition(source=source, program=program, reads=reads, cost=cost)
+
+
+def _names(tree: Node) -> dict:
+    """The names a comprehension binds, and where each other name is first read."""
+    bound, read, pending = set(), {}, [tree]
+    while pending:
+        node = pending.pop()
+        if node.kind == "comprehension":
+            bound.add(node.var)
+        elif node.kind == "ident":
+            read[node.name] = min(read.get(node.name, node.position), node.position)
+        pending.extend(node.children)
+    return {"bound": bound, "read": read}
 
 
 def condition_error(source: str) -> str | None:
@@ -190,25 +168,52 @@ def condition_holds(condition: Condition, variables: dict) -> bool:
     """Whether the rule asks about this call; ConditionFailed (fail closed) when it cannot tell."""
     # Only what the condition reads is converted to CEL values: the conversion is most of the cost.
     context = {name: variables[name] for name in condition.reads}
-    started = time.perf_counter()
-    try:
-        result = condition.program.execute(context)
-    except _NEVER_CAUGHT:
-        raise
-    except BaseException as error:  # a Rust panic arrives as pyo3's PanicException, a BaseException
-        raise ConditionFailed(_evaluation_message(error)) from None
     limit_ms = settings.HITL_CONDITION_TIME_LIMIT_MS
-    spent_ms = (time.perf_counter() - started) * 1000
-    if spent_ms > limit_ms:
-        raise ConditionFailed(f"the condition took longer than its limit of {limit_ms} ms to evaluate")
+    if _inline(condition, context):
+        started = time.perf_counter()
+        try:
+            result = condition.program.execute(context)
+        except _NEVER_CAUGHT:
+            raise
+        except BaseException as error:  # a Rust panic arrives as pyo3's PanicException, a BaseException
+            raise ConditionFailed(_evaluation_message(type(error).__name__, str(error))) from None
+        if (time.perf_counter() - started) * 1000 > limit_ms:
+            raise ConditionFailed(_over_limit(limit_ms))
+    else:
+        result = _in_evaluator(condition, context, limit_ms)
     if not isinstance(result, bool):
         raise ConditionFailed(f"the condition gave {type(result).__name__} {str(result)[:80]!r}, not true or false")
     return result
 
 
-def _evaluation_message(error: Exception) -> str:
-    kind = type(error).__name__
-    text = str(error).split(". ")[0][:300]
+def _inline(condition: Condition, context: dict) -> bool:
+    """Whether the condition's bound, for these arguments, lets it run on the caller's thread."""
+    if INPUT not in context:
+        return True
+    elements = (len(json.dumps(context[INPUT], default=str)) + 1) // 2  # a JSON text holds at most this many values
+    return elements <= condition.cost.inline_up_to
+
+
+def _in_evaluator(condition: Condition, context: dict, limit_ms: int):
+    try:
+        answer = evaluator.evaluate(condition.source, context, seconds=limit_ms / 1000)
+    except evaluator.EvaluatorOverrun:
+        raise ConditionFailed(_over_limit(limit_ms)) from None
+    except evaluator.EvaluatorGone:
+        raise ConditionFailed("the condition could not be evaluated: it ran out of memory") from None
+    if "error" in answer:
+        raise ConditionFailed(_evaluation_message(answer["error"], answer["text"]))
+    if "value" in answer:
+        return answer["value"]
+    raise ConditionFailed(f"the condition gave {answer['type']} {answer['text']!r}, not true or false")
+
+
+def _over_limit(limit_ms: int) -> str:
+    return f"the condition took longer than its limit of {limit_ms} ms to evaluate"
+
+
+def _evaluation_message(kind: str, text: str) -> str:
+    text = text.split(". ")[0][:300]
     if kind == "KeyError":
         return f"the condition read {text}, which this call does not have (guard it with has(…))"
     return f"the condition could not be evaluated: {text}"

@@ -123,11 +123,28 @@ def production_env() -> dict[str, str]:
     return {**inherited, **settings}
 
 
-def test_check_deploy_is_clean_under_the_documented_production_settings():
+@pytest.fixture
+def runtime_role_url():
+    """DATABASE_URL as a role that owns nothing, as docs/deploy.md runs the portal (check --deploy fails otherwise)."""
+    import dj_database_url
+    import psycopg
+    from psycopg import sql
+
+    url = os.environ["DATABASE_URL"]
+    parsed = dj_database_url.parse(url)
+    role = f"hitl_check_{parsed['NAME']}"[:63]
+    with psycopg.connect(url.replace("postgres://", "postgresql://", 1), autocommit=True) as admin:
+        admin.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(sql.Identifier(role)))
+        admin.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(role)))
+        yield f"postgres://{role}@{parsed['HOST'] or '127.0.0.1'}:{parsed['PORT'] or 5432}/{parsed['NAME']}"
+        admin.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(role)))
+
+
+def test_check_deploy_is_clean_under_the_documented_production_settings(runtime_role_url):
     result = subprocess.run(
         [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
         cwd=ROOT,
-        env=production_env(),
+        env={**production_env(), "DATABASE_URL": runtime_role_url},
         capture_output=True,
         text=True,
         timeout=120,
