@@ -7,6 +7,8 @@ import dj_database_url
 
 # The benchmark runs on its own throwaway database, never on DATABASE_URL's.
 os.environ["DATABASE_URL"] = os.environ["BENCH_DATABASE_URL"]
+# Its receivers (webhook, push service) listen on loopback: allowed as a host allows an internal receiver.
+os.environ.setdefault("HITL_OUTBOUND_ALLOW", "127.0.0.1/32")
 
 from hitl_portal.settings import *  # noqa: E402, F403
 

@@ -10,13 +10,13 @@ from rest_framework.views import APIView
 from hitl_portal.errors import ErrorSerializer
 from hitl_portal.pagination import page_serializer
 from hitl_portal.query import QuerySerializer
-from rules.api import ERRORS, PAGE_PARAMS, AdminPagination, AdminView
+from rules.api import BAD_INPUT, ERRORS, PAGE_PARAMS, AdminPagination, AdminView
 from workspaces.permissions import actor_of
 
 from . import selectors
 from .api import _contact
 from .models import Channel, Delivery, DeliveryEvent, DeliveryStatus
-from .outbox import delivery_test_create
+from .services import contact_test
 
 
 class DeliverySerializer(serializers.Serializer):
@@ -104,8 +104,8 @@ class ContactTestView(AdminView):
         operation_id="configs_contacts_test",
         summary="Queue a test event to a draft contact",
         request=None,
-        responses={202: DeliverySerializer, **ERRORS},
+        responses={202: DeliverySerializer, **BAD_INPUT, **ERRORS},
     )
     def post(self, request: Request, cfg: str, con: str) -> Response:
-        delivery = delivery_test_create(contact=_contact(request, cfg, con))
+        delivery = contact_test(contact=_contact(request, cfg, con))
         return Response(DeliverySerializer(delivery).data, status=status.HTTP_202_ACCEPTED)

@@ -2,6 +2,7 @@ from django import forms
 from django.core.exceptions import ValidationError
 
 from .models import Contact
+from .references import reference_refusals
 
 
 class ContactForm(forms.ModelForm):
@@ -16,6 +17,14 @@ class ContactForm(forms.ModelForm):
             "workspace's reviewers subscribed on their account page).",
             "secret_ref": "Webhook only: the ${HITL_…} variable holding its whsec_… signing secret.",
         }
+
+    def clean(self) -> dict:
+        cleaned = super().clean()
+        if not self.errors:
+            given = {field: (cleaned.get(field) or "").strip() for field in ("channel", "channel_ref", "secret_ref")}
+            for field, message in reference_refusals(workspace=self.instance.config.workspace, **given).items():
+                self.add_error(field, message)
+        return cleaned
 
     def add_error(self, field: str | None, error: ValidationError | str | list | dict) -> None:
         # Contact.clean() words its refusals for the API ("channel_ref must be …"); a person reads

@@ -124,6 +124,22 @@ class Contact(PublicIdMixin, models.Model):
         }
 
 
+class ReferenceGrant(models.Model):
+    """A variable the host lets one workspace's contacts name beyond its own `HITL_<SLUG>_…`
+    (`hitl refs grant`, contacts/refs.py)."""
+
+    workspace = models.ForeignKey("workspaces.Workspace", on_delete=models.CASCADE, related_name="reference_grants")
+    name = models.CharField(max_length=200)
+    granted_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [models.UniqueConstraint(fields=["workspace", "name"], name="reference_granted_once")]
+
+    def __str__(self) -> str:
+        return self.name
+
+
 class DeliveryEvent(models.TextChoices):
     REQUESTED = "requested", "Requested"
     REMINDER = "reminder", "Reminder"

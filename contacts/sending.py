@@ -32,6 +32,7 @@ from .batch import batch_scope
 from .messages import notice_for
 from .models import WHILE_PENDING, Channel, Delivery, DeliveryEvent, DeliveryStatus
 from .outbox import followups_write
+from .refs import send_refusal
 from .transports import Notice, Recipient, TransportError, release, transport_for
 
 logger = logging.getLogger(__name__)
@@ -102,13 +103,26 @@ def _send_batch(claimed: list[Delivery]) -> int:
     earlier = _earlier_in_minute(claimed)
 
     def prepare_and_send(delivery: Delivery) -> _Send | None:
-        send = _prepare(delivery=delivery, now=now, earlier=earlier.get(delivery.pk, 0))
+        send = _prepare(
+            delivery=delivery, now=now, earlier=earlier.get(delivery.pk, 0), refused=refused.get(delivery.pk)
+        )
         if send is not None:
             _attempt(send)
         return send
 
     # The batch's sends share their alike reads (contacts.batch), each on its thread.
     with batch_scope(requests={d.approval_id for d in claimed if d.approval_id is not None}):
+        # Whatever a contact names must still be its workspace's: one saved before references were judged,
+        # or whose grant was revoked since, fails naming the variable, before anything is resolved.
+        refused = {
+            d.pk: why
+            for d in claimed
+            if (
+                why := send_refusal(
+                    workspace=d.workspace, refs=[d.recipient.get("channel_ref", ""), d.recipient.get("secret_ref", "")]
+                )
+            )
+        }
         pool = _senders()
         futures = [pool.submit(contextvars.copy_context().run, prepare_and_send, d) for d in claimed]
         sends = [send for send in (f.result() for f in futures) if send is not None]
@@ -184,9 +198,10 @@ def _on_every_sender(job: Callable[[], object], *, pool: ThreadPoolExecutor) -> 
         future.result()
 
 
-def _prepare(*, delivery: Delivery, now: datetime, earlier: int) -> _Send | None:
+def _prepare(*, delivery: Delivery, now: datetime, earlier: int, refused: str | None = None) -> _Send | None:
     """What to send for one claimed row, or None when nothing is to be sent now. `earlier`: for a first
-    `requested` row to a person, how many came before it for its contact in its minute."""
+    `requested` row to a person, how many came before it for its contact in its minute; `refused`: why
+    the contact may not use a variable it names (contacts.refs), failing it for good."""
     approval = delivery.approval
     if approval is not None and delivery.event in WHILE_PENDING and not approval.is_pending(now):
         Delivery.objects.filter(pk=delivery.pk, status=DeliveryStatus.PENDING).delete()
@@ -201,6 +216,9 @@ def _prepare(*, delivery: Delivery, now: datetime, earlier: int) -> _Send | None
         send.digest = held
     if transport_for(delivery.channel) is None:
         send.error = TransportError(f"the {delivery.channel} channel cannot send yet", permanent=True)
+        return send
+    if refused:
+        send.error = TransportError(refused, permanent=True)
         return send
     send.notice = notice_for(delivery=delivery, recipient=send.recipient, digest=send.digest)
     return send

@@ -1,13 +1,16 @@
 """Writes on a config's draft contacts. A contact holds `${HITL_…}` references, never the secret."""
 
 from django.contrib.auth.base_user import AbstractBaseUser
+from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from audit.services import actor_of, audit_append
 from rules.models import Config
 
 from .exceptions import ContactInUse
-from .models import Contact
+from .models import Contact, Delivery
+from .outbox import delivery_test_create
+from .references import reference_refusals
 
 
 def _contact_changed(*, contact: Contact, user, change: str) -> None:
@@ -21,6 +24,19 @@ def _contact_changed(*, contact: Contact, user, change: str) -> None:
     )
 
 
+def contact_check(*, contact: Contact) -> None:
+    """Raise ValidationError naming the field when the contact may not be saved (or sent a test) as it is:
+    its references' form (Contact.clean), then what they name and hold (contacts.references)."""
+    contact.full_clean(exclude=["config", "public_id"])
+    if refusals := reference_refusals(
+        workspace=contact.config.workspace,
+        channel=contact.channel,
+        channel_ref=contact.channel_ref,
+        secret_ref=contact.secret_ref,
+    ):
+        raise ValidationError(refusals)
+
+
 @transaction.atomic
 def contact_create(
     *,
@@ -32,7 +48,7 @@ def contact_create(
     user: AbstractBaseUser | None = None,
 ) -> Contact:
     contact = Contact(config=config, name=name, channel=channel, channel_ref=channel_ref, secret_ref=secret_ref)
-    contact.full_clean(exclude=["config", "public_id"])
+    contact_check(contact=contact)
     contact.save()
     _contact_changed(contact=contact, user=user, change="created")
     return contact
@@ -53,7 +69,7 @@ def contact_update(
     for field, value in changes:
         if value is not None:
             setattr(contact, field, value)
-    contact.full_clean(exclude=["config", "public_id"])
+    contact_check(contact=contact)
     contact.save()
     _contact_changed(contact=contact, user=user, change="updated")
     return contact
@@ -74,3 +90,9 @@ def contact_delete(*, contact: Contact, user: AbstractBaseUser | None = None) ->
         )
     _contact_changed(contact=contact, user=user, change="deleted")
     contact.delete()
+
+
+def contact_test(*, contact: Contact) -> Delivery:
+    """Queue a `test` event to a draft contact, once it passes the checks a save would."""
+    contact_check(contact=contact)
+    return delivery_test_create(contact=contact)

@@ -1,7 +1,7 @@
 """The Contacts tab: a config's draft approver channels. Members read; admins change."""
 
 from django.contrib import messages
-from django.core.exceptions import PermissionDenied
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
@@ -14,7 +14,6 @@ from . import selectors, services
 from .exceptions import ContactInUse
 from .forms import ContactForm
 from .models import Contact
-from .outbox import delivery_test_create
 from .presenters import delivery_rows
 from .selectors import contact_for
 
@@ -75,6 +74,10 @@ def contact_test(request: HttpRequest, cfg: str, con: str) -> HttpResponse:
     """Send test: a `test` event queued for the cluster, shown in the contact's recent deliveries."""
     config = config_for(workspace=request.actor.workspace, public_id=cfg)
     contact = contact_for(config=config, public_id=con)
-    delivery = delivery_test_create(contact=contact)
+    try:
+        delivery = services.contact_test(contact=contact)
+    except ValidationError as refusal:
+        messages.error(request, " ".join(refusal.messages))
+        return redirect("contacts:contacts", config.public_id)
     messages.success(request, f"Queued a test to {contact.name} ({delivery.public_id}). Its status shows below.")
     return redirect("contacts:contacts", config.public_id)

@@ -11,6 +11,7 @@ from django.utils import timezone
 
 from approvals.digest import call_digest
 from approvals.models import ApprovalKind, ApprovalRequest
+from contacts.refs import refs_grant
 from contacts.services import contact_create
 from rules import services as rule_services
 from rules.models import Config
@@ -34,7 +35,9 @@ def _seed() -> Workspace:
     support = rule_services.config_create(workspace=acme, name="Support agent")
     rule_services.config_update(config=support, pass_information_level="full", token_cap_per_turn=50_000)
     # make run sets these variables: a receiver it starts on loopback, and the reviewer's address
-    # (email goes to the console backend there), so a newcomer sees a notification happen.
+    # (email goes to the console backend there), so a newcomer sees a notification happen. They are not
+    # acme's own (HITL_ACME_…): the demo host grants them, as a host grants any shared variable.
+    refs_grant(workspace=acme, names=["HITL_DEMO_WEBHOOK", "HITL_DEMO_WEBHOOK_SECRET", "HITL_DEMO_REVIEWER_EMAIL"])
     hook = contact_create(
         config=support,
         name="Demo webhook",
@@ -50,7 +53,9 @@ def _seed() -> Workspace:
         message="Deletes of customer data need a second pair of eyes.",
         notify=[hook.public_id, mail.public_id],
     )
-    contact_create(config=support, name="Support leads", channel="slack", channel_ref="${HITL_SUPPORT_LEADS_SLACK}")
+    contact_create(
+        config=support, name="Support leads", channel="slack", channel_ref="${HITL_ACME_SUPPORT_LEADS_SLACK}"
+    )
     rule_services.config_publish(config=support, user=admin, note="Gate every delete")
     # A rule that allows run grants, so a newcomer sees "Approve for the rest of this run" on the refund card.
     rule_services.rule_create(
@@ -62,7 +67,9 @@ def _seed() -> Workspace:
         allow_run_grant=True,
     )
     rule_services.rule_create(config=support, kind="worker", match="*", enabled=False, order=30)
-    contact_create(config=support, name="Finance on call", channel="email", channel_ref="${HITL_FINANCE_ONCALL_EMAIL}")
+    contact_create(
+        config=support, name="Finance on call", channel="email", channel_ref="${HITL_ACME_FINANCE_ONCALL_EMAIL}"
+    )
     v2 = rule_services.config_publish(config=support, user=admin, note="Also gate the billing MCP server")
 
     notebook = rule_services.config_create(workspace=acme, name="Data notebook")

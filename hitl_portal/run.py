@@ -141,6 +141,10 @@ def run(args: argparse.Namespace, stack: ExitStack, children: list[subprocess.Po
         return 1
     stack.callback(receiver.shutdown)
     os.environ["HITL_DEMO_WEBHOOK"] = url_of(receiver)  # the demo's webhook contact names this variable
+    # The receiver is on loopback, where the portal sends nothing a workspace aims unless the host allows
+    # it (contacts/outbound.py): this demo host allows its own machine.
+    allowed = os.environ.get("HITL_OUTBOUND_ALLOW", "")
+    os.environ["HITL_OUTBOUND_ALLOW"] = ",".join(filter(None, [allowed, "127.0.0.1/32"]))
     say(f"demo webhook receiver listening on {url_of(receiver)}")
 
     receipt_key()

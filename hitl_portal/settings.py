@@ -305,6 +305,9 @@ HITL_WEBHOOK_TIMEOUT_SECONDS = envint("HITL_WEBHOOK_TIMEOUT_SECONDS", "10")
 # send time (push/vapid.py). Push services are https; a plain-http endpoint (a push service on
 # loopback, for tests) is accepted only when this is set.
 HITL_PUSH_ALLOW_HTTP = envbool("HITL_PUSH_ALLOW_HTTP", "false")
+# Webhook URLs and push endpoints reach public addresses only (contacts/outbound.py): internal
+# receivers the host trusts are named here, comma-separated CIDRs and host names (10.20.0.0/16, hooks.internal).
+HITL_OUTBOUND_ALLOW = envlist("HITL_OUTBOUND_ALLOW", "")
 
 
 def _email_settings() -> dict:

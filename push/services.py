@@ -7,7 +7,6 @@ keys (RFC 8291, aes128gcm) and signed with the portal's VAPID key (RFC 8292) by 
 """
 
 import json
-import threading
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
@@ -17,6 +16,8 @@ from django.db import transaction
 from django.templatetags.static import static
 from py_vapid import Vapid02
 from pywebpush import WebPushException, webpush
+
+from contacts.outbound import OutboundRefused, session, url_refusal
 
 from . import vapid
 from .models import PushSubscription
@@ -28,15 +29,6 @@ TTL_SECONDS = 12 * 3600
 # What a push service accepts (4 KiB less the encryption's overhead) with room to spare.
 TITLE_MAX = 200
 BODY_MAX = 600
-
-_local = threading.local()
-
-
-def _session() -> requests.Session:
-    """One HTTP session per send thread: keep-alive to the push service instead of a handshake per message."""
-    if not hasattr(_local, "session"):
-        _local.session = requests.Session()
-    return _local.session
 
 
 class SubscriptionRefused(ValueError):
@@ -53,6 +45,8 @@ def endpoint_error(endpoint: str) -> str | None:
     allowed = ("https", "http") if settings.HITL_PUSH_ALLOW_HTTP else ("https",)
     if parts.scheme not in allowed or not parts.hostname:
         return "endpoint must be the https URL of a push service, as PushSubscription.endpoint gives it"
+    if refusal := url_refusal(endpoint):
+        return f"endpoint {refusal}"
     return None
 
 
@@ -165,7 +159,7 @@ def push_send(*, subscription: PushSubscription, message: Message) -> None:
             ttl=TTL_SECONDS,
             timeout=settings.HITL_WEBHOOK_TIMEOUT_SECONDS,
             headers=headers,
-            requests_session=_session(),
+            requests_session=session(),
         )
     except WebPushException as error:
         response = error.response
@@ -183,6 +177,8 @@ def push_send(*, subscription: PushSubscription, message: Message) -> None:
                 permanent=True,
             ) from None
         raise PushFailed(f"HTTP {status} from the push service", permanent=True) from None
+    except OutboundRefused as refused:
+        raise PushFailed(f"the subscription's endpoint {refused.message}", permanent=True) from None
     except requests.Timeout:
         raise PushFailed("the push service did not answer in time") from None
     except requests.RequestException:

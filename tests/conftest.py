@@ -8,7 +8,7 @@ from django.test import TransactionTestCase
 from django.test.utils import override_settings
 
 from .helpers import Api, ClientApi, make_member, make_token, make_workspace
-from .loopback import mailbox, receiver  # noqa: F401 — fixtures for every test (the fake servers on loopback)
+from .loopback import LOOPBACK_FAKES_ALLOWED, mailbox, receiver  # noqa: F401 — fixtures for every test (the fake servers on loopback)
 
 # Playwright's sync API runs an event loop in the test thread; the ORM calls our tests make
 # beside it are still synchronous and safe.
@@ -19,6 +19,16 @@ TEST_RECEIPT_KEY = """-----BEGIN PRIVATE KEY-----
 MC4CAQAwBQYDK2VwBCIEIFt6S0CMNDWMp5iVURRUWN4ZoT1GpoQ00VM/tNRb8xEQ
 -----END PRIVATE KEY-----"""
 os.environ.setdefault("HITL_RECEIPT_KEY", TEST_RECEIPT_KEY)
+# The fake receivers on loopback (tests/loopback.py), allowed as a host allows an internal receiver; in the
+# environment too, for the servers and clusters the tests start.
+os.environ.setdefault("HITL_OUTBOUND_ALLOW", LOOPBACK_FAKES_ALLOWED)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _loopback_fakes_allowed():
+    """The allowance, also where the settings were read before this module set the environment."""
+    with override_settings(HITL_OUTBOUND_ALLOW=[LOOPBACK_FAKES_ALLOWED]):
+        yield
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -37,6 +37,10 @@ from django.db import connection
 
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = ROOT / "test-artifacts"
+# Every fake here listens on loopback, where the portal never sends what a workspace aims (webhooks, push
+# endpoints: contacts/outbound.py) unless the host allows it. The tests run as such a host: this allowance
+# is for these fakes, and a test of the refusal itself takes it away (`settings.HITL_OUTBOUND_ALLOW = []`).
+LOOPBACK_FAKES_ALLOWED = "127.0.0.1/32"
 
 # -- the test database, for subprocesses -------------------------------------------------------------
 

@@ -21,7 +21,7 @@ def three_of_each(acme):
     make_many(support, 3)
     for n in range(3):
         make_config(acme, name=f"Agent {n}")
-        contact_create(config=support, name=f"Contact {n}", channel="email", channel_ref=f"${{HITL_CONTACT_{n}}}")
+        contact_create(config=support, name=f"Contact {n}", channel="email", channel_ref=f"${{HITL_ACME_CONTACT_{n}}}")
     return support
 
 

@@ -41,7 +41,9 @@ def test_rule_form_errors_name_no_api_field(as_alice, acme):
 def test_a_version_page_shows_words_not_stored_values(as_alice, acme, alice):
     config = make_config(acme, pass_information_level="full", token_cap_per_turn=50_000)
     make_rule(config, kind="mcp_server", match="mcp_billing", point="exit")
-    contact_services.contact_create(config=config, name="Leads", channel="email", channel_ref="${HITL_LEADS_EMAIL}")
+    contact_services.contact_create(
+        config=config, name="Leads", channel="email", channel_ref="${HITL_ACME_LEADS_EMAIL}"
+    )
     publish(config, alice)
 
     html = as_alice.get(f"/hitl/configs/{config.public_id}/versions/1/").content.decode()

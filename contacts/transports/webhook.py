@@ -1,23 +1,16 @@
 """Webhook: a CloudEvents 1.0 JSON body, signed per the Standard Webhooks spec (API.md, Notifications)."""
 
 import json
-import threading
 from datetime import UTC, datetime
 
 import requests
 from django.conf import settings
 from standardwebhooks.webhooks import Webhook
 
+from contacts.models import reference_name
+from contacts.outbound import OutboundRefused, session
+
 from .base import Notice, Recipient, TransportError, resolve
-
-# One HTTP session per worker thread: keep-alive to the same endpoint instead of a handshake per send.
-_local = threading.local()
-
-
-def _session() -> requests.Session:
-    if not hasattr(_local, "session"):
-        _local.session = requests.Session()
-    return _local.session
 
 
 def cloudevent(notice: Notice) -> dict:
@@ -62,7 +55,10 @@ class WebhookTransport:
         timeout = settings.HITL_WEBHOOK_TIMEOUT_SECONDS
         # Messages name the failure, never the URL (requests' own messages contain it).
         try:
-            response = _session().post(url, data=body.encode(), headers=headers, timeout=timeout)
+            response = session().post(url, data=body.encode(), headers=headers, timeout=timeout)
+        except OutboundRefused as refused:
+            name = reference_name(recipient.channel_ref)
+            raise TransportError(f"the URL in {name} {refused.message}", permanent=True) from None
         except requests.Timeout:
             raise TransportError(f"the endpoint did not answer within {timeout} s") from None
         except requests.exceptions.InvalidURL:
@@ -76,6 +72,11 @@ class WebhookTransport:
             return
         if status == 429 or status >= 500:
             raise TransportError(f"HTTP {status} from the endpoint")
+        if 300 <= status < 400:
+            raise TransportError(
+                f"HTTP {status} from the endpoint: redirects are not followed, give the variable the final URL",
+                permanent=True,
+            )
         raise TransportError(f"HTTP {status} from the endpoint", permanent=True)
 
 

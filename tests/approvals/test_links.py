@@ -20,9 +20,9 @@ from ..helpers import make_config, make_rule, make_token, publish, travel
 
 @pytest.fixture
 def world(acme, alice, bob, monkeypatch):
-    monkeypatch.setenv("HITL_BOB_EMAIL", "bob@acme.test")
+    monkeypatch.setenv("HITL_ACME_BOB_EMAIL", "bob@acme.test")
     config = make_config(acme)
-    contact = contact_create(config=config, name="Bob", channel="email", channel_ref="${HITL_BOB_EMAIL}")
+    contact = contact_create(config=config, name="Bob", channel="email", channel_ref="${HITL_ACME_BOB_EMAIL}")
     rule = make_rule(config, notify=[contact.public_id])
     version = publish(config)
     make_token(acme, engine="support-engine")

@@ -283,8 +283,8 @@ def test_an_engine_key_may_not_answer(engine_api, support):
 
 
 def test_the_questions_notify_contacts_are_told_through_the_outbox(engine_api, bob_api, alice_api, support):
-    leads = contact_create(config=support, name="Leads", channel="email", channel_ref="${HITL_LEADS_EMAIL}")
-    other = contact_create(config=support, name="Other", channel="email", channel_ref="${HITL_OTHER_EMAIL}")
+    leads = contact_create(config=support, name="Leads", channel="email", channel_ref="${HITL_ACME_LEADS_EMAIL}")
+    other = contact_create(config=support, name="Other", channel="email", channel_ref="${HITL_ACME_OTHER_EMAIL}")
     response = alice_api.patch(f"/api/v1/configs/{support.public_id}", json={"questions_notify": [leads.public_id]})
     assert response.status_code == 200, response.text
     assert response.json()["questions_notify"] == [leads.public_id]
@@ -306,7 +306,7 @@ def test_the_questions_notify_contacts_are_told_through_the_outbox(engine_api, b
 
 
 def test_a_contact_named_in_questions_notify_is_not_deleted(alice_api, support):
-    leads = contact_create(config=support, name="Leads", channel="email", channel_ref="${HITL_LEADS_EMAIL}")
+    leads = contact_create(config=support, name="Leads", channel="email", channel_ref="${HITL_ACME_LEADS_EMAIL}")
     rule_services.config_update(config=support, questions_notify=[leads.public_id])
 
     response = alice_api.delete(f"/api/v1/configs/{support.public_id}/contacts/{leads.public_id}")

@@ -22,7 +22,7 @@ AFTER = timedelta(seconds=601)  # HITL_UNDELIVERABLE_SECONDS (600) and a moment
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def world(workspace, *, on_unreachable="reject", channel_ref="${HITL_NOBODY_SET_THIS}", contacts=True):
+def world(workspace, *, on_unreachable="reject", channel_ref="${HITL_ACME_NOBODY_SET_THIS}", contacts=True):
     config = make_config(workspace, pass_information_level="summary")
     notify = []
     if contacts:
@@ -31,7 +31,7 @@ def world(workspace, *, on_unreachable="reject", channel_ref="${HITL_NOBODY_SET_
             name="On-call hook",
             channel="webhook",
             channel_ref=channel_ref,
-            secret_ref="${HITL_ONCALL_SECRET}",
+            secret_ref="${HITL_ACME_ONCALL_SECRET}",
         )
         notify = [hook.public_id]
     rule = make_rule(config, notify=notify, on_unreachable=on_unreachable)
@@ -64,7 +64,7 @@ def test_a_request_nobody_could_be_told_of_ends_undeliverable_and_the_engine_is_
     deliveries_send_due()
     assert (
         Delivery.objects.get(approval=approval, event="requested").status == "failed"
-    )  # HITL_NOBODY_SET_THIS is not set
+    )  # HITL_ACME_NOBODY_SET_THIS is not set
 
     with travel(AFTER):
         assert sweep_overdue() == 1  # the minute's sweep ends it
@@ -117,9 +117,9 @@ def test_nothing_ends_before_its_time(acme):
 
 
 def test_a_request_whose_notification_went_out_waits(acme, receiver, monkeypatch):
-    monkeypatch.setenv("HITL_ONCALL_HOOK", receiver.url)
-    monkeypatch.setenv("HITL_ONCALL_SECRET", receiver.secret)
-    approval = register(world(acme, channel_ref="${HITL_ONCALL_HOOK}"))
+    monkeypatch.setenv("HITL_ACME_ONCALL_HOOK", receiver.url)
+    monkeypatch.setenv("HITL_ACME_ONCALL_SECRET", receiver.secret)
+    approval = register(world(acme, channel_ref="${HITL_ACME_ONCALL_HOOK}"))
     deliveries_send_due()
     receiver.wait_for(1, "requested")
 

@@ -45,7 +45,7 @@ def test_every_change_named_in_api_md_appends_its_record(client, acme, alice, bo
     rule = as_alice.post(f"/api/v1/configs/{config['id']}/rules", {}, 201)
     contact = as_alice.post(
         f"/api/v1/configs/{config['id']}/contacts",
-        {"name": "On call", "channel": "email", "channel_ref": "${HITL_ONCALL_EMAIL}"},
+        {"name": "On call", "channel": "email", "channel_ref": "${HITL_ACME_ONCALL_EMAIL}"},
         201,
     )
     as_alice.post(f"/api/v1/configs/{config['id']}/publish", {"note": "first"}, 201)
@@ -102,7 +102,7 @@ def test_every_change_named_in_api_md_appends_its_record(client, acme, alice, bo
     assert one("config.changed", config["id"])["data"]["pass_information_level"] == "full"
     assert [r["data"]["change"] for r in by_action["rule.changed"]] == ["created", "updated"]
     assert one("rule.changed", rule["id"])["data"]["rule"]["message"] == "Look twice"
-    assert one("contact.changed", contact["id"])["data"]["contact"]["channel_ref"] == "${HITL_ONCALL_EMAIL}"
+    assert one("contact.changed", contact["id"])["data"]["contact"]["channel_ref"] == "${HITL_ACME_ONCALL_EMAIL}"
     assert [r["data"]["version"] for r in by_action["config.published"]] == [1, 2]
     assert one("config.pinned", config["id"])["data"] == {"config_id": config["id"], "version": 1}
 

@@ -38,7 +38,7 @@ def long_names(acme, alice, bob):
         config=config,
         name="Enterprise support leads, EMEA on-call rotation (weekdays)",
         channel="email",
-        channel_ref="${HITL_ENTERPRISE_SUPPORT_LEADS_EMEA_ONCALL_EMAIL}",
+        channel_ref="${HITL_ACME_ENTERPRISE_SUPPORT_LEADS_EMEA_ONCALL_EMAIL}",
     )
     gate = make_rule(config, match=LONG_MATCH, message=LONG_MESSAGE, notify=[contact.public_id], approvals_required=2)
     granting = make_rule(

@@ -24,9 +24,9 @@ def test_a_reviewer_follows_the_emails_link_to_the_confirm_page_and_approves(
     from workspaces.models import ApiToken
 
     settings.HITL_BASE_URL = live_server.url
-    monkeypatch.setenv("HITL_BOB_EMAIL", "bob@acme.test")
+    monkeypatch.setenv("HITL_ACME_BOB_EMAIL", "bob@acme.test")
     config = make_config(acme)
-    contact = contact_create(config=config, name="Bob", channel="email", channel_ref="${HITL_BOB_EMAIL}")
+    contact = contact_create(config=config, name="Bob", channel="email", channel_ref="${HITL_ACME_BOB_EMAIL}")
     rule = make_rule(config, message="Deletes of customer data need a second pair of eyes.", notify=[contact.public_id])
     version = publish(config)
     make_token(acme, engine="support-engine")

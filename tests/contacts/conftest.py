@@ -12,7 +12,7 @@ from ..helpers import make_config, make_member, make_rule, make_token, make_work
 @pytest.fixture
 def hook_env(receiver, monkeypatch) -> dict[str, str]:
     """The variables a webhook contact names, set here and for the cluster (values never stored)."""
-    env = {"HITL_TEST_HOOK": receiver.url, "HITL_TEST_HOOK_SECRET": SECRET}
+    env = {"HITL_ACME_TEST_HOOK": receiver.url, "HITL_ACME_TEST_HOOK_SECRET": SECRET}
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     return env
@@ -31,8 +31,8 @@ def notified(db) -> dict:
         config=config,
         name="On-call hook",
         channel="webhook",
-        channel_ref="${HITL_TEST_HOOK}",
-        secret_ref="${HITL_TEST_HOOK_SECRET}",
+        channel_ref="${HITL_ACME_TEST_HOOK}",
+        secret_ref="${HITL_ACME_TEST_HOOK_SECRET}",
     )
     rule = make_rule(config, message="Check before deleting", notify=[hook.public_id])
     version = publish(config)

@@ -28,7 +28,9 @@ def test_it_refuses_a_literal_address_or_url_as_channel_ref(alice_api, acme, cha
 def test_it_adds_lists_edits_and_deletes_contacts(alice_api, acme):
     config = make_config(acme)
     base = f"/api/v1/configs/{config.public_id}/contacts"
-    created = alice_api.post(base, json={"name": "Leads", "channel": "slack", "channel_ref": "${HITL_LEADS_SLACK}"})
+    created = alice_api.post(
+        base, json={"name": "Leads", "channel": "slack", "channel_ref": "${HITL_ACME_LEADS_SLACK}"}
+    )
     assert created.status_code == 201, created.text
     contact = created.json()
     assert contact["id"].startswith("con_")
@@ -36,18 +38,20 @@ def test_it_adds_lists_edits_and_deletes_contacts(alice_api, acme):
         "id": contact["id"],
         "name": "Leads",
         "channel": "slack",
-        "channel_ref": "${HITL_LEADS_SLACK}",
+        "channel_ref": "${HITL_ACME_LEADS_SLACK}",
         "secret_ref": "",
     }
     assert alice_api.post(base, json={"name": "Nobody", "channel": "none"}).status_code == 201
 
     assert [c["name"] for c in alice_api.get(base).json()["results"]] == ["Leads", "Nobody"]
-    edited = alice_api.patch(f"{base}/{contact['id']}", json={"channel": "email", "channel_ref": "${HITL_LEADS_EMAIL}"})
+    edited = alice_api.patch(
+        f"{base}/{contact['id']}", json={"channel": "email", "channel_ref": "${HITL_ACME_LEADS_EMAIL}"}
+    )
     assert edited.status_code == 200
     assert edited.json()["channel"] == "email"
     refused = alice_api.patch(f"{base}/{contact['id']}", json={"channel_ref": "leads@acme.test"})
     assert refused.status_code == 400
-    assert Contact.objects.get(public_id=contact["id"]).channel_ref == "${HITL_LEADS_EMAIL}"
+    assert Contact.objects.get(public_id=contact["id"]).channel_ref == "${HITL_ACME_LEADS_EMAIL}"
 
     assert alice_api.delete(f"{base}/{contact['id']}").status_code == 204
     assert alice_api.get(f"{base}/{contact['id']}").status_code == 404
@@ -62,10 +66,13 @@ def test_it_adds_lists_edits_and_deletes_contacts(alice_api, acme):
         ({"name": "A", "channel": "email", "channel_ref": "${lower_case}"}, "channel_ref"),
         ({"name": "x" * 201, "channel": "none"}, "name"),
         ({"name": "A", "channel": "email", "channel_ref": "${SECRET_KEY}"}, "channel_ref"),
-        ({"name": "A", "channel": "webhook", "channel_ref": "${HITL_HOOK}"}, "secret_ref"),
-        ({"name": "A", "channel": "webhook", "channel_ref": "${HITL_HOOK}", "secret_ref": "whsec_abc"}, "secret_ref"),
+        ({"name": "A", "channel": "webhook", "channel_ref": "${HITL_ACME_HOOK}"}, "secret_ref"),
         (
-            {"name": "A", "channel": "webhook", "channel_ref": "${HITL_HOOK}", "secret_ref": "${DATABASE_URL}"},
+            {"name": "A", "channel": "webhook", "channel_ref": "${HITL_ACME_HOOK}", "secret_ref": "whsec_abc"},
+            "secret_ref",
+        ),
+        (
+            {"name": "A", "channel": "webhook", "channel_ref": "${HITL_ACME_HOOK}", "secret_ref": "${DATABASE_URL}"},
             "secret_ref",
         ),
         ({"name": "A", "channel": "email", "channel_ref": 42}, "channel_ref"),

@@ -11,7 +11,7 @@ def test_an_admin_queues_a_test_and_reviewers_read_the_log(
     alice_api, bob_api, engine_api, charlie_api, acme, monkeypatch
 ):
     config = make_config(acme)
-    contact = contact_create(config=config, name="Leads", channel="email", channel_ref="${HITL_UNSET_LEADS}")
+    contact = contact_create(config=config, name="Leads", channel="email", channel_ref="${HITL_ACME_UNSET_LEADS}")
     base = f"/api/v1/configs/{config.public_id}/contacts/{contact.public_id}/test"
 
     assert bob_api.post(base).status_code == 403  # reviewers do not change contacts
@@ -32,7 +32,7 @@ def test_an_admin_queues_a_test_and_reviewers_read_the_log(
     listed = bob_api.get(f"/api/v1/deliveries?contact={contact.public_id}")
     assert listed.status_code == 200
     [row] = listed.json()["results"]
-    assert (row["id"], row["status"], row["last_error"]) == (body["id"], "failed", "HITL_UNSET_LEADS is not set")
+    assert (row["id"], row["status"], row["last_error"]) == (body["id"], "failed", "HITL_ACME_UNSET_LEADS is not set")
     assert bob_api.get("/api/v1/deliveries?status=sent").json()["results"] == []
 
     assert engine_api.get("/api/v1/deliveries").status_code == 403
@@ -57,7 +57,7 @@ def test_the_contacts_tab_sends_a_test_and_lists_recent_deliveries(alice, acme):
     from django.urls import reverse
 
     config = make_config(acme)
-    contact = contact_create(config=config, name="Leads", channel="email", channel_ref="${HITL_UNSET_LEADS}")
+    contact = contact_create(config=config, name="Leads", channel="email", channel_ref="${HITL_ACME_UNSET_LEADS}")
     client = Client()
     client.force_login(alice)
     sent = client.post(reverse("contacts:contact_test", args=[config.public_id, contact.public_id]), follow=True)
@@ -67,6 +67,6 @@ def test_the_contacts_tab_sends_a_test_and_lists_recent_deliveries(alice, acme):
     assert f'data-delivery="{delivery.public_id}"' in page
     deliveries_send_due()
     assert (
-        "HITL_UNSET_LEADS is not set"
+        "HITL_ACME_UNSET_LEADS is not set"
         in client.get(reverse("contacts:contacts", args=[config.public_id])).content.decode()
     )

@@ -20,10 +20,10 @@ pytestmark = [pytest.mark.django_db(transaction=True)]
 def by_email(notified, monkeypatch):
     """bob (a reviewer) and an outsider address, each an email contact the rule notifies."""
     config = notified["config"]
-    bob = contact_create(config=config, name="Bob", channel="email", channel_ref="${HITL_BOB_EMAIL}")
-    outside = contact_create(config=config, name="Ops list", channel="email", channel_ref="${HITL_OPS_EMAIL}")
-    monkeypatch.setenv("HITL_BOB_EMAIL", "bob@acme.test")
-    monkeypatch.setenv("HITL_OPS_EMAIL", "ops-list@acme.test")
+    bob = contact_create(config=config, name="Bob", channel="email", channel_ref="${HITL_ACME_BOB_EMAIL}")
+    outside = contact_create(config=config, name="Ops list", channel="email", channel_ref="${HITL_ACME_OPS_EMAIL}")
+    monkeypatch.setenv("HITL_ACME_BOB_EMAIL", "bob@acme.test")
+    monkeypatch.setenv("HITL_ACME_OPS_EMAIL", "ops-list@acme.test")
     rule_update(rule=notified["rule"], notify=[bob.public_id, outside.public_id])
     notified["version"] = publish(config)
     return notified
@@ -54,7 +54,7 @@ def test_it_mails_text_and_html_naming_the_act_and_a_one_click_link_only_to_a_re
 def test_a_batchs_emails_to_one_reviewer_each_carry_a_link_to_their_own_request(by_email, mailbox, monkeypatch):
     from approvals.links import link_open
 
-    monkeypatch.setenv("HITL_BOB_EMAIL", "Bob@Acme.test")  # the address as written, matched whatever its case
+    monkeypatch.setenv("HITL_ACME_BOB_EMAIL", "Bob@Acme.test")  # the address as written, matched whatever its case
     approvals = [register_gate(by_email, run_id=f"run_{i}") for i in range(4)]
     deliveries_send_due()  # one batch: bob's reviewer membership is read once for the four
     to_bob = [message for rcpt, message in mailbox.messages if rcpt == ["Bob@Acme.test"]]
@@ -63,7 +63,7 @@ def test_a_batchs_emails_to_one_reviewer_each_carry_a_link_to_their_own_request(
     for message in to_bob:
         [token] = re.findall(r"/hitl/r/([^\s\"/]+)", parts(message)["text/plain"])
         link = link_open(token)
-        assert link.user == by_email["bob"] and link.delivery.recipient["channel_ref"] == "${HITL_BOB_EMAIL}"
+        assert link.user == by_email["bob"] and link.delivery.recipient["channel_ref"] == "${HITL_ACME_BOB_EMAIL}"
         opened.append(link.approval.public_id)
     assert sorted(opened) == sorted(a.public_id for a in approvals)
     to_ops = [message for rcpt, message in mailbox.messages if rcpt == ["ops-list@acme.test"]]

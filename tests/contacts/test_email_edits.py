@@ -14,8 +14,8 @@ pytestmark = [pytest.mark.django_db(transaction=True)]
 
 def test_a_mail_about_an_editable_request_links_to_the_cards_editor(notified, mailbox, monkeypatch):
     config = notified["config"]
-    bob = contact_create(config=config, name="Bob", channel="email", channel_ref="${HITL_BOB_EMAIL}")
-    monkeypatch.setenv("HITL_BOB_EMAIL", "bob@acme.test")
+    bob = contact_create(config=config, name="Bob", channel="email", channel_ref="${HITL_ACME_BOB_EMAIL}")
+    monkeypatch.setenv("HITL_ACME_BOB_EMAIL", "bob@acme.test")
     config_update(config=config, pass_information_level="full")
     rule_update(rule=notified["rule"], notify=[bob.public_id], allow_edit=True)
     notified["version"] = publish(config)
@@ -31,8 +31,8 @@ def test_a_mail_about_an_editable_request_links_to_the_cards_editor(notified, ma
 
 def test_a_mail_about_a_request_without_edits_has_no_edit_link(notified, mailbox, monkeypatch):
     config = notified["config"]
-    bob = contact_create(config=config, name="Bob", channel="email", channel_ref="${HITL_BOB_EMAIL}")
-    monkeypatch.setenv("HITL_BOB_EMAIL", "bob@acme.test")
+    bob = contact_create(config=config, name="Bob", channel="email", channel_ref="${HITL_ACME_BOB_EMAIL}")
+    monkeypatch.setenv("HITL_ACME_BOB_EMAIL", "bob@acme.test")
     rule_update(rule=notified["rule"], notify=[bob.public_id])
     notified["version"] = publish(config)
     register_gate(notified)

@@ -31,8 +31,8 @@ def escalating(notified) -> dict:
         config=notified["config"],
         name="Leads hook",
         channel="webhook",
-        channel_ref="${HITL_TEST_HOOK}",
-        secret_ref="${HITL_TEST_HOOK_SECRET}",
+        channel_ref="${HITL_ACME_TEST_HOOK}",
+        secret_ref="${HITL_ACME_TEST_HOOK_SECRET}",
     )
     rule = make_rule(
         notified["config"],

@@ -36,22 +36,28 @@ def test_it_shows_the_placeholder_message_next_to_the_channel_reference(admin, a
     assert f'id="id_channel_ref_error" role="alert">{worded}</p>' in page
     assert "channel_ref must" not in page
     assert not Contact.objects.exists()
-    fixed = {"name": "Leads", "channel": channel, "channel_ref": "${HITL_LEADS}", "secret_ref": "${HITL_LEADS_SECRET}"}
+    fixed = {
+        "name": "Leads",
+        "channel": channel,
+        "channel_ref": "${HITL_ACME_LEADS}",
+        "secret_ref": "${HITL_ACME_LEADS_SECRET}",
+    }
     assert admin.post(url, fixed).status_code == 302
-    assert "${HITL_LEADS}" in admin.get(url).content.decode()
+    assert "${HITL_ACME_LEADS}" in admin.get(url).content.decode()
 
 
 def test_it_edits_a_contact_with_the_message_next_to_the_field(admin, acme):
     config = make_config(acme)
-    contact = contact_create(config=config, name="Leads", channel="email", channel_ref="${HITL_LEADS}")
+    contact = contact_create(config=config, name="Leads", channel="email", channel_ref="${HITL_ACME_LEADS}")
     url = reverse("contacts:contact_edit", args=[config.public_id, contact.public_id])
     refused = admin.post(url, {"name": "Leads", "channel": "email", "channel_ref": "leads@acme.test"})
     assert PLACEHOLDER_ERROR.replace("channel_ref must", "Channel reference must", 1) in refused.content.decode()
     assert (
-        admin.post(url, {"name": "Leads", "channel": "slack", "channel_ref": "${HITL_LEADS_SLACK}"}).status_code == 302
+        admin.post(url, {"name": "Leads", "channel": "slack", "channel_ref": "${HITL_ACME_LEADS_SLACK}"}).status_code
+        == 302
     )
     contact.refresh_from_db()
-    assert contact.channel_ref == "${HITL_LEADS_SLACK}"
+    assert contact.channel_ref == "${HITL_ACME_LEADS_SLACK}"
 
 
 def test_it_answers_404_for_another_configs_contact(admin, acme):

@@ -41,8 +41,8 @@ def test_a_notified_registration_stays_within_psycopgs_statement_cache(notified,
             config=notified["config"],
             name=f"Hook {n}",
             channel="webhook",
-            channel_ref="${HITL_TEST_HOOK}",
-            secret_ref="${HITL_TEST_HOOK_SECRET}",
+            channel_ref="${HITL_ACME_TEST_HOOK}",
+            secret_ref="${HITL_ACME_TEST_HOOK_SECRET}",
         )
         names.append(extra.public_id)
     rule = make_rule(notified["config"], message="Many", order=60, notify=names)

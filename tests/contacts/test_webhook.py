@@ -71,7 +71,7 @@ def test_a_server_that_never_answers_is_retried_with_a_timeout_message(notified,
     silent = socket.socket()
     silent.bind(("127.0.0.1", 0))
     silent.listen()  # accepts the connection, never answers
-    monkeypatch.setenv("HITL_TEST_HOOK", f"http://127.0.0.1:{silent.getsockname()[1]}/hook")
+    monkeypatch.setenv("HITL_ACME_TEST_HOOK", f"http://127.0.0.1:{silent.getsockname()[1]}/hook")
     settings.HITL_WEBHOOK_TIMEOUT_SECONDS = 1
     approval = register_gate(notified)
     deliveries_send_due()
@@ -83,12 +83,12 @@ def test_a_server_that_never_answers_is_retried_with_a_timeout_message(notified,
 
 
 def test_an_unset_variable_fails_naming_the_variable_never_the_address(notified, receiver, monkeypatch):
-    monkeypatch.setenv("HITL_TEST_HOOK_SECRET", SECRET_PLACEHOLDER)
-    monkeypatch.delenv("HITL_TEST_HOOK", raising=False)
+    monkeypatch.setenv("HITL_ACME_TEST_HOOK_SECRET", SECRET_PLACEHOLDER)
+    monkeypatch.delenv("HITL_ACME_TEST_HOOK", raising=False)
     approval = register_gate(notified)
     deliveries_send_due()
     delivery = Delivery.objects.get(approval=approval, event="requested")
-    assert (delivery.status, delivery.last_error) == ("failed", "HITL_TEST_HOOK is not set")
+    assert (delivery.status, delivery.last_error) == ("failed", "HITL_ACME_TEST_HOOK is not set")
     assert receiver.events() == []
 
 

@@ -182,7 +182,7 @@ def world(live_server) -> dict:
     bob = make_member(acme, "bob@acme.test", "reviewer")
     config = make_config(acme, pass_information_level="full")
     rule = make_rule(config, message="Check before deleting")
-    contact = contact_create(config=config, name="On call", channel="email", channel_ref="${HITL_ONCALL_EMAIL}")
+    contact = contact_create(config=config, name="On call", channel="email", channel_ref="${HITL_ACME_ONCALL_EMAIL}")
     version = publish(config, user=alice, note="first")
     engine_token = make_token(acme, engine="support-engine")
     from workspaces.models import ApiToken

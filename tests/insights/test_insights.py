@@ -307,8 +307,8 @@ def _delivery(acme, *, name: str, channel: str, status: str, attempts: int, last
             "id": "con_x",
             "name": name,
             "channel": channel,
-            "channel_ref": "${HITL_ONCALL_URL}",
-            "secret_ref": "${HITL_ONCALL_SECRET}",
+            "channel_ref": "${HITL_ACME_ONCALL_URL}",
+            "secret_ref": "${HITL_ACME_ONCALL_SECRET}",
         },
         event="test",
         channel=channel,
@@ -351,7 +351,7 @@ def test_an_admin_sees_how_notifications_are_delivered(client, alice, bob, acme)
     # Newest first, by contact name and error: never the address reference or the secret.
     assert failures.index("Ops webhook") < failures.index("Finance inbox")  # 10 minutes ago, then an hour ago
     assert "HITL_FIN_ADDR unset" in failures and "HTTP 503 after 8 attempts" in failures
-    assert "HITL_ONCALL_URL" not in html and "HITL_ONCALL_SECRET" not in html
+    assert "HITL_ACME_ONCALL_URL" not in html and "HITL_ACME_ONCALL_SECRET" not in html
     assert "Old" not in failures
 
     client.force_login(bob)

@@ -13,7 +13,7 @@ from tests.loopback import FakeSlack
 
 SIGNING_SECRET = "8f742231b10e8888abcd99yyyzzz85a5"
 BOT_TOKEN = "xoxb-test-bot-token"
-CHANNEL_REF = "${HITL_SLACK_APPROVERS}"
+CHANNEL_REF = "${HITL_ACME_SLACK_APPROVERS}"
 CHANNEL = "C0APPROVERS"
 
 # Slack users of the tests, by Slack id: bob is acme's reviewer, charlie an admin of globex only.
@@ -34,8 +34,8 @@ SLACK_ENV = {
     "HITL_SLACK_BOT_TOKEN": BOT_TOKEN,
     "HITL_SLACK_SIGNING_SECRET": SIGNING_SECRET,
     "HITL_BASE_URL": "https://portal.example",
-    "HITL_SLACK_APPROVERS": CHANNEL,
-    "HITL_SLACK_LEADS": "C0LEADS",
+    "HITL_ACME_SLACK_APPROVERS": CHANNEL,
+    "HITL_ACME_SLACK_LEADS": "C0LEADS",
 }
 
 
@@ -58,8 +58,8 @@ def fake_slack(_slack_api, settings, monkeypatch, alice, bob, charlie):
     settings.HITL_SLACK_BOT_TOKEN = BOT_TOKEN
     settings.HITL_SLACK_SIGNING_SECRET = SIGNING_SECRET
     settings.HITL_BASE_URL = "https://portal.example"
-    monkeypatch.setenv("HITL_SLACK_APPROVERS", CHANNEL)
-    monkeypatch.setenv("HITL_SLACK_LEADS", "C0LEADS")
+    monkeypatch.setenv("HITL_ACME_SLACK_APPROVERS", CHANNEL)
+    monkeypatch.setenv("HITL_ACME_SLACK_LEADS", "C0LEADS")
     fake.add_user(ALICE_SLACK, "Alice@Acme.test")  # Slack's case, not the portal's: emails match regardless
     fake.add_user(BOB_SLACK, "bob@acme.test")
     fake.add_user(CHARLIE_SLACK, "charlie@globex.test")
@@ -80,7 +80,7 @@ def request_for_deletion(config):
 def slack_world(acme, bob):
     """acme's config whose delete rule tells the #approvers Slack contact of every event."""
     return chat_world(
-        acme, channel="slack", approvers=("#approvers", CHANNEL_REF), leads=("#leads", "${HITL_SLACK_LEADS}")
+        acme, channel="slack", approvers=("#approvers", CHANNEL_REF), leads=("#leads", "${HITL_ACME_SLACK_LEADS}")
     )
 
 

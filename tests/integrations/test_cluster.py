@@ -23,7 +23,7 @@ def cluster(fake_slack) -> Iterator[Cluster]:
     running = Cluster(
         HITL_SLACK_API_URL=fake_slack.url,
         HITL_SLACK_BOT_TOKEN=BOT_TOKEN,
-        HITL_SLACK_APPROVERS=CHANNEL,
+        HITL_ACME_SLACK_APPROVERS=CHANNEL,
         HITL_BASE_URL="https://portal.example",
         Q_WORKERS="1",
     ).start()

@@ -47,10 +47,10 @@ def test_a_reminder_is_a_reply_in_the_requests_thread(fake_slack, request_for_de
 def test_an_escalation_to_another_channel_posts_the_message_there_with_buttons(
     fake_slack, monkeypatch, request_for_deletion
 ):
-    monkeypatch.setenv("HITL_SLACK_LEADS", "C0LEADS")
+    monkeypatch.setenv("HITL_ACME_SLACK_LEADS", "C0LEADS")
     deliver(request_for_deletion, "requested")
 
-    deliver(request_for_deletion, "escalated", channel_ref="${HITL_SLACK_LEADS}")
+    deliver(request_for_deletion, "escalated", channel_ref="${HITL_ACME_SLACK_LEADS}")
 
     escalated = fake_slack.calls_to("chat.postMessage")[-1]
     assert escalated["channel"] == "C0LEADS" and has_buttons(escalated)

@@ -188,12 +188,12 @@ def test_a_channel_slack_refuses_for_good_is_a_permanent_failure(fake_slack, req
 
 
 def test_an_unset_channel_variable_is_named_and_its_value_never_shown(fake_slack, monkeypatch):
-    monkeypatch.delenv("HITL_SLACK_APPROVERS")
+    monkeypatch.delenv("HITL_ACME_SLACK_APPROVERS")
     with pytest.raises(TransportError) as unset:
         slack.channel_for(CHANNEL_REF)
-    assert unset.value.message == "HITL_SLACK_APPROVERS is not set" and unset.value.permanent
+    assert unset.value.message == "HITL_ACME_SLACK_APPROVERS is not set" and unset.value.permanent
 
-    monkeypatch.setenv("HITL_SLACK_APPROVERS", "https://hooks.slack.com/services/T0/B0/secret")
+    monkeypatch.setenv("HITL_ACME_SLACK_APPROVERS", "https://hooks.slack.com/services/T0/B0/secret")
     with pytest.raises(slack.SlackError) as wrong:
         slack.channel_for(CHANNEL_REF)
     assert "secret" not in wrong.value.message and "hooks.slack.com" not in wrong.value.message

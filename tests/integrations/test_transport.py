@@ -87,13 +87,13 @@ def test_slacks_429_retry_after_is_honoured_by_the_outbox(fake_slack, slack_worl
 
 
 def test_an_unset_channel_variable_fails_at_once_naming_it(fake_slack, slack_world, monkeypatch):
-    monkeypatch.delenv("HITL_SLACK_APPROVERS")
+    monkeypatch.delenv("HITL_ACME_SLACK_APPROVERS")
     approval = register_gate(slack_world)
 
     deliveries_send_due()
 
     row = delivery(approval, "requested")
-    assert (row.status, row.last_error) == ("failed", "HITL_SLACK_APPROVERS is not set")
+    assert (row.status, row.last_error) == ("failed", "HITL_ACME_SLACK_APPROVERS is not set")
     assert fake_slack.calls == []
 
 

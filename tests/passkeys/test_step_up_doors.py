@@ -29,9 +29,9 @@ from workspaces.models import ApiToken
 def step_up_world(acme, alice, bob, monkeypatch, settings):
     """acme's config whose one rule needs a passkey to approve, bob's email contact told of it, and a request."""
     settings.HITL_BASE_URL = "https://portal.example"
-    monkeypatch.setenv("HITL_BOB_EMAIL", "bob@acme.test")
+    monkeypatch.setenv("HITL_ACME_BOB_EMAIL", "bob@acme.test")
     config = make_config(acme, pass_information_level="full")
-    contact = contact_create(config=config, name="Bob", channel="email", channel_ref="${HITL_BOB_EMAIL}")
+    contact = contact_create(config=config, name="Bob", channel="email", channel_ref="${HITL_ACME_BOB_EMAIL}")
     rule = make_rule(config, require_passkey=True, notify=[contact.public_id])
     version = publish(config, alice)
     make_token(acme, engine="support-engine")

@@ -123,7 +123,7 @@ def test_a_push_contact_names_no_address(alice_api, acme):
     created = alice_api.post(path, {"name": "Phones", "channel": "push"})
     assert created.status_code == 201, created.text
     assert (created.json()["channel"], created.json()["channel_ref"]) == ("push", "")
-    refused = alice_api.post(path, {"name": "Phones", "channel": "push", "channel_ref": "${HITL_PHONES}"})
+    refused = alice_api.post(path, {"name": "Phones", "channel": "push", "channel_ref": "${HITL_ACME_PHONES}"})
     assert refused.status_code == 400
     assert "takes no channel reference" in refused.json()["error"]["fields"]["channel_ref"]
     assert Contact.objects.filter(channel="push").count() == 1

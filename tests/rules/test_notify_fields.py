@@ -19,13 +19,13 @@ def admin(alice) -> Client:
 
 
 def _contacts(config):
-    leads = contact_create(config=config, name="Support leads", channel="email", channel_ref="${HITL_LEADS_EMAIL}")
+    leads = contact_create(config=config, name="Support leads", channel="email", channel_ref="${HITL_ACME_LEADS_EMAIL}")
     finance = contact_create(
         config=config,
         name="Finance hook",
         channel="webhook",
-        channel_ref="${HITL_FINANCE_HOOK}",
-        secret_ref="${HITL_FINANCE_HOOK_SECRET}",
+        channel_ref="${HITL_ACME_FINANCE_HOOK}",
+        secret_ref="${HITL_ACME_FINANCE_HOOK_SECRET}",
     )
     return leads, finance
 
@@ -52,7 +52,9 @@ def test_it_sets_notify_and_escalation_on_a_rule_and_freezes_them_in_the_version
     frozen = published.json()
     assert frozen["rules"][0]["notify"] == [leads.public_id]
     assert frozen["rules"][0]["escalate_after_seconds"] == 600
-    assert {c["id"]: c["secret_ref"] for c in frozen["contacts"]}[finance.public_id] == "${HITL_FINANCE_HOOK_SECRET}"
+    assert {c["id"]: c["secret_ref"] for c in frozen["contacts"]}[
+        finance.public_id
+    ] == "${HITL_ACME_FINANCE_HOOK_SECRET}"
 
     # The draft moves on; the version does not.
     alice_api.patch(f"{base}/{rule['id']}", json={"notify": [], "escalate_to": [], "escalate_after_seconds": None})

@@ -75,13 +75,17 @@ def test_the_editor_sets_it(admin, acme):
 
 
 def test_the_rules_tab_flags_a_rule_whose_contacts_all_lack_their_variables(admin, acme, monkeypatch):
-    monkeypatch.delenv("HITL_TAB_HOOK", raising=False)
-    monkeypatch.setenv("HITL_TAB_CHAT", "-100123")
+    monkeypatch.delenv("HITL_ACME_TAB_HOOK", raising=False)
+    monkeypatch.setenv("HITL_ACME_TAB_CHAT", "-100123")
     config = make_config(acme)
     hook = contact_create(
-        config=config, name="Hook", channel="webhook", channel_ref="${HITL_TAB_HOOK}", secret_ref="${HITL_TAB_SECRET}"
+        config=config,
+        name="Hook",
+        channel="webhook",
+        channel_ref="${HITL_ACME_TAB_HOOK}",
+        secret_ref="${HITL_ACME_TAB_SECRET}",
     )
-    chat = contact_create(config=config, name="Chat", channel="telegram", channel_ref="${HITL_TAB_CHAT}")
+    chat = contact_create(config=config, name="Chat", channel="telegram", channel_ref="${HITL_ACME_TAB_CHAT}")
     nobody = make_rule(config, kind="delete", match="*", notify=[hook.public_id])
     somebody = make_rule(config, kind="worker", match="*", notify=[hook.public_id, chat.public_id])
 
@@ -90,8 +94,8 @@ def test_the_rules_tab_flags_a_rule_whose_contacts_all_lack_their_variables(admi
     flagged = page.split(f'data-rule="{nobody.public_id}"')[1].split("</tr>")[0]
     fine = page.split(f'data-rule="{somebody.public_id}"')[1].split("</tr>")[0]
     assert "Nobody can be told of this rule&#x27;s requests" in flagged
-    assert '<code class="id" title="HITL_TAB_HOOK">HITL_TAB_HOOK</code>' in flagged
-    assert '<code class="id" title="HITL_TAB_SECRET">HITL_TAB_SECRET</code>' in flagged
+    assert '<code class="id" title="HITL_ACME_TAB_HOOK">HITL_ACME_TAB_HOOK</code>' in flagged
+    assert '<code class="id" title="HITL_ACME_TAB_SECRET">HITL_ACME_TAB_SECRET</code>' in flagged
     assert "Nobody can be told" not in fine
 
 

@@ -10,7 +10,7 @@ from tests.loopback import FakeTelegram
 
 BOT_TOKEN = "123456:TEST-bot-token"
 WEBHOOK_SECRET = "a-webhook-secret_of-the-portal"
-CHAT_REF = "${HITL_TELEGRAM_APPROVERS}"
+CHAT_REF = "${HITL_ACME_TELEGRAM_APPROVERS}"
 CHAT = "-1001234567890"
 LEADS = "-1009876543210"
 
@@ -22,8 +22,8 @@ TELEGRAM_ENV = {
     "HITL_TELEGRAM_BOT_TOKEN": BOT_TOKEN,
     "HITL_TELEGRAM_WEBHOOK_SECRET": WEBHOOK_SECRET,
     "HITL_BASE_URL": "https://portal.example",
-    "HITL_TELEGRAM_APPROVERS": CHAT,
-    "HITL_TELEGRAM_LEADS": LEADS,
+    "HITL_ACME_TELEGRAM_APPROVERS": CHAT,
+    "HITL_ACME_TELEGRAM_LEADS": LEADS,
 }
 
 _update_ids = itertools.count(int(time.time()) * 10)
@@ -55,8 +55,8 @@ def fake_telegram(_telegram_api, settings, monkeypatch):
     settings.HITL_TELEGRAM_BOT_TOKEN = BOT_TOKEN
     settings.HITL_TELEGRAM_WEBHOOK_SECRET = WEBHOOK_SECRET
     settings.HITL_BASE_URL = "https://portal.example"
-    monkeypatch.setenv("HITL_TELEGRAM_APPROVERS", CHAT)
-    monkeypatch.setenv("HITL_TELEGRAM_LEADS", LEADS)
+    monkeypatch.setenv("HITL_ACME_TELEGRAM_APPROVERS", CHAT)
+    monkeypatch.setenv("HITL_ACME_TELEGRAM_LEADS", LEADS)
     yield fake
 
 
@@ -83,7 +83,7 @@ def request_for_deletion(config):
 def telegram_world(acme, bob):
     """acme's config whose delete rule tells the approvers' Telegram chat of every event."""
     return chat_world(
-        acme, channel="telegram", approvers=("Approvers", CHAT_REF), leads=("Leads", "${HITL_TELEGRAM_LEADS}")
+        acme, channel="telegram", approvers=("Approvers", CHAT_REF), leads=("Leads", "${HITL_ACME_TELEGRAM_LEADS}")
     )
 
 

@@ -73,7 +73,9 @@ def test_a_token_cap_card_offers_proceed_and_stop(fake_telegram, telegram_world)
 
     breach = make_token_cap(telegram_world["config"])
     telegram_deliver(
-        approval=ApprovalRequest.objects.get(pk=breach.pk), event="requested", channel_ref="${HITL_TELEGRAM_APPROVERS}"
+        approval=ApprovalRequest.objects.get(pk=breach.pk),
+        event="requested",
+        channel_ref="${HITL_ACME_TELEGRAM_APPROVERS}",
     )
 
     [sent] = fake_telegram.calls_to("sendMessage")
@@ -138,13 +140,13 @@ def test_a_chat_the_bot_cannot_write_to_fails_for_good(fake_telegram, telegram_w
 
 
 def test_an_unset_chat_variable_fails_at_once_naming_it(fake_telegram, telegram_world, monkeypatch):
-    monkeypatch.delenv("HITL_TELEGRAM_APPROVERS")
+    monkeypatch.delenv("HITL_ACME_TELEGRAM_APPROVERS")
     approval = register_gate(telegram_world)
 
     deliveries_send_due()
 
     row = delivery(approval, "requested")
-    assert (row.status, row.last_error) == ("failed", "HITL_TELEGRAM_APPROVERS is not set")
+    assert (row.status, row.last_error) == ("failed", "HITL_ACME_TELEGRAM_APPROVERS is not set")
     assert fake_telegram.calls == []
 
 
@@ -182,9 +184,9 @@ def test_a_reminder_replies_to_the_card_and_an_escalation_elsewhere_posts_it_the
     # In a batch the card is looked for among the batch's requests' messages, read once before the
     # card is posted: the reminder finds it because posting it added it there.
     with batch_scope(requests={approval.pk}) if in_a_batch else nullcontext():
-        telegram_deliver(approval=approval, event="requested", channel_ref="${HITL_TELEGRAM_APPROVERS}")
-        telegram_deliver(approval=approval, event="reminder", channel_ref="${HITL_TELEGRAM_APPROVERS}")
-        telegram_deliver(approval=approval, event="escalated", channel_ref="${HITL_TELEGRAM_LEADS}")
+        telegram_deliver(approval=approval, event="requested", channel_ref="${HITL_ACME_TELEGRAM_APPROVERS}")
+        telegram_deliver(approval=approval, event="reminder", channel_ref="${HITL_ACME_TELEGRAM_APPROVERS}")
+        telegram_deliver(approval=approval, event="escalated", channel_ref="${HITL_ACME_TELEGRAM_LEADS}")
 
     card, reminder, escalated = fake_telegram.calls_to("sendMessage")
     assert reminder["reply_parameters"]["message_id"] == 100

@@ -271,7 +271,7 @@ def test_two_presses_at_once_make_one_decision_and_both_messages_agree(live_serv
     approval = register_gate(telegram_world, rule_id=telegram_world["rule_to_both"].public_id, target="mcp_billing")
     deliveries_send_due()
     messages = {message.chat_id: message for message in TelegramMessage.objects.filter(approval=approval)}
-    assert set(messages) == {TELEGRAM_ENV["HITL_TELEGRAM_APPROVERS"], LEADS}
+    assert set(messages) == {TELEGRAM_ENV["HITL_ACME_TELEGRAM_APPROVERS"], LEADS}
     fake_telegram.reset()
     start = threading.Barrier(2)
     answers = {}
@@ -282,7 +282,7 @@ def test_two_presses_at_once_make_one_decision_and_both_messages_agree(live_serv
         answers[name] = post_update(live_server.url, update)
 
     threads = [
-        threading.Thread(target=presses, args=("bob", BOB_TG, "approve", TELEGRAM_ENV["HITL_TELEGRAM_APPROVERS"])),
+        threading.Thread(target=presses, args=("bob", BOB_TG, "approve", TELEGRAM_ENV["HITL_ACME_TELEGRAM_APPROVERS"])),
         threading.Thread(target=presses, args=("alice", ALICE_TG, "approve", LEADS)),
     ]
     for thread in threads:

@@ -21,6 +21,7 @@ CLI_MODULES = [
     "audit.cli",
     "push.cli",
     "integrations.cli",
+    "contacts.cli",
 ]
 
 
