@@ -38,10 +38,9 @@ from psycopg.conninfo import make_conninfo
 from approvals.grants import live_grants_until
 from approvals.halts import halts_in_force
 from approvals.models import ApprovalRequest, Status
-from approvals.notify import CHANNEL, GRANTS_CHANNEL, HALTS_CHANNEL, SIGNINS_CHANNEL, TOKENS_CHANNEL
+from approvals.notify import CHANNEL, GRANTS_CHANNEL, HALTS_CHANNEL, TOKENS_CHANNEL
 from workspaces.authentication import engine_keys
 from workspaces.models import ApiToken
-from workspaces.signed_in import signed_in
 
 logger = logging.getLogger(__name__)
 
@@ -49,7 +48,7 @@ logger = logging.getLogger(__name__)
 def _keep_while_listening(*, live: bool) -> None:
     """Empty the caches this connection keeps right (engine keys, rules' live grants, workspaces' halts,
     who browser sessions are); keep them only if live."""
-    for cache in (engine_keys, live_grants_until, halts_in_force, signed_in):
+    for cache in (engine_keys, live_grants_until, halts_in_force):
         cache.invalidate(live=live)
 
 
@@ -202,9 +201,6 @@ class WaitHub:
         if channel == HALTS_CHANNEL:
             halts_in_force.clear()  # a halt made or lifted: read which workspaces have one afresh
             return
-        if channel == SIGNINS_CHANNEL:
-            signed_in.clear()  # a session, user, membership or workspace changed: read them afresh
-            return
         engine_keys.clear()  # a key, a user or a workspace changed: look keys up afresh
         self.token_events += 1
         kind, _, raw_id = payload.partition(":")
@@ -226,7 +222,6 @@ class WaitHub:
                     await conn.execute(f"LISTEN {TOKENS_CHANNEL}")
                     await conn.execute(f"LISTEN {GRANTS_CHANNEL}")
                     await conn.execute(f"LISTEN {HALTS_CHANNEL}")
-                    await conn.execute(f"LISTEN {SIGNINS_CHANNEL}")
                     self.connects += 1
                     self.listening.set()
                     _keep_while_listening(live=True)  # from now on every change is heard

@@ -151,7 +151,7 @@ AUTH_PASSWORD_VALIDATORS = [
 # elsewhere. A successful login resets the count; `manage.py axes_reset` unlocks by hand.
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
-    "workspaces.signed_in.KeptModelBackend",  # Django's ModelBackend, the signed-in user kept per process
+    "django.contrib.auth.backends.ModelBackend",
 ]
 AXES_FAILURE_LIMIT = envint("LOGIN_FAILURE_LIMIT", "5")
 AXES_COOLOFF_TIME = timedelta(minutes=envint("LOGIN_LOCKOUT_MINUTES", "15"))
@@ -192,8 +192,8 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = API_MAX_BODY_BYTES
 SESSION_COOKIE_SECURE = envbool("SECURE_COOKIES", "false")
 CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
 SESSION_COOKIE_HTTPONLY = True
-# Django's database sessions, the session row kept per process while it hears every change (workspaces/signed_in.py).
-SESSION_ENGINE = "workspaces.signed_in"
+# Django's database sessions: who a browser is, read from the database on every request.
+SESSION_ENGINE = "django.contrib.sessions.backends.db"
 X_FRAME_OPTIONS = "DENY"
 SECURE_CONTENT_TYPE_NOSNIFF = True
 if envbool("SECURE_PROXY_SSL", "false"):
