@@ -182,7 +182,6 @@ class Bench:
         """A logged-in browser session for the reviewer, made the way django.contrib.auth makes one."""
         from django.conf import settings
         from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY
-
         from django.contrib.sessions.backends.db import SessionStore
 
         session = SessionStore()
