@@ -136,6 +136,9 @@ def pooled_under_asgi(database: dict) -> dict:
 
 
 pooled_under_asgi(DATABASES["default"])
+# psycopg prepares a statement a cursor asks it to (`prepare=True`: the registration's, approvals/insert.py);
+# Django's own cursors bind client-side and never do. None (Django's default) would turn preparing off.
+DATABASES["default"].setdefault("OPTIONS", {}).setdefault("prepare_threshold", 5)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # For the admin's forms and `hitl member add --password` alike. Not UserAttributeSimilarityValidator:
@@ -261,10 +264,6 @@ SPECTACULAR_SETTINGS = {
         "RuleWindowScopeEnum": [("rule", "rule")],
     },
 }
-
-# Every change of state is appended to the hash-chained audit log (audit/). Not read from the
-# environment: only the benchmark's settings turn it off, to measure what the log costs.
-AUDIT_LOG = True
 
 # Approval requests live 24 hours unless the engine asks for less.
 APPROVAL_TTL_SECONDS = 24 * 60 * 60

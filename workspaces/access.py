@@ -41,7 +41,10 @@ def memberships_of(user: AbstractBaseUser | AnonymousUser) -> list[Membership]:
     if not getattr(user, "is_authenticated", False) or not getattr(user, "is_active", False):
         return []
     # Read for every request: who a person is and what they may do is never kept by a process.
-    return list(Membership.objects.filter(user=user).select_related("workspace").order_by("workspace__name"))
+    memberships = list(Membership.objects.filter(user=user).select_related("workspace").order_by("workspace__name"))
+    for membership in memberships:
+        membership.user = user  # the request's own user: not read again for every actor
+    return memberships
 
 
 def current_membership(request: HttpRequest) -> Membership | None:
