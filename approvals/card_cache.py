@@ -64,7 +64,7 @@ class CardCache:
             for (entry, _), card in zip(drawn, cards, strict=True):
                 card["expires_in"] = EXPIRES_MARKER
                 context = {"card": card, "notice": "", "error": "", "next": "", "csrf_token": CSRF_MARKER}
-                kept[entry.pk] = _ascii(template.render(context))
+                kept[entry.pk] = template.render(context)
             with self._lock:
                 for entry, _ in drawn:
                     self._cards[self._key(page, entry, who_may_vote)] = kept[entry.pk]
@@ -74,7 +74,7 @@ class CardCache:
         return [
             mark_safe(
                 html.replace(CSRF_MARKER, token).replace(
-                    EXPIRES_MARKER, _ascii(conditional_escape(presenters.expires_in(entry.expires_at)))
+                    EXPIRES_MARKER, conditional_escape(presenters.expires_in(entry.expires_at))
                 )
             )
             for entry in entries
@@ -93,13 +93,6 @@ class CardCache:
         key = (*page, entry.pk, *entry.drawn_from)
         # Only a quorum card shows who may still vote: the others are kept whoever joins or leaves.
         return (*key, reviewers) if entry.quorum else key
-
-
-def _ascii(html: str) -> str:
-    """The same HTML in ASCII: every other character as a character reference (none of a card's is in
-    a script or style). A page is a hundred cards: one character beyond Latin-1 in any of them, and
-    Python holds the whole page at two bytes a character, through every join and the final encoding."""
-    return html.encode("ascii", "xmlcharrefreplace").decode("ascii")
 
 
 rendered_cards = CardCache()

@@ -11,7 +11,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from audit.chain import canonical
-from audit.services import actor_of, audit_append, audit_enabled, record_cte
+from audit.services import actor_of, audit_append, record_cte
 from contacts.models import Delivery, DeliveryEvent
 from contacts.outbox import deliveries_for_resolution
 from hitl_portal.ids import new_public_id
@@ -174,14 +174,12 @@ def _decided(
         "channel": CHANNEL,
         "public_id": approval.public_id,
     }
-    audited = audit_enabled()
-    if audited:
-        params.update(
-            workspace=approval.workspace_id,
-            actor=actor_of(user=user),
-            data=canonical({"outcome": status, "action": action, "reason": reason, **_digests(approval, approved)}),
-        )
-    sql = _DECIDE_SQL.format(condition=_QUORUM_MET if quorum else _NOT_OVERDUE, audit=_DECIDED_AUDIT if audited else "")
+    params.update(
+        workspace=approval.workspace_id,
+        actor=actor_of(user=user),
+        data=canonical({"outcome": status, "action": action, "reason": reason, **_digests(approval, approved)}),
+    )
+    sql = _DECIDE_SQL.format(condition=_QUORUM_MET if quorum else _NOT_OVERDUE, audit=_DECIDED_AUDIT)
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         return cursor.fetchone() is not None
@@ -293,20 +291,18 @@ def question_decide(
         "channel": CHANNEL,
         "public_id": approval.public_id,
     }
-    audited = audit_enabled()
-    if audited:
-        data = {"outcome": status, "action": action, "reason": reason}
-        if checked is not None:
-            data["answers"] = checked
-        params.update(
-            workspace=approval.workspace_id,
-            actor=actor_of(user=user),
-            audit_action=AUDIT_ACTIONS[decision],
-            data=canonical(data),
-        )
+    data = {"outcome": status, "action": action, "reason": reason}
+    if checked is not None:
+        data["answers"] = checked
+    params.update(
+        workspace=approval.workspace_id,
+        actor=actor_of(user=user),
+        audit_action=AUDIT_ACTIONS[decision],
+        data=canonical(data),
+    )
     with transaction.atomic():
         with connection.cursor() as cursor:
-            cursor.execute(_ANSWER_SQL.format(audit=_ANSWER_AUDIT if audited else ""), params)
+            cursor.execute(_ANSWER_SQL.format(audit=_ANSWER_AUDIT), params)
             won = cursor.fetchone() is not None
         if won:
             deliveries_for_resolution(approvals=[approval], event=DeliveryEvent.DECIDED)

@@ -11,7 +11,7 @@ from django.db import connection, transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from audit.services import SYSTEM, audit_enabled, record_cte
+from audit.services import SYSTEM, record_cte
 from contacts.models import Delivery, DeliveryEvent, DeliveryStatus
 from contacts.outbox import QUESTION_KINDS, Resolved, deliveries_for_resolution, resolution_tells
 
@@ -115,11 +115,9 @@ def _expire(*, batch_size: int, ids: list[int] | None = None, undeliverable_afte
     }
     if undeliverable_after is not None:
         params.update(reason=UNDELIVERABLE_REASON, sent=DeliveryStatus.SENT, after=undeliverable_after)
-        sql = _UNDELIVERABLE_SQL.format(audit=_UNDELIVERABLE_AUDIT if audit_enabled() else "")
+        sql = _UNDELIVERABLE_SQL.format(audit=_UNDELIVERABLE_AUDIT)
     else:
-        sql = _EXPIRE_SQL.format(
-            only=_ONLY_IDS if ids is not None else "", audit=_EXPIRED_AUDIT if audit_enabled() else ""
-        )
+        sql = _EXPIRE_SQL.format(only=_ONLY_IDS if ids is not None else "", audit=_EXPIRED_AUDIT)
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(sql, params)
         rows = cursor.fetchall()

@@ -14,7 +14,7 @@ from datetime import datetime
 from django.db import connection, transaction
 from django.utils import timezone
 
-from audit.services import actor_of, audit_append, audit_enabled, record_cte
+from audit.services import actor_of, audit_append, record_cte
 from contacts.models import DeliveryEvent
 from contacts.outbox import deliveries_for_resolution
 from hitl_portal.listened import ListenedCache
@@ -184,10 +184,8 @@ def _reject_pending(*, workspace: Workspace, user, run_id: str, config: Config |
         scope += " AND run_id = %(run)s"
     if config is not None:
         scope += " AND config_id = %(config)s"
-    audited = audit_enabled()
-    if audited:
-        params["actor"] = actor_of(user=user)
-    sql = _REJECT_SQL.format(scope=scope, audit=_REJECT_AUDIT if audited else "")
+    params["actor"] = actor_of(user=user)
+    sql = _REJECT_SQL.format(scope=scope, audit=_REJECT_AUDIT)
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         return [row[0] for row in cursor.fetchall()]

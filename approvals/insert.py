@@ -7,7 +7,6 @@ model disagree; tests/approvals/test_engine_register.py reads every column back.
 """
 
 import json
-from contextlib import contextmanager
 from datetime import datetime
 from functools import cache
 
@@ -17,7 +16,7 @@ from django.db import connection
 from django.db.models import DateField, DateTimeField, Field
 
 from audit.chain import canonical
-from audit.services import APPEND_CTE, AuditEntry, actor_of, append_params, audit_enabled, record_cte
+from audit.services import APPEND_CTE, AuditEntry, actor_of, append_params, record_cte
 from contacts.models import Delivery
 from rules.models import Config
 from workspaces.models import ApiToken
@@ -274,7 +273,6 @@ def insert_request(approval: ApprovalRequest, *, engine_key: ApiToken, deliverie
     A request a live run grant or rule window covers goes in approved, one a halt covers goes in
     rejected (the halt wins), and then tells its contacts nothing: there is nothing left to ask them.
     """
-    audited = audit_enabled()
     approval.ensure_public_id()
     values = approval.__dict__
     stale = [name for name, fresh in _FRESH.items() if values[name] != fresh]
@@ -303,25 +301,22 @@ def insert_request(approval: ApprovalRequest, *, engine_key: ApiToken, deliverie
         params = form.params(values)
     if halted:
         params = [approval.config_id, approval.run_id] + params
-    if audited:
-        params += append_params(_registered(approval, engine_key=engine_key))
-        if probe:
-            ctes.append(_AUDIT_WITH_GRANT_USED_UNLESS_HALTED_CTE if halted else _AUDIT_WITH_GRANT_USED_CTE)
-            params += [
-                approval.workspace_id,
-                now,
-                actor_of(engine_key=engine_key),
-                canonical({"approval": approval.public_id}),
-            ]
-        else:
-            ctes.append(APPEND_CTE)
+    params += append_params(_registered(approval, engine_key=engine_key))
+    if probe:
+        ctes.append(_AUDIT_WITH_GRANT_USED_UNLESS_HALTED_CTE if halted else _AUDIT_WITH_GRANT_USED_CTE)
+        params += [
+            approval.workspace_id,
+            now,
+            actor_of(engine_key=engine_key),
+            canonical({"approval": approval.public_id}),
+        ]
+    else:
+        ctes.append(APPEND_CTE)
     if deliveries:
         ctes.append(_DELIVERIES_CTE_GRANTED if probe or halted else _DELIVERIES_CTE)
         params.append(_deliveries_json(deliveries))
     sql = "WITH " + ", ".join(ctes) + " SELECT * FROM apr"
-    with _preparing_cursor() as cursor:
-        cursor.execute(sql, params)
-        row = cursor.fetchone()
+    row = _execute_prepared(sql, params)
     approval.pk = row[0]
     if probe or halted:
         (
@@ -333,35 +328,33 @@ def insert_request(approval: ApprovalRequest, *, engine_key: ApiToken, deliverie
             approval.decision_action,
             approval.reason,
         ) = row[1:]
-    approval._state.adding = False
-    approval._state.db = connection.alias
 
 
 class _PreparingCursor(psycopg.Cursor):
-    """Binds server-side and prepares every statement it runs (psycopg names it, once per connection and form)."""
+    """Binds server-side and prepares every statement it runs (psycopg's public `prepare=True`)."""
 
     def execute(self, query, params=None, *, prepare=None, binary=None):
         return super().execute(query, params, prepare=True, binary=binary)
 
 
-@contextmanager
-def _preparing_cursor():
-    """Django's cursor (its execute wrappers, its errors, its query log) over a cursor that prepares.
+def _execute_prepared(sql: str, params: list) -> tuple:
+    """Run the registration's statement prepared, through Django's cursor wrapper (its transaction, its
+    execute wrappers, its errors, its query log), as Django's own `connection.cursor()` would.
 
-    The registration's statement is long (every column, its CTEs): sent as text with its values
-    inlined (Django's client-side binding), PostgreSQL spent more on parsing and planning it than on
-    running it (docs/performance.md). Prepared, a pooled connection parses and plans each form once.
-    Django turns psycopg's preparing off for all its connections (prepare_threshold None, for
-    transaction poolers, which this deployment has none of: docs/performance.md); a threshold on
-    the connection lets this cursor prepare — Django's own cursors bind client-side and never do.
+    The statement is long (every column, its CTEs): sent as text with its values inlined (Django's
+    client-side binding), PostgreSQL spent more on parsing and planning it than on running it
+    (docs/performance.md). Bound server-side and prepared, a pooled connection parses and plans each
+    form once. Django's own cursors bind client-side and never prepare; DATABASES'
+    `prepare_threshold` (settings) lets this one.
     """
-    connection.close_if_health_check_failed()  # as connection.cursor() does
+    connection.close_if_health_check_failed()
     connection.ensure_connection()
-    raw = connection.connection
-    if raw.prepare_threshold is None:
-        raw.prepare_threshold = 5  # psycopg's default; _PreparingCursor asks to prepare at once anyway
-    with connection._prepare_cursor(_PreparingCursor(raw)) as cursor:
-        yield cursor
+    connection.validate_thread_sharing()
+    raw = _PreparingCursor(connection.connection)
+    wrapped = connection.make_debug_cursor(raw) if connection.queries_logged else connection.make_cursor(raw)
+    with wrapped as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchone()
 
 
 # The deliveries' INSERT, fed by the request's INSERT as a CTE: one round trip, no BEGIN/COMMIT.

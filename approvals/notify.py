@@ -11,6 +11,3 @@ TOKENS_CHANNEL = "hitl_tokens"
 GRANTS_CHANNEL = "hitl_grants"
 # A halt was made or lifted (`<workspace pk>`): sent by a trigger, approvals/migrations/0010.
 HALTS_CHANNEL = "hitl_halts"
-# Who a browser session is may have changed (a session saved or deleted, a user, membership or workspace
-# changed): sent by triggers, workspaces/migrations/0003; empties workspaces/signed_in.py's cache.
-SIGNINS_CHANNEL = "hitl_signins"

@@ -33,7 +33,7 @@ def approved_digest(approval: ApprovalRequest) -> str | None:
 
 
 def _workspace_slug(approval: ApprovalRequest) -> str:
-    if "workspace" in approval._state.fields_cache:
+    if ApprovalRequest.workspace.is_cached(approval):
         return approval.workspace.slug
     slug = _slugs.get(approval.workspace_id)
     if slug is None:

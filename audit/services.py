@@ -10,7 +10,6 @@ later — every minute (audit.tasks), and before every export and verify.
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from django.conf import settings
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.db import connection, transaction
 from django.utils import timezone
@@ -40,11 +39,6 @@ class AuditEntry:
     object: str
     data: dict = field(default_factory=dict)
     at: datetime | None = None
-
-
-def audit_enabled() -> bool:
-    # Only the benchmark turns the log off, to measure what it costs (bench/audit.py).
-    return getattr(settings, "AUDIT_LOG", True)
 
 
 _RECORD = AuditRecord._meta.db_table
@@ -82,7 +76,7 @@ def audit_append(
 
 def audit_append_many(*, entries: list[AuditEntry]) -> None:
     """Append records in one INSERT; call it inside the transaction of the change they record."""
-    if entries and audit_enabled():
+    if entries:
         now = timezone.now()
         AuditRecord.objects.bulk_create(
             AuditRecord(

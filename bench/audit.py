@@ -2,9 +2,6 @@
 
     BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/hitl_bench python -m bench --section audit [--quick]
 
-- registration throughput (HTTP, gunicorn) with the audit log on against the same server with it
-  off, in alternating rounds (target ≥ 0.85×);
-- decision throughput (the decide service, in-process) on against off, alternating (≥ 0.85×);
 - the insights page's server time with 1,000,000 requests against a near-empty table (≤ 2×),
   and its query count (equal);
 - `hitl audit verify` over 1,000,000 records (≤ 60 s).
@@ -27,69 +24,6 @@ from datetime import UTC, datetime, timedelta
 RESULTS_NAME = "audit.json"
 # Not the harness's shared default port: another benchmark may be serving there on this machine.
 PORT = int(os.environ.get("BENCH_AUDIT_PORT", "18713"))
-
-
-def _registration_rounds(world, *, rounds: int, concurrency: int, duration: float) -> dict:
-    import bench.server
-    from bench.harness import log
-    from bench.server import Server, load
-
-    bench.server.PORT = PORT
-
-    on, off = [], []
-    body = world.registration_body()
-    for round_number in range(rounds):
-        order = ("1", "0") if round_number % 2 == 0 else ("0", "1")
-        for audited in order:
-            os.environ["BENCH_AUDIT_LOG"] = audited
-            server = Server(os.environ["BENCH_DATABASE_URL"])
-            try:
-                run = load(
-                    world,
-                    method="POST",
-                    path="/api/v1/approvals",
-                    concurrency=concurrency,
-                    duration=duration,
-                    body=body,
-                )
-            finally:
-                server.stop()
-            (on if audited == "1" else off).append(run["throughput_rps"])
-            state = "on " if audited == "1" else "off"
-            log(f"  registration c={concurrency} audit {state}: {run['throughput_rps']:.0f}/s")
-    os.environ["BENCH_AUDIT_LOG"] = "1"
-    ratios = [a / b for a, b in zip(on, off, strict=True) if b]
-    return {"on_rps": on, "off_rps": off, "ratios": ratios, "ratio": statistics.median(ratios)}
-
-
-def _decision_rounds(world, *, rounds: int, per_round: int) -> dict:
-    from django.conf import settings
-    from django.db import connection
-
-    from approvals.decide import approval_decide
-    from approvals.models import ApprovalRequest
-
-    on, off = [], []
-    for round_number in range(rounds):
-        order = (True, False) if round_number % 2 == 0 else (False, True)
-        for audited in order:
-            tag = f"dec{round_number}{int(audited)}"
-            world.seed(
-                count=per_round, status="pending", tag=tag, created_from=datetime.now(UTC), step_ms=1, ttl_s=86400
-            )
-            approvals = list(ApprovalRequest.objects.filter(public_id__startswith=f"apr_{tag}"))
-            settings.AUDIT_LOG = audited
-            try:
-                started = time.perf_counter()
-                for approval in approvals:
-                    approval_decide(approval=approval, user=world.reviewer, decision="approve")
-                elapsed = time.perf_counter() - started
-            finally:
-                settings.AUDIT_LOG = True
-            (on if audited else off).append(len(approvals) / elapsed)
-    connection.close()
-    ratios = [a / b for a, b in zip(on, off, strict=True)]
-    return {"on_per_s": on, "off_per_s": off, "ratios": ratios, "ratio": statistics.median(ratios)}
 
 
 def _insights_page(world, repeats: int) -> dict:
@@ -309,15 +243,6 @@ def run(*, quick: bool, rounds: int | None, duration: float | None) -> dict:
     results["insights_small"] = _insights_near_empty(world, now, repeats=15)
     connection.close()
 
-    for concurrency in (1, 8):
-        log(f"audit: registration at c={concurrency}, audit on/off, {rounds} rounds of {duration:.0f} s")
-        results[f"registration_c{concurrency}"] = _registration_rounds(
-            world, rounds=rounds, concurrency=concurrency, duration=duration
-        )
-    log(f"audit: decisions in-process, audit on/off, {rounds} rounds")
-    results["decision"] = _decision_rounds(world, rounds=rounds, per_round=300 if quick else 1000)
-    log(f"  decisions: {results['decision']}")
-
     results["insights_big"] = _insights_big(world, total, datetime.now(UTC), repeats=15)
 
     log(f"audit: writing a {total:,}-record chain, then hitl audit verify")
@@ -351,20 +276,8 @@ def run(*, quick: bool, rounds: int | None, duration: float | None) -> dict:
     return results
 
 
-def _ratio(figures: dict) -> str:
-    return f"{figures['ratio']:.2f}× ({min(figures['ratios']):.2f}–{max(figures['ratios']):.2f})"
-
-
 def summarise(results: dict, total: int) -> list[str]:
-    median = statistics.median
-    lines = ["| figure | value | against | ratio (range) | target |", "|---|---|---|---|---|"]
-    for key, label in (("registration_c1", "registration, 1 engine"), ("registration_c8", "registration, 8 engines")):
-        r = results[key]
-        on, off = median(r["on_rps"]), median(r["off_rps"])
-        lines.append(f"| {label}, audit on | {on:.0f}/s | {off:.0f}/s audit off | {_ratio(r)} | ≥ 0.85× |")
-    d = results["decision"]
-    on, off = median(d["on_per_s"]), median(d["off_per_s"])
-    lines.append(f"| decisions (service), audit on | {on:.0f}/s | {off:.0f}/s audit off | {_ratio(d)} | ≥ 0.85× |")
+    lines = ["| figure | value | against | ratio | target |", "|---|---|---|---|---|"]
     lines += summarise_insights(results, total)[2:]
     v = results["verify"]
     lines.append(f"| hitl audit verify, {total:,} records | {v['seconds']:.1f} s | | | ≤ 60 s ({v['output']}) |")

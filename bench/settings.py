@@ -35,8 +35,6 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": "WARNING"},
 }
 
-# bench/audit.py measures registration with the audit log on and off (it is always on outside the benchmark).
-AUDIT_LOG = os.environ.get("BENCH_AUDIT_LOG", "1") == "1"
 
 # Whitenoise warns about the missing collectstatic directory on every worker start; nothing is served from it here.
 warnings.filterwarnings("ignore", message="No directory at")

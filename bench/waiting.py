@@ -182,8 +182,7 @@ class Bench:
         """A logged-in browser session for the reviewer, made the way django.contrib.auth makes one."""
         from django.conf import settings
         from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY
-
-        from workspaces.signed_in import SessionStore
+        from django.contrib.sessions.backends.db import SessionStore
 
         session = SessionStore()
         session[SESSION_KEY] = str(self.world.reviewer.pk)

@@ -27,4 +27,4 @@ def delivery_rows(deliveries: Iterable[Delivery]) -> list[dict]:
 
 
 def _loaded(delivery: Delivery) -> bool:
-    return "approval" in delivery._state.fields_cache
+    return Delivery.approval.is_cached(delivery)

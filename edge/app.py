@@ -4,7 +4,7 @@ For every HTTP request, first the body (http.read_body: refused by Content-Lengt
 stopped at the limit when chunked, within a time limit); then `calls.owns(scope)` picks who
 answers: the edge, or Django's ASGIHandler with the full middleware. The lifespan protocol starts
 the process's LISTEN hub and its connection-returning threads (after warming Django: hitl_portal/warm.py,
-before the first connection is taken), settles the garbage collector for thousands of waits, and
+before the first connection is taken), freezes what startup built out of the collector's way, and
 closes the hub at shutdown.
 """
 

@@ -20,8 +20,12 @@ since — else a revocation committed between the read and `hold` would go unhea
 
 A resolved waiter does not carry the answer: the edge reads the request again through the same
 code as a plain poll, which also authenticates again (so a revoked key gets its 401 there).
-The same connection keeps the process's ListenedCaches right: engine keys, live grants, halts, and
-who browser sessions are (`hitl_signins`, workspaces/signed_in.py).
+The same connection keeps the process's ListenedCaches right: engine keys, live grants, halts.
+
+The contract (docs/hub.md): the listener's connection is Django's DATABASES with its OPTIONS, TCP
+keepalives and a heartbeat every HEARTBEAT_SECONDS. From a heartbeat missed or the connection lost
+until it has reconnected, every listened cache is off (reads go to the database); after it
+reconnects, every waiter is read again.
 """
 
 import asyncio
@@ -38,10 +42,9 @@ from psycopg.conninfo import make_conninfo
 from approvals.grants import live_grants_until
 from approvals.halts import halts_in_force
 from approvals.models import ApprovalRequest, Status
-from approvals.notify import CHANNEL, GRANTS_CHANNEL, HALTS_CHANNEL, SIGNINS_CHANNEL, TOKENS_CHANNEL
+from approvals.notify import CHANNEL, GRANTS_CHANNEL, HALTS_CHANNEL, TOKENS_CHANNEL
 from workspaces.authentication import engine_keys
 from workspaces.models import ApiToken
-from workspaces.signed_in import signed_in
 
 logger = logging.getLogger(__name__)
 
@@ -49,10 +52,11 @@ logger = logging.getLogger(__name__)
 def _keep_while_listening(*, live: bool) -> None:
     """Empty the caches this connection keeps right (engine keys, rules' live grants, workspaces' halts,
     who browser sessions are); keep them only if live."""
-    for cache in (engine_keys, live_grants_until, halts_in_force, signed_in):
+    for cache in (engine_keys, live_grants_until, halts_in_force):
         cache.invalidate(live=live)
 
 
+CHANNELS = (CHANNEL, TOKENS_CHANNEL, GRANTS_CHANNEL, HALTS_CHANNEL)
 APPLICATION_NAME = "hitl-waiting"  # in pg_stat_activity: what the bench counts and the fault tests kill
 RECONNECT_DELAYS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.0)
 # Waiters re-read per query. One query for a few hundred ids costs about what one for a few costs,
@@ -104,12 +108,48 @@ def _live_tokens_sql() -> str:
     )
 
 
+# What Django's DATABASES OPTIONS may hold that is Django's or psycopg's rather than libpq's.
+NOT_LIBPQ = {"pool", "server_side_binding", "isolation_level", "assume_role", "prepare_threshold", "cursor_factory"}
+# A dead peer is noticed by TCP within about 10 s even where nothing is sent (keepalives), and a
+# connection attempt into a black hole gives up after CONNECT_TIMEOUT; the heartbeat (below) is faster.
+KEEPALIVES = {"keepalives": 1, "keepalives_idle": 5, "keepalives_interval": 2, "keepalives_count": 2}
+CONNECT_TIMEOUT = 5
+
+
 def conninfo() -> str:
-    """Django's default database as a libpq connection string (the pool and options are Django's own)."""
+    """Django's default database as a libpq connection string: its OPTIONS (sslmode, options with a
+    search_path, …) included, TCP keepalives and a connect timeout added where OPTIONS set none."""
     db = settings.DATABASES["default"]
     parts = {"dbname": db["NAME"], "user": db.get("USER"), "password": db.get("PASSWORD"), "host": db.get("HOST")}
     parts["port"] = str(db["PORT"]) if db.get("PORT") else None
-    return make_conninfo("", **{key: value for key, value in parts.items() if value})
+    parts.update({key: value for key, value in db.get("OPTIONS", {}).items() if key not in NOT_LIBPQ})
+    for key, value in {**KEEPALIVES, "connect_timeout": CONNECT_TIMEOUT}.items():
+        parts.setdefault(key, value)
+    return make_conninfo("", **{key: value for key, value in parts.items() if value not in (None, "")})
+
+
+# The listener asks PostgreSQL for a reply this often, and counts a reply later than HEARTBEAT_TIMEOUT
+# as a dead connection: every listened cache is off from then until it has reconnected (docs/hub.md).
+HEARTBEAT_SECONDS = 1.5
+HEARTBEAT_TIMEOUT = 1.5
+# A checker's batch not answered within this long: its connection is dropped and the batch retried.
+CHECK_TIMEOUT = 5.0
+
+
+class HeartbeatMissed(Exception):
+    pass
+
+
+async def within(awaitable, seconds: float):
+    """`awaitable`'s result, or TimeoutError after `seconds` — without waiting for it to wind down
+    (psycopg cancels a query it is interrupted in on the server, which a dead connection never answers)."""
+    task = asyncio.ensure_future(awaitable)
+    done, _ = await asyncio.wait({task}, timeout=seconds)
+    if not done:
+        task.cancel()
+        task.add_done_callback(lambda t: t.cancelled() or t.exception())  # retrieved: nothing logged
+        raise TimeoutError
+    return task.result()
 
 
 class WaitHub:
@@ -202,13 +242,12 @@ class WaitHub:
         if channel == HALTS_CHANNEL:
             halts_in_force.clear()  # a halt made or lifted: read which workspaces have one afresh
             return
-        if channel == SIGNINS_CHANNEL:
-            signed_in.clear()  # a session, user, membership or workspace changed: read them afresh
-            return
         engine_keys.clear()  # a key, a user or a workspace changed: look keys up afresh
         self.token_events += 1
         kind, _, raw_id = payload.partition(":")
-        if raw_id.isdigit():
+        if kind == "truncate":  # a whole table of keys, users, members or workspaces emptied
+            self._check(self.all_waiters())
+        elif raw_id.isdigit():
             index = self.by_token if kind == "token" else self.by_user if kind == "user" else {}
             self._wake(index.get(int(raw_id)))
 
@@ -217,31 +256,35 @@ class WaitHub:
     async def _listen(self) -> None:
         attempt = 0
         while True:
+            conn = None
             try:
                 conn = await psycopg.AsyncConnection.connect(
                     conninfo(), autocommit=True, application_name=APPLICATION_NAME
                 )
-                async with conn:
-                    await conn.execute(f"LISTEN {CHANNEL}")
-                    await conn.execute(f"LISTEN {TOKENS_CHANNEL}")
-                    await conn.execute(f"LISTEN {GRANTS_CHANNEL}")
-                    await conn.execute(f"LISTEN {HALTS_CHANNEL}")
-                    await conn.execute(f"LISTEN {SIGNINS_CHANNEL}")
-                    self.connects += 1
-                    self.listening.set()
-                    _keep_while_listening(live=True)  # from now on every change is heard
-                    attempt = 0
-                    # Whatever was decided or revoked while nobody listened: read every waiter again.
-                    self._check(self.all_waiters())
-                    async for notice in conn.notifies():
+                for channel in CHANNELS:
+                    await within(conn.execute(f"LISTEN {channel}"), HEARTBEAT_TIMEOUT)
+                self.connects += 1
+                self.listening.set()
+                _keep_while_listening(live=True)  # from now on every change is heard
+                attempt = 0
+                # Whatever was decided or revoked while nobody listened: read every waiter again.
+                self._check(self.all_waiters())
+                while True:
+                    async for notice in conn.notifies(timeout=HEARTBEAT_SECONDS):
                         self._dispatch(notice.channel, notice.payload)
+                    try:
+                        await within(conn.execute("SELECT 1"), HEARTBEAT_TIMEOUT)
+                    except TimeoutError:
+                        raise HeartbeatMissed(f"no reply within {HEARTBEAT_TIMEOUT} s") from None
             except asyncio.CancelledError:
                 raise
             except Exception:
                 logger.warning("LISTEN connection lost; reconnecting", exc_info=True)
             finally:
                 _keep_while_listening(live=False)  # deaf: a revocation or a new grant could go unheard
-            self.listening.clear()
+                self.listening.clear()
+                if conn is not None:
+                    await _close(conn)
             await asyncio.sleep(RECONNECT_DELAYS[min(attempt, len(RECONNECT_DELAYS) - 1)])
             attempt += 1
 
@@ -285,23 +328,20 @@ class WaitHub:
                 conninfo(), autocommit=True, application_name=APPLICATION_NAME
             )
         ids = sorted({w.public_id for w in batch})
-        cursor = await self._checker.execute(_pending_sql(), [ids])
-        pending = {row[0] for row in await cursor.fetchall()}
+        pending = await within(self._ids(_pending_sql(), ids), CHECK_TIMEOUT)
         token_ids = sorted({w.token_id for w in batch if w.token_id is not None})
-        live = set()
-        if token_ids:
-            cursor = await self._checker.execute(_live_tokens_sql(), [token_ids])
-            live = {row[0] for row in await cursor.fetchall()}
+        live = await within(self._ids(_live_tokens_sql(), token_ids), CHECK_TIMEOUT) if token_ids else set()
         for waiter in batch:
             if waiter.public_id not in pending or (waiter.token_id is not None and waiter.token_id not in live):
                 waiter.wake()
 
+    async def _ids(self, sql: str, ids: list) -> set:
+        cursor = await self._checker.execute(sql, [ids])
+        return {row[0] for row in await cursor.fetchall()}
+
     async def _close_checker(self) -> None:
         if self._checker is not None:
-            try:
-                await self._checker.close()
-            except Exception:  # already broken: nothing more to release
-                pass
+            await _close(self._checker)
             self._checker = None
 
     async def close(self) -> None:
@@ -309,6 +349,13 @@ class WaitHub:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         await self._close_checker()
+
+
+async def _close(conn: psycopg.AsyncConnection) -> None:
+    try:
+        await within(conn.close(), HEARTBEAT_TIMEOUT)
+    except Exception:  # already broken, or a black hole: nothing more to release
+        pass
 
 
 _hubs: dict[asyncio.AbstractEventLoop, WaitHub] = {}

@@ -10,10 +10,6 @@ os.environ["HITL_ASGI"] = "1"
 django.setup(set_prefix=False)
 
 from edge.app import Portal  # noqa: E402  (after setup: it loads the middleware and the views)
-from hitl_portal.db_pool import check_pooled_connections_quietly  # noqa: E402
-
-# The pool hands out a connection without a round trip while its socket is quiet (db_pool.py).
-check_pooled_connections_quietly()
 
 application = Portal()
 

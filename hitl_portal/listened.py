@@ -15,8 +15,7 @@ class ListenedCache:
     emptied: take `generation` before reading, and hand it to `put`.
 
     Used for engine keys (workspaces/authentication.py), run-grant rules' live grants
-    (approvals/grants.py), workspaces' halts (approvals/halts.py) and who browser sessions are
-    (workspaces/signed_in.py).
+    (approvals/grants.py) and workspaces' halts (approvals/halts.py): docs/hub.md.
     """
 
     def __init__(self) -> None:

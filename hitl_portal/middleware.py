@@ -1,4 +1,3 @@
-import io
 import logging
 from collections.abc import Callable
 
@@ -6,7 +5,6 @@ from asgiref.sync import iscoroutinefunction, markcoroutinefunction
 from django.conf import settings
 from django.core.exceptions import DisallowedHost
 from django.core.handlers.asgi import ASGIRequest
-from django.core.handlers.wsgi import LimitedStream
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.http.multipartparser import MultiPartParserError
 
@@ -89,26 +87,13 @@ def _too_large(size: str) -> object:
     )
 
 
-def _unsized_stream(request):
-    """The stream a body without Content-Length can be read from to its end, or None if none can.
-
-    Django sizes a body by Content-Length alone, so a chunked body would be read as empty —
-    a POST creating a rule would create the default one. Read it here instead: under ASGI the
-    server has already received it whole; under WSGI only a server that ends `wsgi.input` at the
-    body's end (gunicorn says so with `wsgi.input_terminated`) can be read without hanging.
-    """
-    if isinstance(request, ASGIRequest):
-        return request._stream
-    if request.META.get("wsgi.input_terminated"):
-        return request.META["wsgi.input"]
-    return None
-
-
 class ApiBodyLimitMiddleware:
     """Refuse oversized API bodies with 413 before anything reads them (docs/api.md, Limits).
 
-    A body sent without Content-Length (chunked) is read here, at most one byte past the limit,
-    and handed on with its length; where it cannot be read safely it is refused (411), never
+    Django sizes a body by Content-Length alone, so a chunked body would be read as empty — a POST
+    creating a rule would create the default one. Under ASGI the server has received it whole
+    (bounded by the edge: edge/http.py), so it is read here (`request.body`) and handed on with its
+    length; under WSGI, whose input may not end at the body's end, it is refused (411), never
     treated as empty.
     """
 
@@ -133,19 +118,17 @@ class ApiBodyLimitMiddleware:
 
     @staticmethod
     def _read_unsized_body(request):
-        stream = _unsized_stream(request)
-        if stream is None:
+        if not isinstance(request, ASGIRequest):
             return json_error(
                 "length_required",
                 "Send the body with a Content-Length header (this server cannot read it chunked).",
                 411,
             )
-        body = stream.read(settings.API_MAX_BODY_BYTES + 1)
+        body = request.body
         if len(body) > settings.API_MAX_BODY_BYTES:
             return _too_large(f"more than {settings.API_MAX_BODY_BYTES}")
         # From here on the request looks as if it had been sent with its length.
         request.META["CONTENT_LENGTH"] = str(len(body))
-        request._stream = LimitedStream(io.BytesIO(body), len(body))
         return None
 
 

@@ -16,13 +16,9 @@ _built: dict = {}
 
 
 class SchemaView(SpectacularAPIView):
-    def _get_schema_response(self, request) -> Response:
-        version = self.api_version or request.version or self._get_version_parameter(request)
+    def get(self, request, *args, **kwargs) -> Response:
         with _lock:
-            if version not in _built:
-                generator = self.generator_class(urlconf=self.urlconf, api_version=version, patterns=self.patterns)
-                _built[version] = generator.get_schema(request=request, public=self.serve_public)
-        return Response(
-            data=_built[version],
-            headers={"Content-Disposition": f'inline; filename="{self._get_filename(request, version)}"'},
-        )
+            if not _built:
+                built = super().get(request, *args, **kwargs)
+                _built.update(data=built.data, disposition=built["Content-Disposition"])
+        return Response(data=_built["data"], headers={"Content-Disposition": _built["disposition"]})

@@ -39,22 +39,11 @@ def warm_pages() -> None:
     import_string(settings.MESSAGE_STORAGE)
 
 
-# Young collections between two full ones (Python's default is 10). A serving process holds thousands
-# of waits at once, each a hundred-odd objects that live as long as the wait: long enough to reach
-# the oldest generation, so with the default every quarter's growth of them set off a full
-# collection, which walks every object in the process while its event loop serves nothing. Cyclic
-# garbage that reaches the oldest generation waits longer to be freed; nearly everything a request
-# makes is freed by reference counting, or in a young collection.
-YOUNG_COLLECTIONS_PER_FULL = 1000
-
-
 def settle_collector() -> None:
-    """Freeze what startup built (modules, URL tables, templates: never garbage, so never walked again)
-    and make full collections rare."""
+    """Freeze what startup built (modules, URL tables, templates: never garbage, so never walked again by
+    a full collection, which stops the event loop while it walks). The thresholds stay Python's own."""
     gc.collect()
     gc.freeze()
-    young, middle, _ = gc.get_threshold()
-    gc.set_threshold(young, middle, YOUNG_COLLECTIONS_PER_FULL)
 
 
 def warm_process() -> None:

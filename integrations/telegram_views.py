@@ -38,13 +38,12 @@ class TelegramWebhookView(APIView):
         auth=[],
     )
     def post(self, request: Request) -> Response:
-        django_request = request._request
         try:
-            telegram.verify_secret(django_request.headers.get("X-Telegram-Bot-Api-Secret-Token"))
+            telegram.verify_secret(request.headers.get("X-Telegram-Bot-Api-Secret-Token"))
         except telegram.WebhookRefused as refused:
             return Response(error_body(refused.code, refused.message), status=401)
         try:
-            body = django_request.body
+            body = request.body
         except RequestDataTooBig:
             return Response(error_body("payload_too_large", "The body is over 256 KiB; Telegram sends far less."), 413)
         update = _update(body)

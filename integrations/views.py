@@ -52,16 +52,15 @@ class SlackInteractionsView(APIView):
         auth=[],
     )
     def post(self, request: Request) -> Response:
-        django_request = request._request
         try:
-            body = django_request.body
+            body = request.body
         except RequestDataTooBig:
             return Response(error_body("payload_too_large", "The body is over 256 KiB; Slack sends far less."), 413)
         try:
             slack.verify_request(
                 body=body,
-                timestamp=django_request.headers.get("X-Slack-Request-Timestamp"),
-                signature=django_request.headers.get("X-Slack-Signature"),
+                timestamp=request.headers.get("X-Slack-Request-Timestamp"),
+                signature=request.headers.get("X-Slack-Signature"),
             )
         except slack.SignatureRefused as refused:
             return Response(error_body(refused.code, refused.message), status=401)

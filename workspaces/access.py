@@ -8,7 +8,6 @@ from django.http import HttpRequest
 from rest_framework.request import Request
 
 from .models import ApiToken, Membership, Role, Workspace
-from .signed_in import kept_memberships
 
 
 @dataclass(frozen=True)
@@ -41,18 +40,22 @@ class Actor:
 def memberships_of(user: AbstractBaseUser | AnonymousUser) -> list[Membership]:
     if not getattr(user, "is_authenticated", False) or not getattr(user, "is_active", False):
         return []
-    return kept_memberships(user)
+    # Read for every request: who a person is and what they may do is never kept by a process.
+    memberships = list(Membership.objects.filter(user=user).select_related("workspace").order_by("workspace__name"))
+    for membership in memberships:
+        membership.user = user  # the request's own user: not read again for every actor
+    return memberships
 
 
 def current_membership(request: HttpRequest) -> Membership | None:
     """The membership for the workspace this browser session works in (cached on the request)."""
-    if not hasattr(request, "_hitl_membership"):
+    if not hasattr(request, "hitl_membership"):
         memberships = memberships_of(request.user)
         chosen = request.session.get("workspace_id") if memberships else None
         membership = next((m for m in memberships if m.workspace_id == chosen), None)
-        request._hitl_memberships = memberships
-        request._hitl_membership = membership or (memberships[0] if memberships else None)
-    return request._hitl_membership
+        request.hitl_memberships = memberships
+        request.hitl_membership = membership or (memberships[0] if memberships else None)
+    return request.hitl_membership
 
 
 def actor_for_request(request: Request) -> Actor | None:

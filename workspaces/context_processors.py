@@ -9,6 +9,6 @@ def workspace(request: HttpRequest) -> dict:
     membership = current_membership(request)
     return {
         "membership": membership,
-        "memberships": getattr(request, "_hitl_memberships", []),
+        "memberships": getattr(request, "hitl_memberships", []),
         "workspace": membership.workspace if membership else None,
     }

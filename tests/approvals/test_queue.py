@@ -160,7 +160,7 @@ def test_it_runs_the_same_queries_with_10_and_with_1000_requests(client, bob, su
         drawing, cached = with_1000[url]
         assert [len(q) for q in with_10[url]] == [len(drawing), len(cached)], url
         # session, user, memberships, the queue (and the page's frozen-workspace banner); nothing per card
-        assert len(cached) <= (5 if url == QUEUE else 4), cached
+        assert len(cached) <= (5 if url == QUEUE else 4), "\n".join(q[:150] for q in cached)
         # and once, the new cards' requests
         assert len(drawing) == len(cached) + 1, drawing
 
@@ -220,16 +220,13 @@ def test_a_card_from_the_cache_is_the_card_drawn_afresh(client, bob, support):
     assert _without_csrf_tokens(client.get(PARTIAL).content.decode()) == _without_csrf_tokens(drawn)
 
 
-def test_a_card_kept_in_ascii_shows_every_character_the_engine_sent(client, bob, support):
+def test_a_kept_card_shows_every_character_the_engine_sent(client, bob, support):
     summary = "Löschen: Kunde «Müller» — 顧客 🚀"
     make_approval(support, target="customer T-1", summary=summary)
     client.force_login(bob)
     rendered_cards.clear()
-    html = client.get(PARTIAL).content.decode()
-    assert html.isascii()  # the page's string work runs at one byte a character
-    assert summary in unescape(html)
-    (kept,) = rendered_cards._cards.values()
-    assert kept.isascii()
+    assert summary in unescape(client.get(PARTIAL).content.decode())
+    assert summary in unescape(client.get(PARTIAL).content.decode())  # from the cache
 
 
 def _without_csrf_tokens(html: str) -> str:

@@ -39,11 +39,11 @@ class Command(BaseCommand):
     help = "HITL Portal: workspaces, members, tokens, and the reviewer's queue."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        subparsers = parser.add_subparsers(dest="hitl_command", required=True, metavar="command")
-        # Sub-parsers must report bad input like the command itself: exit 2, one line.
+        # Sub-parsers must report bad input like the command itself: exit 2, one line (Django's
+        # add_subparsers gives them the parser's class, and whether it was called from the command line).
         parser.__class__ = OneLineParser
-        subparsers._parser_class = lambda **kwargs: OneLineParser(
-            called_from_command_line=parser.called_from_command_line, **kwargs
+        subparsers = parser.add_subparsers(
+            dest="hitl_command", required=True, metavar="command", parser_class=OneLineParser
         )
         for module in CLI_MODULES:
             import_module(module).register(subparsers)
