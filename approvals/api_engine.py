@@ -116,7 +116,7 @@ def _validated_registration(body) -> dict:
 
 def _fingerprint(body) -> str:
     """The body's canonical JSON: key order and whitespace do not make a body "different"."""
-    # ensure_ascii: a lone surrogate in a field we ignore must not break the encoding.
+    # ensure_ascii: the digest of any text, whatever it holds, in one encoding.
     canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
     return hashlib.sha256(canonical.encode()).hexdigest()
 
