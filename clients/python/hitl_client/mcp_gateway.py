@@ -14,6 +14,7 @@ when the request expired). Inert configs forward at once, with the notice in the
 
     [gateway]
     caller = "mcp-gateway"                 # run_id, wait_timeout_seconds, served_ttl_seconds optional
+    http_token_env = "HITL_GATEWAY_TOKEN"  # --http: every MCP client sends `Authorization: Bearer <it>`
 
     [servers.mcp_billing]
     command = "python"
@@ -47,6 +48,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import hmac
 import json
 import logging
 import os
@@ -109,6 +111,8 @@ class GatewayConfig:
     run_id: str = "mcp-gateway"
     wait_timeout: float | None = None
     served_ttl: float = 10.0
+    http_token: str | None = None  # what an MCP client must send over HTTP (Bearer); None: HTTP is refused
+    http_token_env: str = "HITL_GATEWAY_TOKEN"
 
     @classmethod
     def load(cls, path: str | Path, environ: dict[str, str] | None = None) -> GatewayConfig:
@@ -136,6 +140,7 @@ class GatewayConfig:
                 Upstream(server_id, spec.get("command"), list(spec.get("args", [])), spec.get("env"), spec.get("url"))
             )
         wait_timeout = gateway.get("wait_timeout_seconds")
+        token_env = gateway.get("http_token_env", "HITL_GATEWAY_TOKEN")
         return cls(
             portal_url=portal["url"],
             engine_key=environ[key_env],
@@ -145,7 +150,35 @@ class GatewayConfig:
             run_id=gateway.get("run_id", "mcp-gateway"),
             wait_timeout=None if wait_timeout is None else float(wait_timeout),
             served_ttl=float(gateway.get("served_ttl_seconds", 10.0)),
+            http_token=environ.get(token_env) or None,
+            http_token_env=token_env,
         )
+
+
+class BearerRequired:
+    """ASGI: every HTTP request carries `Authorization: Bearer <token>`, else 401 before the MCP app sees it."""
+
+    def __init__(self, app: Any, token: str) -> None:
+        self.app, self.expected = app, f"Bearer {token}".encode()
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":  # the lifespan: nothing a caller sends
+            await self.app(scope, receive, send)
+            return
+        given = dict(scope.get("headers") or []).get(b"authorization", b"")
+        if hmac.compare_digest(given, self.expected):
+            await self.app(scope, receive, send)
+            return
+        body = json.dumps(
+            {"error": "unauthorized", "message": "Send Authorization: Bearer <the gateway's token>."}
+        ).encode()
+        headers = [
+            (b"content-type", b"application/json"),
+            (b"content-length", str(len(body)).encode()),
+            (b"www-authenticate", b'Bearer realm="hitl-mcp-gateway"'),
+        ]
+        await send({"type": "http.response.start", "status": 401, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
 
 
 class Gateway:
@@ -180,9 +213,10 @@ class Gateway:
             self.upstreams[upstream.server_id] = client
             if upstream.server_id in self.relay.pipes:
                 self.relay.versions[upstream.server_id] = client.protocol_version
-            cursor = None
+            cursor, offered = None, 0
             while True:
                 page = await client.list_tools(cursor=cursor)
+                offered += len(page.tools)
                 for tool in page.tools:
                     if tool.name in self.server_of:
                         raise GatewayConfigError(
@@ -194,7 +228,7 @@ class Gateway:
                 cursor = page.next_cursor
                 if not cursor:
                     break
-            logger.info("HITL gateway: %s offers %d tools", upstream.server_id, len(self.tools))
+            logger.info("HITL gateway: %s offers %d tools", upstream.server_id, offered)
         await self.served(fresh=True)
 
     async def served(self, *, fresh: bool = False) -> dict:
@@ -223,9 +257,17 @@ class Gateway:
     async def serve_http(self, host: str, port: int) -> None:
         import uvicorn
 
+        token = self.config.http_token
+        if not token:
+            # Anyone who reaches the port could otherwise call every tool as this engine key.
+            raise GatewayConfigError(
+                f"{self.config.http_token_env} is not set: over HTTP every MCP client must send "
+                f"`Authorization: Bearer <token>`; export a long random token in {self.config.http_token_env} "
+                "and give it to the clients"
+            )
         async with AsyncExitStack() as stack:
             await self.connect(stack)
-            app = self.server.streamable_http_app(host=host)
+            app = BearerRequired(self.server.streamable_http_app(host=host), token)
             server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on"))
             await server.serve()
 
