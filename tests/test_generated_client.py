@@ -55,6 +55,9 @@ def test_the_served_schema_states_each_shape_once():
     assert "answers" in components["DecisionInputRequest"]["properties"]
     delete_contact = schema["paths"]["/api/v1/configs/{cfg}/contacts/{con}"]["delete"]["responses"]
     assert "409" in delete_contact
+    documented = (Path(__file__).resolve().parents[1] / "docs" / "api.md").read_text(encoding="utf-8")
+    codes = documented[documented.index("`ErrorCodeEnum`") :][:1200]
+    assert [code for code in components["ErrorCodeEnum"]["enum"] if f"`{code}`" not in codes] == []
     description = schema["paths"]["/api/v1/approvals"]["post"]["description"]
     assert "`kind: question`" in description and "`kind: plan`" in description
 
