@@ -116,7 +116,7 @@ def _validated_registration(body) -> dict:
 
 def _fingerprint(body) -> str:
     """The body's canonical JSON: key order and whitespace do not make a body "different"."""
-    # ensure_ascii: a lone surrogate in a field we ignore must not break the encoding.
+    # ensure_ascii: the digest of any text, whatever it holds, in one encoding.
     canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
     return hashlib.sha256(canonical.encode()).hexdigest()
 
@@ -135,12 +135,17 @@ def idempotency_key_of(header: str | None) -> str:
 
 
 registration_schema_description = (
-    "A gated call (`kind: gate`) or a token cap breach (`kind: token_cap`), checked against the frozen "
-    "version named by `config_id` + `config_version`. Boundary, point and message come from the frozen rule, "
-    "never from the engine. `arguments` needs pass information level `full`; `summary` needs `summary` or `full`. "
-    "`ttl_seconds` may shorten the 24-hour lifetime; a longer one is refused (400), not clamped. When HITL is "
-    "inert nothing is stored and the answer is 200 `{status: inert, notice}`; a token cap is inert on the Free "
-    "plan only (it is not a rule).\n\n"
+    "A gated call (`kind: gate`), a token cap breach (`kind: token_cap`), questions for a person "
+    "(`kind: question`) or a plan to approve (`kind: plan`), checked against the frozen version named by "
+    "`config_id` + `config_version`. Boundary, point and message come from the frozen rule, never from the "
+    "engine. `arguments` needs pass information level `full`; `summary` needs `summary` or `full`. "
+    "`ttl_seconds` may shorten the 24-hour lifetime; a longer one is refused (400), not clamped. "
+    "`requested_by` is the email of the person the run acts for (four eyes).\n\n"
+    "Every answer is one `RegistrationAnswer`, told apart by `status`: 201 with the request (pending, or already "
+    "approved by a live grant or window, or already rejected by a halt); 200 with the request first created for "
+    "a replayed Idempotency-Key; 200 `{status: inert, notice}` when HITL is inert (nothing stored; a token cap is "
+    "inert on the Free plan only); 200 `{status: allowed, notice, shadow}` when the rule's condition is false "
+    "for this call or the rule is a shadow rule (nothing stored, the call may proceed).\n\n"
     "Refused with a 400 for reasons the body's schema cannot state (they depend on the served version or on two "
     "fields together): a token cap breach whose `tokens_used` is below its `token_cap`; a `rule_id` that is not an "
     "enabled gate of that version; `arguments` or `summary` above the version's pass information level; "
@@ -158,10 +163,11 @@ def _registration_schema():
         serializers={kind.value: serializer for kind, serializer in REGISTRATION_SERIALIZERS.items()},
         resource_type_field_name="kind",
     )
-    # Told apart by `status`: a replay carries the request's own status, the inert answer `inert`, so a
-    # generated client reads one union with a discriminator, not two shapes it must guess between.
-    replay_or_inert = PolymorphicProxySerializer(
-        component_name="ApprovalReplayOrInert",
+    # Told apart by `status`: the request carries its own status, the inert answer `inert`, the allowed one
+    # `allowed`. The 201 and the 200 are the same union, so a generated client's answer type is one union
+    # (ApprovalRequest | Allowed | Inert) and its errors, each shape named once.
+    answer = PolymorphicProxySerializer(
+        component_name="RegistrationAnswer",
         serializers={
             **{status: ApprovalRequestSerializer for status in Status.values},
             "inert": InertSerializer,
@@ -176,9 +182,13 @@ def _registration_schema():
         parameters=[IDEMPOTENCY_KEY_PARAMETER],
         request=body,
         responses={
-            201: OpenApiResponse(ApprovalRequestSerializer, description="Created: the request, pending."),
+            201: OpenApiResponse(
+                answer,
+                description="Created: the request (pending; or already approved by a live grant or rule window, or "
+                "already rejected by a halt).",
+            ),
             200: OpenApiResponse(
-                replay_or_inert,
+                answer,
                 description=(
                     "An idempotent replay (the request first created), or `status: inert`: HITL is inert, nothing "
                     "was stored, the call may proceed; or `status: allowed`: the rule's condition is false for this "

@@ -117,6 +117,7 @@ class DecisionInput(JsonInput):
     )
     answers = AnswersField(
         required=False,
+        allow_null=True,  # as the schema says (nullable): null is no answers, as leaving the field out is
         help_text="with answer: question id → value (an option's value, a list for multi, words, a number, a boolean)",
     )
     # Its limit is the decide service's (REASON_MAX), as for every door: said in the error envelope.

@@ -1,6 +1,8 @@
 from django.apps import AppConfig
 from django.core import checks
 
+RECEIPT_KEY_CHECK = "approvals.E001"
+
 
 class ApprovalsConfig(AppConfig):
     name = "approvals"
@@ -18,5 +20,5 @@ def receipt_key_check(app_configs, **kwargs) -> list[checks.CheckMessage]:
     try:
         receipt_keys()
     except ImproperlyConfigured as error:
-        return [checks.Error(str(error), id="approvals.E001")]
+        return [checks.Error(str(error), id=RECEIPT_KEY_CHECK)]
     return []

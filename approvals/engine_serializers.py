@@ -23,9 +23,21 @@ MAX_TOKENS = 2**63 - 1
 MAX_INT = 2_147_483_647
 
 
-def text(name: str, max_length: int, *, required: bool = True, allow_blank: bool = False) -> StrictCharField:
+@extend_schema_field({"type": "string", "format": "email", "maxLength": 254})
+class EmailText(StrictCharField):
+    """An email address (checked by the serializer's validate_<field>), as the schema states it."""
+
+
+def text(
+    name: str,
+    max_length: int,
+    *,
+    required: bool = True,
+    allow_blank: bool = False,
+    field: type[StrictCharField] = StrictCharField,
+) -> StrictCharField:
     """A string field whose limit message names the field and the limit (docs/api.md, Limits)."""
-    return StrictCharField(
+    return field(
         max_length=max_length,
         required=required,
         allow_blank=allow_blank,
@@ -76,7 +88,7 @@ class _RegistrationBase(FieldsBoundOnce):
         },
         help_text="Shorten the request's 24-hour lifetime (1–86400). Longer is refused, not clamped.",
     )
-    requested_by = text("requested_by", 254, required=False, allow_blank=True)
+    requested_by = text("requested_by", 254, required=False, allow_blank=True, field=EmailText)
 
     def validate_requested_by(self, value: str) -> str:
         """The email of the person the run acts for: four eyes keeps them from approving it."""

@@ -11,7 +11,7 @@ from workspaces.access import actor_for_user
 from workspaces.cli import get_user, get_workspace
 
 from .exceptions import ReasonTooLong
-from .halts import ReasonRequired, run_halt, run_resume, workspace_freeze, workspace_thaw
+from .halts import ReasonRequired, RunIdInvalid, run_halt, run_resume, workspace_freeze, workspace_thaw
 from .permissions import may_decide
 
 
@@ -43,7 +43,7 @@ def halt(cmd: BaseCommand, options: dict[str, Any]) -> None:
         halted = run_halt(
             workspace=workspace, user=user, run_id=options["run"], config=config, reason=options["reason"]
         )
-    except (ReasonRequired, ReasonTooLong) as refused:
+    except (ReasonRequired, ReasonTooLong, RunIdInvalid) as refused:
         raise CommandError(refused.message) from None
     under = f" under {config.public_id}" if config is not None else ""
     cmd.stdout.write(_said(halted, f"Run {options['run']}{under} halted in {workspace.slug}"))
@@ -53,7 +53,11 @@ def halt(cmd: BaseCommand, options: dict[str, Any]) -> None:
 def resume(cmd: BaseCommand, options: dict[str, Any]) -> None:
     workspace = get_workspace(options["workspace"])
     user = _person(options, workspace, admin=False)
-    if run_resume(workspace=workspace, user=user, run_id=options["run"]):
+    try:
+        lifted = run_resume(workspace=workspace, user=user, run_id=options["run"])
+    except RunIdInvalid as refused:
+        raise CommandError(refused.message) from None
+    if lifted:
         cmd.stdout.write(f"Run {options['run']} resumed in {workspace.slug}: later requests pend again.")
     else:
         cmd.stdout.write(f"Run {options['run']} was not halted in {workspace.slug}; nothing changed.")

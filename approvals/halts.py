@@ -34,6 +34,16 @@ class ReasonRequired(WrongDecision):
     field = "reason"
 
 
+class RunIdInvalid(WrongDecision):
+    """A run id no request could carry: blank, or longer than a registration's `run_id` may be."""
+
+    field = "run_id"
+
+
+# A registration's run_id may be this long (docs/api.md, Limits), so every run that exists can be halted.
+RUN_ID_MAX = 500
+
+
 @dataclass(frozen=True)
 class Halted:
     """What a halt or freeze did: the halt in force, and what it stopped at once."""
@@ -84,8 +94,15 @@ def _checked_reason(reason: str) -> str:
     return reason
 
 
+def _checked_run_id(run_id: str) -> str:
+    if len(run_id) > RUN_ID_MAX:
+        raise RunIdInvalid(f"A run id is at most {RUN_ID_MAX} characters; this one has {len(run_id):,}.")
+    return run_id
+
+
 def _halt(*, workspace: Workspace, user, run_id: str, config: Config | None, reason: str, action: str) -> Halted:
     reason = _checked_reason(reason)
+    run_id = _checked_run_id(run_id)
     if config is not None and config.workspace_id != workspace.pk:
         raise ValueError("the config is another workspace's")
     now = timezone.now()
@@ -192,6 +209,7 @@ def _reject_pending(*, workspace: Workspace, user, run_id: str, config: Config |
 
 
 def _lift(*, workspace: Workspace, user, run_id: str, action: str) -> int:
+    run_id = _checked_run_id(run_id)
     now = timezone.now()
     email = getattr(user, "email", "") or ""
     with transaction.atomic():

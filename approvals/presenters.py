@@ -696,6 +696,19 @@ def edit_summary(approval: ApprovalRequest) -> dict | None:
     }
 
 
+def execution_report(approval: ApprovalRequest) -> dict | None:
+    """What the engine reported running, for the request's page: the outcome line (executed or failed, its
+    execution id), its detail and when; None while nothing was reported."""
+    if not approval.execution_status:
+        return None
+    return {
+        "status": approval.execution_status,
+        "line": outcome_line(approval),
+        "detail": visible_lines(approval.execution_detail) if approval.execution_detail else "",
+        "at": when(approval.executed_at) if approval.executed_at else "",
+    }
+
+
 def mismatch_warning(approval: ApprovalRequest) -> str:
     """The warning shown wherever a request is shown when its engine reported running another call."""
     return edits.mismatch_warning(approval)

@@ -11,6 +11,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.core.management.base import BaseCommand, CommandError
 from hitl_client.receipts import ReceiptRefused, keys_of, verify_receipt
 
+from .apps import RECEIPT_KEY_CHECK
 from .receipt_keys import (
     jwks,
     kid_of,
@@ -106,11 +107,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     actions = k.add_subparsers(dest="receipt_key_command", required=True, metavar="action")
     n = actions.add_parser("new", help="print (or --out FILE) a new Ed25519 private key for HITL_RECEIPT_KEY")
     n.add_argument("--out", metavar="FILE", help="write it to FILE (mode 600) instead of printing it")
-    n.set_defaults(handler=key_new)
+    # Making or rotating the key needs none configured yet: the startup check that asks for one stands aside.
+    n.set_defaults(handler=key_new, silenced_checks=[RECEIPT_KEY_CHECK])
     r = actions.add_parser("rotate", help="a new key, and the previous keys to publish so old receipts verify")
     r.add_argument("--out", metavar="FILE", help="write the new private key to FILE (mode 600)")
     r.add_argument("--keep", type=int, metavar="N", help="keep only the N most recent previous keys (default: all)")
-    r.set_defaults(handler=key_rotate)
+    r.set_defaults(handler=key_rotate, silenced_checks=[RECEIPT_KEY_CHECK])
 
     v = subparsers.add_parser("receipt", help="check a receipt")
     checks = v.add_subparsers(dest="receipt_command", required=True, metavar="action")

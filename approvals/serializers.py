@@ -6,7 +6,7 @@ from django.utils import timezone
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from rules.models import PassInformationLevel
+from rules.models import PassInformationLevel, RuleKind, RulePoint
 
 from .edits import decision_arguments, decision_digest, digest_matches, was_edited
 from .models import (
@@ -121,8 +121,12 @@ class ApprovalRequestSerializer(serializers.Serializer):
     config_id = serializers.CharField()
     config_version = serializers.IntegerField()
     rule_id = serializers.CharField(allow_null=True)
-    boundary = serializers.CharField(allow_null=True)
-    point = serializers.CharField(allow_null=True)
+    boundary = serializers.ChoiceField(
+        choices=RuleKind.choices,
+        allow_null=True,
+        help_text="the frozen rule's kind; null for a token cap or a question",
+    )
+    point = serializers.ChoiceField(choices=RulePoint.choices, allow_null=True, help_text="null where boundary is")
     message = serializers.CharField(allow_blank=True)
     run_id = serializers.CharField()
     thread_id = serializers.CharField(allow_blank=True)

@@ -207,6 +207,7 @@ def detail(request: HttpRequest, public_id: str) -> HttpResponse:
         "deliveries": delivery_rows(deliveries),
         "edit": presenters.edit_summary(approval),
         "digest_warning": presenters.mismatch_warning(approval),
+        "execution": presenters.execution_report(approval),
         "run_halt": run_halted(workspace=request.actor.workspace, run_id=approval.run_id),
     }
     if ctx["pending"] and ctx["can_review"]:

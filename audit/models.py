@@ -19,7 +19,8 @@ class AuditRecord(models.Model):
     at = models.DateTimeField()
     actor = models.CharField(max_length=300)
     action = models.CharField(max_length=64)
-    object = models.CharField(max_length=64, blank=True)
+    # A public id, or what a run halt or a member change names: a run id (500, as the API allows) or an email.
+    object = models.CharField(max_length=500, blank=True)
     data = models.JSONField(default=dict)
     prev_hash = models.CharField(max_length=64, null=True)
     hash = models.CharField(max_length=64, null=True)

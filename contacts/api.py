@@ -1,10 +1,11 @@
 """Admin REST API for a config's draft contacts (docs/api.md). Admins only; other workspaces answer 404."""
 
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from hitl_portal.errors import ErrorSerializer
 from rules.api import BAD_INPUT, ERRORS, PAGE_PARAMS, AdminPagination, AdminView
 from rules.selectors import config_for
 from rules.serializers import ContactPage
@@ -72,7 +73,17 @@ class ContactDetailView(AdminView):
         contact = services.contact_update(contact=contact, user=request.actor.user, **data.validated_data)
         return Response(ContactSerializer(contact.frozen()).data)
 
-    @extend_schema(tags=TAG, summary="Delete a draft contact", responses={204: None, **ERRORS})
+    @extend_schema(
+        tags=TAG,
+        summary="Delete a draft contact",
+        responses={
+            204: None,
+            **ERRORS,
+            409: OpenApiResponse(
+                ErrorSerializer, description="`conflict`: a draft rule names the contact; the message names the rules."
+            ),
+        },
+    )
     def delete(self, request: Request, cfg: str, con: str) -> Response:
         services.contact_delete(contact=_contact(request, cfg, con), user=request.actor.user)
         return Response(status=status.HTTP_204_NO_CONTENT)

@@ -26,21 +26,6 @@ from rules.exceptions import ConfigNotFound, NothingToPublish, PlanRequired, Rul
 from .exceptions import DomainError
 
 
-class ErrorDetailSerializer(serializers.Serializer):
-    code = serializers.CharField()
-    message = serializers.CharField()
-    fields = serializers.DictField(child=serializers.CharField())
-    url = serializers.CharField(
-        required=False, help_text="With `passkey_required`: the request's page, where approving with a passkey is done."
-    )
-
-
-class ErrorSerializer(serializers.Serializer):
-    """docs/api.md's error shape, {"error": {"code", "message", "fields"}}, for the OpenAPI schema."""
-
-    error = ErrorDetailSerializer()
-
-
 class PayloadTooLarge(exceptions.APIException):
     status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
     default_code = "payload_too_large"
@@ -81,6 +66,48 @@ DOMAIN_ERRORS: dict[type[DomainError], tuple[int, str]] = {
     IdempotencyKeyReused: (status.HTTP_422_UNPROCESSABLE_ENTITY, "idempotency_key_reused"),
     DomainError: (status.HTTP_400_BAD_REQUEST, "invalid"),  # any other refusal: the client must change something
 }
+
+
+# Every `code` an error answer can carry: DRF's and the domain's refusals above, and those answered before
+# a view is reached (the middleware, the edge) or by the Slack and Telegram endpoints. The schema's
+# ErrorCodeEnum, so a generated client reads a code as one of these.
+ERROR_CODES = sorted(
+    {
+        *CODES.values(),
+        *(code for _, code in DOMAIN_ERRORS.values()),
+        PayloadTooLarge.default_code,
+        "bad_request",
+        "error",
+        "server_error",
+        "length_required",
+        "request_timeout",
+        "too_many_waits",
+        "bad_payload",
+        "bad_update",
+        "signature_invalid",
+        "signature_stale",
+        "signature_replayed",
+        "slack_not_configured",
+        "telegram_not_configured",
+        "secret_missing",
+        "secret_invalid",
+    }
+)
+
+
+class ErrorDetailSerializer(serializers.Serializer):
+    code = serializers.ChoiceField(choices=ERROR_CODES)
+    message = serializers.CharField()
+    fields = serializers.DictField(child=serializers.CharField())
+    url = serializers.CharField(
+        required=False, help_text="With `passkey_required`: the request's page, where approving with a passkey is done."
+    )
+
+
+class ErrorSerializer(serializers.Serializer):
+    """docs/api.md's error shape, {"error": {"code", "message", "fields"}}, for the OpenAPI schema."""
+
+    error = ErrorDetailSerializer()
 
 
 def domain_error_response(exc: DomainError) -> Response:

@@ -25,6 +25,7 @@ from rest_framework.permissions import AllowAny
 
 from approvals.models import ApprovalRequest
 from approvals.waiting import waiting_count
+from contacts.models import Delivery
 
 # Seconds: from "decided within a second" (rubber-stamping) to a day (the default lifetime).
 DECISION_BUCKETS = (1, 5, 15, 60, 300, 900, 3600, 4 * 3600, 24 * 3600)
@@ -45,11 +46,14 @@ _PENDING_SQL = f"SELECT count(*) FROM {_TABLE} WHERE status = 'pending' AND expi
 # Every workspace's chain head, summed: a counter that only grows. Prometheus keeps its history
 # outside the database, so a log emptied and its heads reset shows as a reset (docs/deploy.md).
 _SEALED_SQL = "SELECT coalesce(sum(seq), 0) FROM audit_audithead"
+# Every delivery row by channel and where it stands now: a delivery moves from pending to sent or failed,
+# and a pending one superseded before it was sent is dropped, so only sent and failed only grow.
+_DELIVERIES_SQL = f"SELECT channel, status, count(*) FROM {Delivery._meta.db_table} GROUP BY channel, status"
 
 
 class PortalCollector(Collector):
-    """Three queries per scrape: pending now, the decided requests by outcome with their timings, and
-    the audit records sealed."""
+    """Four queries per scrape: pending now, the decided requests by outcome with their timings, the
+    audit records sealed, and the notification deliveries by channel and status."""
 
     def collect(self) -> Iterator[Metric]:
         with connection.cursor() as cursor:
@@ -59,6 +63,8 @@ class PortalCollector(Collector):
             decided = cursor.fetchall()
             cursor.execute(_SEALED_SQL)
             sealed = cursor.fetchone()[0]
+            cursor.execute(_DELIVERIES_SQL)
+            deliveries = cursor.fetchall()
 
         yield GaugeMetricFamily("hitl_approvals_pending", "Approval requests waiting for a person now.", value=pending)
 
@@ -88,10 +94,12 @@ class PortalCollector(Collector):
         yield CounterMetricFamily(
             "hitl_audit_sealed_records", "Audit records sealed into the hash chains, all workspaces.", value=sealed
         )
-        # Notification deliveries (issue 10) are not in this build yet: the family is declared, empty.
-        yield CounterMetricFamily(
+        delivered = CounterMetricFamily(
             "hitl_deliveries", "Notification deliveries, by channel and status.", labels=["channel", "status"]
         )
+        for channel, status, count in deliveries:
+            delivered.add_metric([channel, status], count)
+        yield delivered
 
 
 registry = CollectorRegistry(auto_describe=False)

@@ -34,12 +34,16 @@ LENGTH_REQUIRED = {
 COMPONENT_DESCRIPTIONS = {
     "ApprovalRequest": "An approval request as every endpoint answers it: what was asked, its status, the "
     "decision and, once reported, the outcome.",
-    "ApprovalRegistrationRequest": "A registration: a gated call (`kind: gate`) or a token cap breach "
-    "(`kind: token_cap`).",
+    "ApprovalRegistrationRequest": "A registration, told apart by `kind`: a gated call (`gate`), a token cap "
+    "breach (`token_cap`), questions for a person (`question`) or a plan to approve (`plan`).",
     "GateRegistrationRequest": "A gated call. Boundary, point and message come from the frozen rule, never from here.",
     "TokenCapRegistrationRequest": 'A token cap breach: parks the run as a "Token cap reached" card.',
-    "ApprovalReplayOrInert": "Register's 200, told apart by `status`: `inert` is the inert answer (nothing stored); "
-    "any other status is an idempotent replay, the request first created as it is now.",
+    "RegistrationAnswer": "What a registration answers, told apart by `status`: `inert` (HITL is inert, nothing "
+    "stored) or `allowed` (the rule's condition is false, or it is a shadow rule: nothing stored), both 200; any "
+    "other status is the request — created (201), or the one first created, as it is now (200, an idempotent "
+    "replay).",
+    "QuestionRegistrationRequest": "Questions for a person (1–8), answered on the request's page or a channel.",
+    "PlanRegistrationRequest": "A plan (Markdown) for a person to approve or send back to revise.",
     "Inert": "The answer when HITL is inert: nothing was stored, the call may proceed.",
     "DecisionOutput": "The approval request as returned everywhere, plus whether it had been decided before.",
     "OutcomeReported": "The request after an outcome report; `already_reported` mirrors a decision's "
@@ -53,6 +57,21 @@ COMPONENT_DESCRIPTIONS = {
     "PatchedRuleInputRequest": "Any of a draft rule's fields; the match is checked against the rule's kind.",
     "Rule": "A rule of the draft, or of a published version as it was frozen when published.",
 }
+
+# Components that are the approval request plus a field or two: stated as the request (one component, reused)
+# and what they add, so a generated client reads one ApprovalRequest shape and not several copies of it.
+EXTENDS_APPROVAL_REQUEST = ("DecisionOutput", "OutcomeReported")
+
+
+def _extends_approval_request(components: dict) -> None:
+    base = components["ApprovalRequest"]
+    for name in EXTENDS_APPROVAL_REQUEST:
+        component = components[name]
+        own = {key: value for key, value in component["properties"].items() if key not in base["properties"]}
+        required = [key for key in component.get("required", []) if key in own]
+        added = {"type": "object", "properties": own, **({"required": required} if required else {})}
+        components[name] = {"allOf": [{"$ref": "#/components/schemas/ApprovalRequest"}, added]}
+
 
 # PostgreSQL cannot store a NUL character, so every text the API takes refuses one (docs/api.md): the
 # schema says so on every string a caller sends (request bodies, query, path and header parameters).
@@ -84,7 +103,9 @@ OPTIONAL_BODIES = {"configs_rules_create", "configs_publish_create"}
 def tidy_operations(result: dict, generator: "SchemaGenerator", request: Request | None, public: bool) -> dict:
     """Consistent operationIds and tags; bodies required where they are; 411 and 413 on every operation that takes one;
     string query parameters at least one character long (hitl_portal.query refuses a blank one);
-    component descriptions from COMPONENT_DESCRIPTIONS only."""
+    component descriptions from COMPONENT_DESCRIPTIONS only; the components that extend ApprovalRequest as allOf."""
+    if "ApprovalRequest" in result.get("components", {}).get("schemas", {}):
+        _extends_approval_request(result["components"]["schemas"])
     for name, component in result.get("components", {}).get("schemas", {}).items():
         if name.endswith("Request"):  # COMPONENT_SPLIT_REQUEST: what callers send, never what they read
             _refuse_nul(component)

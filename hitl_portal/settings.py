@@ -262,6 +262,7 @@ SPECTACULAR_SETTINGS = {
         "GrantScopeEnum": "approvals.models.GrantScope",
         "TokenCapScopeEnum": "approvals.models.Scope",
         "RuleWindowScopeEnum": [("rule", "rule")],
+        "ErrorCodeEnum": "hitl_portal.errors.ERROR_CODES",
     },
 }
 

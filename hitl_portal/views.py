@@ -2,6 +2,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.templatetags.static import static
+from django.views.decorators.csrf import csrf_exempt
 
 from .errors import json_error
 
@@ -16,6 +17,7 @@ def favicon(request: HttpRequest) -> HttpResponse:
     return redirect(static("favicon.svg"), permanent=True)
 
 
+@csrf_exempt  # nothing is changed here: a POST to no endpoint is a 404, not a CSRF refusal
 def not_found(request: HttpRequest, exception: Exception | None = None, **path_parts: str) -> HttpResponse:
     if request.path.startswith("/api/"):
         return json_error("not_found", "Not found: no such endpoint or object.", 404)

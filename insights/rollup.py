@@ -41,6 +41,10 @@ BUCKET_RATIO = 1.05
 
 TABLE = ApprovalRequest._meta.db_table
 
+# What "By rule" groups a request under: its rule, or — for what no rule asks — its kind. A question or a
+# plan is keyed by its kind ("question", "plan": never a rule id, which is rul_…); a token cap keeps "".
+RULE_KEY_SQL = "CASE WHEN kind IN ('question', 'plan') THEN kind ELSE rule_id END"
+
 # The requests of one workspace that resolved in [start, end): decided or swept ones (the sweep sets
 # decided_at to the deadline) through apr_resolved, overdue pending ones through apr_overdue. Both
 # read only the rows resolved in the range: rolling up an hour, or the current hour live, costs an
@@ -48,7 +52,7 @@ TABLE = ApprovalRequest._meta.db_table
 RESOLVED_SQL = f"""
     SELECT decided_at AS resolved_at,
            CASE WHEN status = 'expired' AND undeliverable THEN 'undeliverable' ELSE status END AS outcome,
-           config_id, rule_id,
+           config_id, {RULE_KEY_SQL} AS rule_id,
            CASE WHEN status IN ('approved', 'rejected') THEN decided_by_email ELSE '' END AS reviewer,
            CASE WHEN status IN ('approved', 'rejected')
                 THEN greatest(extract(epoch FROM decided_at - created_at)::float8, 0) END AS secs,
@@ -57,7 +61,7 @@ RESOLVED_SQL = f"""
     WHERE workspace_id = %(workspace)s AND status IN ('approved', 'rejected', 'expired')
       AND decided_at >= %(start)s AND decided_at < %(end)s
     UNION ALL
-    SELECT expires_at, 'expired', config_id, rule_id, '', NULL, false
+    SELECT expires_at, 'expired', config_id, {RULE_KEY_SQL}, '', NULL, false
     FROM {TABLE}
     WHERE workspace_id = %(workspace)s AND status = 'pending' AND expires_at >= %(start)s AND expires_at < %(end)s
 """
@@ -121,8 +125,8 @@ WHERE d.workspace_id = %(workspace)s AND d.day >= %(start)s::date AND d.outcome 
 _FAILURES_SQL = f"""
 UPDATE {HourlyRollup._meta.db_table} AS h SET failed = f.failed
 FROM (
-    SELECT date_trunc('hour', decided_at, 'UTC') AS hour, config_id, rule_id, decided_by_email AS reviewer,
-           count(*) FILTER (WHERE execution_status = 'failed') AS failed
+    SELECT date_trunc('hour', decided_at, 'UTC') AS hour, config_id, {RULE_KEY_SQL} AS rule_id,
+           decided_by_email AS reviewer, count(*) FILTER (WHERE execution_status = 'failed') AS failed
     FROM {TABLE}
     WHERE workspace_id = %(workspace)s AND status IN ('approved', 'rejected', 'expired')
       AND decided_at >= %(start)s AND decided_at < %(end)s AND status = 'approved'

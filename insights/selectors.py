@@ -139,6 +139,7 @@ class RuleFacts:
     kind: str
     match: str
     message: str
+    config: str = ""  # the config's name: two configs may hold rules that read alike
 
 
 @dataclass
@@ -184,13 +185,28 @@ class Insights:
     by_reviewer: list[Breakdown]
 
 
+# "By rule" rows of what no rule asks for, keyed as insights/rollup.RULE_KEY_SQL keys them.
+NOT_A_RULE = {"—": "Token caps", "question": "Questions", "plan": "Plans"}
+
+
+def _rule_key(rule_id: str) -> str:
+    return rule_id or "—"
+
+
 def _name_rules(workspace: Workspace, by_rule: dict[str, Breakdown]) -> None:
-    """Label each rule's row by what the rule is (kind and match; its message beside it), never by its id."""
-    ids = [rule_id for rule_id in by_rule if rule_id != "—"]
-    rules = Rule.objects.filter(config__workspace=workspace, public_id__in=ids).only(
-        "public_id", "kind", "match", "message"
+    """Label each rule's row by what the rule is (kind and match; its message and config beside it), never by
+    its id; a row of questions, plans or token caps by what it is. Rules that read alike (the same kind and
+    match in two configs) are told apart by their config's name."""
+    ids = [rule_id for rule_id in by_rule if rule_id not in NOT_A_RULE]
+    rules = (
+        Rule.objects.filter(config__workspace=workspace, public_id__in=ids)
+        .select_related("config")
+        .only("public_id", "kind", "match", "message", "config__name")
     )
     known = {rule.public_id: rule for rule in rules}
+    for key, label in NOT_A_RULE.items():
+        if key in by_rule:
+            by_rule[key].label = label
     for rule_id in ids:
         rule = known.get(rule_id)
         if rule is None:  # deleted from the draft since: its versions keep it, the row keeps counting it
@@ -199,7 +215,13 @@ def _name_rules(workspace: Workspace, by_rule: dict[str, Breakdown]) -> None:
             continue
         match = "any" if rule.match == ANY else rule.match
         by_rule[rule_id].label = f"{rule.get_kind_display()} · {match}"
-        by_rule[rule_id].rule = RuleFacts(id=rule_id, kind=rule.get_kind_display(), match=match, message=rule.message)
+        by_rule[rule_id].rule = RuleFacts(
+            id=rule_id, kind=rule.get_kind_display(), match=match, message=rule.message, config=rule.config.name
+        )
+    labels = [breakdown.label for breakdown in by_rule.values()]
+    for breakdown in by_rule.values():
+        if breakdown.rule is not None and breakdown.rule.config and labels.count(breakdown.label) > 1:
+            breakdown.label = f"{breakdown.label} ({breakdown.rule.config})"
 
 
 def insights_for(*, workspace: Workspace, reviewer: str | None = None, now: datetime | None = None) -> Insights:
@@ -218,7 +240,7 @@ def insights_for(*, workspace: Workspace, reviewer: str | None = None, now: date
         for breakdown in (
             totals,
             groups["config"].setdefault(row["config_id"], Breakdown(str(row["config_id"]))),
-            groups["rule"].setdefault(row["rule_id"] or "—", Breakdown(row["rule_id"] or "token caps")),
+            groups["rule"].setdefault(_rule_key(row["rule_id"]), Breakdown(_rule_key(row["rule_id"]))),
             groups["reviewer"].setdefault(
                 row["reviewer"] or "—", Breakdown(row["reviewer"] or "nobody (expired or undeliverable)")
             ),

@@ -282,3 +282,26 @@ def test_the_startup_check_refuses_a_missing_or_malformed_key_with_debug_off(val
     )
     assert result.returncode != 0
     assert said in result.stderr and "hitl receipt-key new" in result.stderr
+
+
+def test_receipt_key_new_runs_where_the_startup_check_asks_for_a_key():
+    env = {k: v for k, v in os.environ.items() if k != "HITL_RECEIPT_KEY"}
+    env.update(DEBUG="false", SECRET_KEY="x" * 60, ALLOWED_HOSTS="localhost")
+
+    result = subprocess.run(
+        [sys.executable, "manage.py", "hitl", "receipt-key", "new"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("-----BEGIN PRIVATE KEY-----")
+    assert "Set HITL_RECEIPT_KEY to this PEM" in result.stderr
+    env["HITL_RECEIPT_KEY"] = result.stdout
+    checked = subprocess.run(
+        [sys.executable, "manage.py", "check"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert "HITL_RECEIPT_KEY" not in checked.stderr

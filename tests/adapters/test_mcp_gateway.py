@@ -317,28 +317,47 @@ def _serving(command: list[str], port: int, env: dict | None = None) -> subproce
     raise AssertionError(f"{command[1:3]} never listened on {port}")
 
 
-def test_it_serves_streamable_http_in_front_of_an_upstream_url(
-    tmp_path, live_server, support, engine_key, ledger, bob_api
-):
-    upstream_port, gateway_port = _free_port(), _free_port()
+GATEWAY_TOKEN = "gw-token-0123456789abcdef0123456789abcdef"
+
+
+def _http_toml(tmp_path, live_server, support, upstream_port: int) -> Path:
     toml = tmp_path / "http.toml"
     toml.write_text(
         f'[portal]\nurl = "{live_server.url}"\nconfig = "{support.public_id}"\n'
         f'[servers.mcp_billing]\nurl = "http://127.0.0.1:{upstream_port}/mcp"\n',
         encoding="utf-8",
     )
+    return toml
+
+
+def test_it_serves_streamable_http_in_front_of_an_upstream_url_to_clients_with_its_token(
+    tmp_path, live_server, support, engine_key, ledger, bob_api
+):
+    import httpx2
+    from mcp.client.streamable_http import streamable_http_client
+
+    upstream_port, gateway_port = _free_port(), _free_port()
+    toml = _http_toml(tmp_path, live_server, support, upstream_port)
     upstream = _serving([sys.executable, UPSTREAM, str(ledger), "both", str(upstream_port)], upstream_port)
     gateway = _serving(
         [sys.executable, "-m", "hitl_client.mcp_gateway", "--config", str(toml), "--http", "--port", str(gateway_port)],
         gateway_port,
-        env={**os.environ, "HITL_ENGINE_KEY": engine_key},
+        env={**os.environ, "HITL_ENGINE_KEY": engine_key, "HITL_GATEWAY_TOKEN": GATEWAY_TOKEN},
     )
+    url = f"http://127.0.0.1:{gateway_port}/mcp"
     try:
+        initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}
+        refusals = [
+            httpx2.post(url, json=initialize, headers=headers, timeout=10)
+            for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": GATEWAY_TOKEN})
+        ]
 
         async def session():
-            async with Client(f"http://127.0.0.1:{gateway_port}/mcp") as client:
-                names = sorted(tool.name for tool in (await client.list_tools()).tools)
-                return names, await client.call_tool("issue_refund", REFUND)
+            headers = {"Authorization": f"Bearer {GATEWAY_TOKEN}"}
+            async with httpx2.AsyncClient(headers=headers, timeout=30) as http:
+                async with Client(streamable_http_client(url, http_client=http)) as client:
+                    names = sorted(tool.name for tool in (await client.list_tools()).tools)
+                    return names, await client.call_tool("issue_refund", REFUND)
 
         reviewer = Reviewer(bob_api, "approve")
         names, result = asyncio.run(session())
@@ -348,9 +367,42 @@ def test_it_serves_streamable_http_in_front_of_an_upstream_url(
             process.terminate()
             process.wait(timeout=10)
 
+    assert [refusal.status_code for refusal in refusals] == [401, 401, 401]
+    assert refusals[0].headers["www-authenticate"].startswith("Bearer")
     assert names == ["issue_refund", "lookup_ticket"]
     assert decided["target"] == "mcp_billing" and not result.is_error
-    assert ledger.read_text().splitlines() == ["issue_refund T-4821 4900"]
+    assert ledger.read_text().splitlines() == ["issue_refund T-4821 4900"]  # the refused calls ran nothing
+
+
+def test_http_mode_will_not_start_without_a_token(tmp_path, live_server, support, engine_key):
+    toml = _http_toml(tmp_path, live_server, support, _free_port())
+    env = {k: v for k, v in os.environ.items() if k != "HITL_GATEWAY_TOKEN"} | {"HITL_ENGINE_KEY": engine_key}
+
+    ran = subprocess.run(
+        [sys.executable, "-m", "hitl_client.mcp_gateway", "--config", str(toml), "--http", "--port", str(_free_port())],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+    assert ran.returncode == 2
+    assert "HITL_GATEWAY_TOKEN is not set" in ran.stderr
+
+
+def test_the_log_counts_each_upstreams_own_tools(gateway_toml, engine_key, monkeypatch, caplog):
+    monkeypatch.setenv("HITL_ENGINE_KEY", engine_key)
+    gateway = Gateway(GatewayConfig.load(gateway_toml))
+
+    async def start():
+        async with AsyncExitStack() as stack:
+            await gateway.connect(stack)
+
+    with caplog.at_level(logging.INFO, logger="hitl_client.mcp_gateway"):
+        asyncio.run(start())
+
+    said = [record.getMessage() for record in caplog.records if "offers" in record.getMessage()]
+    assert said == ["HITL gateway: mcp_billing offers 1 tools", "HITL gateway: mcp_tickets offers 4 tools"]
 
 
 def test_a_config_without_the_engine_key_or_with_a_bad_server_id_says_what_to_fix(tmp_path, gateway_toml):
@@ -409,12 +461,14 @@ def asks_toml(tmp_path, live_server, support, ledger) -> Path:
     return path
 
 
+@pytest.mark.parametrize("tool", ["schedule_refund", "schedule_refund_classic"])
 def test_an_upstreams_elicitation_is_a_portal_question_and_its_answer_the_accepted_content(
-    asks_toml, engine_key, ledger, bob_api
+    asks_toml, engine_key, ledger, bob_api, tool
 ):
+    # The newer way (Resolve(Elicit)) and the classic ctx.elicit() inside the tool: the same question.
     async def session():
         async with stdio_gateway(asks_toml, engine_key) as client:
-            return await client.call_tool("schedule_refund", {"ticket_id": "T-4821"})
+            return await client.call_tool(tool, {"ticket_id": "T-4821"})
 
     reviewer = Reviewer(bob_api, "answer", body={"answers": DETAILS})
     result = asyncio.run(session())

@@ -1,6 +1,8 @@
 """hitl_client.openai_agents: an Agents SDK run (scripted model) whose approvals a person answers in the portal."""
 
 import asyncio
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -264,6 +266,37 @@ def test_the_model_asks_people_with_ask_human_and_reads_their_answers(live_serve
     assert result.final_output == "Refunding half."
 
 
+def test_ask_human_takes_empty_choice_fields_on_a_question_that_is_not_a_choice(
+    live_server, engine_key, support, bob_api
+):
+    # What models send: every field present (the strict schema), empty where it does not apply.
+    asked = {
+        "title": "Refund ticket T-4821",
+        "questions": [
+            {"id": "cents", "prompt": "Refund how many cents?", "type": "number", "options": [], "multi": False,
+             "recommended": None},
+            {"id": "note", "prompt": "Anything to add?", "type": "text", "options": [], "multi": None,
+             "recommended": None},
+        ],
+    }  # fmt: skip
+    model = ScriptedModel([[function_call("ask_human", asked, call_id="call_ask_3")], [assistant_message("OK.")]])
+
+    async def engine():
+        client = AsyncHitlClient(live_server.url, engine_key)
+        gates = runner(client, await client.served(support.public_id), wait_timeout=20)
+        agent = Agent(name="support-bot", model=model, tools=[gates.ask_human()])
+        return await gates.run(agent, "Refund ticket T-4821", run_id="conv_48")
+
+    reviewer = Reviewer(bob_api, "answer", body={"answers": {"cents": 1500, "note": "Apologise."}})
+    asyncio.run(engine())
+    [decided] = reviewer.finish()
+
+    assert [question["type"] for question in decided["questions"]] == ["number", "text"]
+    assert all("options" not in question or not question["options"] for question in decided["questions"])
+    told = [item for item in model.last_call.input if item.get("type") == "function_call_output"]
+    assert "- Refund how many cents? (cents): 1500" in told[-1]["output"]
+
+
 def test_a_declined_ask_human_tells_the_model_so_in_other_words_than_an_expiry(live_server, engine_key, support,
                                                                                bob_api):  # fmt: skip
     model = ScriptedModel([[function_call("ask_human", ASKED, call_id="call_ask_2")], [assistant_message("OK.")]])
@@ -326,3 +359,18 @@ def test_an_edited_approval_is_told_to_the_model_and_its_call_again_runs_on_the_
     assert (stored.execution_status, stored.execution_id) == ("executed", "call_ref_2")
     assert result.final_output == "Refunded 25.00 USD, as approved."
     assert [verdict.state for verdict in gates.verdicts] == ["edit_to_retry"]
+
+
+def test_the_offline_recipe_in_the_docs_runs_as_written(live_server, engine_key, support, bob_api):
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "adapters.md").read_text(encoding="utf-8")
+    [recipe] = [block for block in docs.split("```python\n")[1:] if "ScriptedModel(" in block]
+    script = recipe.split("```", 1)[0]
+    env = {**os.environ, "HITL_URL": live_server.url, "HITL_ENGINE_KEY": engine_key, "HITL_CONFIG": support.public_id}
+
+    reviewer = Reviewer(bob_api, "approve")
+    ran = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
+    [decided] = reviewer.finish()
+
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.strip() == "Customer T-4821 deleted. Left in the CRM: []"
+    assert (decided["target"], decided["run_id"]) == ("customer T-4821", "offline-demo")

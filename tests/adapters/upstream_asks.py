@@ -2,7 +2,9 @@
 
 Run as `python tests/adapters/upstream_asks.py LEDGER_PATH`. `schedule_refund` elicits (form mode) a
 reason (a choice), an amount (an integer in a range), whether to tell the customer (yes/no) and an
-optional note, then writes to LEDGER_PATH what the elicitation answered — so a test sees exactly what
+optional note the newer way (a `Resolve(Elicit)` parameter); `schedule_refund_classic` asks the same
+with the classic `await ctx.elicit()` inside the tool, which needs a session's back-channel. Each
+writes to LEDGER_PATH what the elicitation answered — so a test sees exactly what
 reached the server: `accept {…content…}`, `decline` or `cancel`.
 """
 
@@ -12,7 +14,7 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 from mcp.server.elicitation import ElicitationResult
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.resolve import Elicit, Resolve
 from pydantic import BaseModel, Field
 
@@ -45,6 +47,13 @@ def schedule_refund(ticket_id: str, details: Annotated[ElicitationResult[RefundD
         return f"Scheduled a refund of {details.data.amount_cents} cents on {ticket_id}."
     _record(details.action)
     return f"No refund scheduled on {ticket_id}: {details.action}."
+
+
+@server.tool()
+async def schedule_refund_classic(ticket_id: str, ctx: Context) -> str:
+    """Schedule a refund, asking a person for its details from inside the tool."""
+    details = await ctx.elicit(f"Refund ticket {ticket_id}: how much, and why?", RefundDetails)
+    return schedule_refund(ticket_id, details)
 
 
 if __name__ == "__main__":

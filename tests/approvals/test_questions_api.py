@@ -401,3 +401,12 @@ def test_an_unknown_answer_key_with_a_lone_surrogate_is_named_escaped(engine_api
 
     assert response.status_code == 400
     assert "answers.x\\ud800" in error_of(response)["fields"]
+
+
+def test_answers_may_be_null_as_the_schema_says(engine_api, bob_api, support):
+    approval = _register(engine_api, question_body(support))
+
+    response = _decide(bob_api, approval["id"], {"decision": "decline", "answers": None, "reason": "Not now"})
+
+    assert response.status_code == 200, response.text
+    assert response.json()["status"] == "declined"

@@ -413,6 +413,42 @@ def test_by_rule_names_each_rule_by_its_kind_match_and_message_not_its_id(client
     assert rule.public_id not in visible and "rul_gone" not in visible
 
 
+def test_by_rule_names_questions_plans_and_token_caps_as_such(client, alice, acme):
+    support = make_config(acme, "Support agent")
+    decided(support, created=noon(2), status="approved", seconds=40, kind="plan", rule_id="")
+    make_approval(support, kind="question", rule_id="", created_at=noon(3), ttl=timedelta(hours=1))  # expired
+    decided(support, created=noon(2), status="approved", seconds=40, kind="token_cap", rule_id="")
+    client.force_login(alice)
+
+    html = client.get(PAGE).content.decode()
+
+    section = html[html.index('id="by-rule"') :]
+    section = section[: section.index("</section>")]
+    assert "<td>Plans</td>" in section and "<td>Questions</td>" in section and "<td>Token caps</td>" in section
+    rows = section.split("<tr")
+    assert any("<td>Plans</td>" in row and '<td class="num">1</td>' in row for row in rows)
+
+
+def test_by_rule_tells_same_named_rules_of_two_configs_apart_by_their_config(client, alice, acme):
+    from tests.helpers import make_rule
+
+    support, billing = make_config(acme, "Support agent"), make_config(acme, "Billing agent")
+    mine = make_rule(support, kind="delete", match="drop_table", message="Tables are final")
+    theirs = make_rule(billing, kind="delete", match="drop_table", message="Tables are final")
+    decided(support, created=noon(2), status="approved", seconds=40, rule_id=mine.public_id)
+    decided(billing, created=noon(2), status="rejected", seconds=40, rule_id=theirs.public_id)
+    client.force_login(alice)
+
+    html = client.get(PAGE).content.decode()
+
+    section = html[html.index('id="by-rule"') :]
+    row = section[section.index(f'data-rule="{mine.public_id}"') :][:600]
+    assert "<td>Support agent</td>" in row
+    row = section[section.index(f'data-rule="{theirs.public_id}"') :][:600]
+    assert "<td>Billing agent</td>" in row
+    assert "drop_table (Support agent)" in section and "drop_table (Billing agent)" in section  # the chart's labels
+
+
 def test_no_tile_says_a_window_other_than_its_own(client, alice, history):
     client.force_login(alice)
 

@@ -7,6 +7,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from django.utils import timezone
 from prometheus_client.parser import text_string_to_metric_families
 
 from approvals.decide import approval_decide
@@ -74,6 +75,38 @@ def test_metrics_count_pending_decisions_and_time_to_decision(client, acme, bob,
     assert samples[("hitl_time_to_decision_seconds_count", ())] == 2
     assert 600 < samples[("hitl_time_to_decision_seconds_sum", ())] < 610
     assert samples[("hitl_waiting_engines", ())] == 0
+
+
+def test_metrics_count_deliveries_by_channel_and_status(client, acme, metrics_token):
+    from contacts.models import Delivery
+
+    def delivery(channel: str, status: str) -> None:
+        now = timezone.now()
+        recipient = {"id": "con_x", "name": "On call", "channel": channel, "channel_ref": "${HITL_ONCALL}"}
+        Delivery.objects.create(
+            workspace=acme,
+            contact_public_id="con_x",
+            recipient=recipient,
+            event="test",
+            channel=channel,
+            status=status,
+            next_attempt_at=now,
+            created_at=now,
+        )
+
+    for _ in range(3):
+        delivery("email", "sent")
+    delivery("email", "failed")
+    delivery("webhook", "pending")
+
+    samples = scrape(client, metrics_token)
+
+    assert samples[("hitl_deliveries_total", (("channel", "email"), ("status", "sent")))] == 3
+    assert samples[("hitl_deliveries_total", (("channel", "email"), ("status", "failed")))] == 1
+    assert samples[("hitl_deliveries_total", (("channel", "webhook"), ("status", "pending")))] == 1
+    assert not any(
+        name == "hitl_deliveries_total" and dict(labels).get("channel") == "slack" for name, labels in samples
+    )
 
 
 def test_waiting_engines_counts_long_polls_held_now(client, db, metrics_token):

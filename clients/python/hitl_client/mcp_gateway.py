@@ -14,6 +14,7 @@ when the request expired). Inert configs forward at once, with the notice in the
 
     [gateway]
     caller = "mcp-gateway"                 # run_id, wait_timeout_seconds, served_ttl_seconds optional
+    http_token_env = "HITL_GATEWAY_TOKEN"  # --http: every MCP client sends `Authorization: Bearer <it>`
 
     [servers.mcp_billing]
     command = "python"
@@ -47,6 +48,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import hmac
 import json
 import logging
 import os
@@ -68,6 +70,7 @@ try:
     from mcp.client.stdio import get_default_environment
     from mcp.server.lowlevel import Server
     from mcp.server.stdio import stdio_server
+    from mcp.shared.exceptions import MCPError
     from mcp.shared.message import SessionMessage
     from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 except ImportError as missing:  # the core has no dependencies; each adapter needs its extra
@@ -78,6 +81,9 @@ from ._async import AsyncHitlClient
 from ._core import GatedCall, HitlError, Verdict
 
 logger = logging.getLogger("hitl_client.mcp_gateway")
+# What an upstream answers when its tool asks the classic way (`await ctx.elicit()` inside the tool) over the
+# 2026 protocol, whose requests carry no back-channel for a server's own requests (mcp.shared.exceptions).
+NO_BACK_CHANNEL = "no back-channel"
 SERVER_ID = re.compile(r"^mcp_[A-Za-z0-9_.-]{1,120}$")
 
 
@@ -109,6 +115,8 @@ class GatewayConfig:
     run_id: str = "mcp-gateway"
     wait_timeout: float | None = None
     served_ttl: float = 10.0
+    http_token: str | None = None  # what an MCP client must send over HTTP (Bearer); None: HTTP is refused
+    http_token_env: str = "HITL_GATEWAY_TOKEN"
 
     @classmethod
     def load(cls, path: str | Path, environ: dict[str, str] | None = None) -> GatewayConfig:
@@ -136,6 +144,7 @@ class GatewayConfig:
                 Upstream(server_id, spec.get("command"), list(spec.get("args", [])), spec.get("env"), spec.get("url"))
             )
         wait_timeout = gateway.get("wait_timeout_seconds")
+        token_env = gateway.get("http_token_env", "HITL_GATEWAY_TOKEN")
         return cls(
             portal_url=portal["url"],
             engine_key=environ[key_env],
@@ -145,7 +154,35 @@ class GatewayConfig:
             run_id=gateway.get("run_id", "mcp-gateway"),
             wait_timeout=None if wait_timeout is None else float(wait_timeout),
             served_ttl=float(gateway.get("served_ttl_seconds", 10.0)),
+            http_token=environ.get(token_env) or None,
+            http_token_env=token_env,
         )
+
+
+class BearerRequired:
+    """ASGI: every HTTP request carries `Authorization: Bearer <token>`, else 401 before the MCP app sees it."""
+
+    def __init__(self, app: Any, token: str) -> None:
+        self.app, self.expected = app, f"Bearer {token}".encode()
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":  # the lifespan: nothing a caller sends
+            await self.app(scope, receive, send)
+            return
+        given = dict(scope.get("headers") or []).get(b"authorization", b"")
+        if hmac.compare_digest(given, self.expected):
+            await self.app(scope, receive, send)
+            return
+        body = json.dumps(
+            {"error": "unauthorized", "message": "Send Authorization: Bearer <the gateway's token>."}
+        ).encode()
+        headers = [
+            (b"content-type", b"application/json"),
+            (b"content-length", str(len(body)).encode()),
+            (b"www-authenticate", b'Bearer realm="hitl-mcp-gateway"'),
+        ]
+        await send({"type": "http.response.start", "status": 401, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
 
 
 class Gateway:
@@ -161,6 +198,8 @@ class Gateway:
         self._served_at = 0.0
         self._occurrence: dict[str, int] = {}  # where to start counting identical calls (a hint; the portal decides)
         self._asked: dict[str, int] = {}  # the same for identical elicitations
+        self._stack: AsyncExitStack | None = None  # where the upstreams' connections live
+        self.with_session: set[str] = set()  # upstreams reconnected over a session for their classic elicitations
         self.server: Server[Any] = Server(
             "hitl-mcp-gateway", on_list_tools=self._list_tools, on_call_tool=self._call_tool
         )
@@ -170,6 +209,7 @@ class Gateway:
 
     async def connect(self, stack: AsyncExitStack) -> None:
         """Open every upstream and read its tools; a tool name two servers share is refused up front."""
+        self._stack = stack
         for upstream in self.config.upstreams:
             target = upstream.target()
             if isinstance(target, StdioServerParameters):  # its ungated calls can skip the SDK (see _Relay)
@@ -180,9 +220,10 @@ class Gateway:
             self.upstreams[upstream.server_id] = client
             if upstream.server_id in self.relay.pipes:
                 self.relay.versions[upstream.server_id] = client.protocol_version
-            cursor = None
+            cursor, offered = None, 0
             while True:
                 page = await client.list_tools(cursor=cursor)
+                offered += len(page.tools)
                 for tool in page.tools:
                     if tool.name in self.server_of:
                         raise GatewayConfigError(
@@ -194,7 +235,7 @@ class Gateway:
                 cursor = page.next_cursor
                 if not cursor:
                     break
-            logger.info("HITL gateway: %s offers %d tools", upstream.server_id, len(self.tools))
+            logger.info("HITL gateway: %s offers %d tools", upstream.server_id, offered)
         await self.served(fresh=True)
 
     async def served(self, *, fresh: bool = False) -> dict:
@@ -223,9 +264,17 @@ class Gateway:
     async def serve_http(self, host: str, port: int) -> None:
         import uvicorn
 
+        token = self.config.http_token
+        if not token:
+            # Anyone who reaches the port could otherwise call every tool as this engine key.
+            raise GatewayConfigError(
+                f"{self.config.http_token_env} is not set: over HTTP every MCP client must send "
+                f"`Authorization: Bearer <token>`; export a long random token in {self.config.http_token_env} "
+                "and give it to the clients"
+            )
         async with AsyncExitStack() as stack:
             await self.connect(stack)
-            app = self.server.streamable_http_app(host=host)
+            app = BearerRequired(self.server.streamable_http_app(host=host), token)
             server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on"))
             await server.serve()
 
@@ -270,7 +319,7 @@ class Gateway:
             return _tool_error(verdict.message)
         to_run = verdict.arguments if verdict.edited else arguments
         try:
-            result = await self.upstreams[server_id].call_tool(params.name, to_run)
+            result = await self.call_upstream(server_id, params.name, to_run)
         except Exception as error:  # the upstream died or refused: the approved call did not run
             result = _tool_error(f"{server_id} could not run {params.name}: {error}")
         if verdict.state == "approved":
@@ -286,6 +335,33 @@ class Gateway:
                 note = types.TextContent(type="text", text=f"(Approved by {who} with edited arguments; ran as {edit}.)")
                 result = result.model_copy(update={"content": [*result.content, note]})
         return result
+
+    async def call_upstream(self, server_id: str, tool: str, arguments: dict) -> types.CallToolResult:
+        """Call an upstream's tool. An upstream that asks the classic way (`await ctx.elicit()` inside the tool)
+        cannot over the 2026 protocol: it is reconnected once over a session (the initialize handshake, whose
+        back-channel carries its `elicitation/create` to the gateway's callback, then the portal) and the call
+        made again there. As for the newer way's `input_required`, the tool is taken to ask before it acts."""
+        try:
+            return await self.upstreams[server_id].call_tool(tool, arguments)
+        except MCPError as error:
+            if NO_BACK_CHANNEL not in error.message or server_id in self.with_session:
+                raise
+        logger.info("HITL gateway: %s elicits from inside its tools; reconnecting it over a session", server_id)
+        client = await self._session_client(server_id)
+        return await client.call_tool(tool, arguments)
+
+    async def _session_client(self, server_id: str) -> Client:
+        assert self._stack is not None, "connect() first"
+        upstream = next(upstream for upstream in self.config.upstreams if upstream.server_id == server_id)
+        client = await self._stack.enter_async_context(
+            Client(upstream.target(), elicitation_callback=self._elicitation_callback(server_id), mode="legacy")
+        )
+        # From now on every call goes through this session: the relay's pipe is to the first process. (The
+        # version it agreed stays: a call relayed before is answered in the shape its client expects.)
+        self.relay.pipes.pop(server_id, None)
+        self.upstreams[server_id] = client
+        self.with_session.add(server_id)
+        return client
 
     async def _point(self, ctx: Any, params: types.CallToolRequestParams, approval: dict) -> Any:
         """Point a client that can open URLs at the request's page, where the person decides.
@@ -581,8 +657,11 @@ class _Relay:
             relay_id = message.get("id")
             if not (isinstance(relay_id, str) and relay_id.startswith(RELAY_ID) and "method" not in message):
                 return False
-            result = message.get("result")
-            if isinstance(result, dict) and result.get("resultType") == "input_required":
+            result, error = message.get("result"), message.get("error")
+            asks = isinstance(result, dict) and result.get("resultType") == "input_required"
+            # Asked the classic way (ctx.elicit() inside the tool), which a relayed call has no channel for.
+            asks_classic = isinstance(error, dict) and NO_BACK_CHANNEL in str(error.get("message", ""))
+            if asks or asks_classic:
                 # The upstream needs input (an elicitation) first: a person answers it in the portal, never
                 # the client behind us — so this call goes on through the SDK, which asks the gateway.
                 if relay_id in self.pending:
@@ -618,7 +697,7 @@ class _Relay:
         calling again from the start is what the client's own retry would have done."""
         server_id, tool, client_id, _ = self.pending[relay_id]
         try:
-            result = await self.gateway.upstreams[server_id].call_tool(tool, self.arguments.get(relay_id) or {})
+            result = await self.gateway.call_upstream(server_id, tool, self.arguments.get(relay_id) or {})
         except Exception as error:  # the upstream died or refused: the call did not run
             result = _tool_error(f"{server_id} could not run {tool}: {error}")
         if self.pending.pop(relay_id, None) is None:

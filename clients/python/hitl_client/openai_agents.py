@@ -257,10 +257,16 @@ ASK_HUMAN_SCHEMA: dict[str, Any] = {
                     "options": {
                         "type": ["array", "null"],
                         "items": {"type": "string"},
-                        "description": "For a choice: 2 to 20 options.",
+                        "description": "For a choice: 2 to 20 options. Otherwise null (or []).",
                     },
-                    "multi": {"type": ["boolean", "null"], "description": "For a choice: may they pick several?"},
-                    "recommended": {"type": ["integer", "null"], "description": "For a choice: an option's index."},
+                    "multi": {
+                        "type": ["boolean", "null"],
+                        "description": "For a choice: may they pick several? Otherwise null.",
+                    },
+                    "recommended": {
+                        "type": ["integer", "null"],
+                        "description": "For a choice: an option's index. Otherwise null.",
+                    },
                 },
                 "required": ["id", "prompt", "type", "options", "multi", "recommended"],
                 "additionalProperties": False,
@@ -273,8 +279,13 @@ ASK_HUMAN_SCHEMA: dict[str, Any] = {
 
 
 def _question(asked: dict) -> dict:
-    """The model's question (strict schema: every field present, null when unused) in the contract's shape."""
+    """The model's question (strict schema: every field present, null when unused) in the contract's shape.
+
+    Models often fill what does not apply with an empty value (`"options": []`, `"multi": false` on a number
+    question); the portal refuses choice fields on another type, so they are dropped here rather than sent."""
     question: dict[str, Any] = {"id": str(asked["id"]), "prompt": str(asked["prompt"]), "type": asked["type"]}
+    if asked["type"] != "choice":
+        return question
     if asked.get("options") is not None:
         question["options"] = [{"value": str(option)} for option in asked["options"]]
     for key in ("multi", "recommended"):
