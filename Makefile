@@ -76,5 +76,5 @@ faults: $(VENV)/.installed
 
 ## make bench: by hand, never in `make test` — throwaway PostgreSQL database, gunicorn, figures beside floors
 BENCH_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/hitl_bench
-bench: $(VENV)/.installed
+bench: $(VENV)/.installed $(TS_CLIENT)/node_modules/.package-lock.json
 	BENCH_DATABASE_URL=$(BENCH_DATABASE_URL) $(PY) -m bench $(BENCH_ARGS)
