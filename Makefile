@@ -47,10 +47,17 @@ serve: $(VENV)/.runtime
 # Plain --dist load: schemathesis gives its 32 operations one node id, and the loadgroup/loadscope/
 # loadfile schedulers key tests by node id — they would run one operation and drop 31 silently.
 TEST_WORKERS ?= 4
+# The TypeScript client's packages (tests/clients/test_typescript.py runs its Node tests): from the
+# committed lockfile, again whenever the lockfile is newer than what npm ci last installed.
+TS_CLIENT := clients/typescript
 ON_POSTGRES = $(if $(DATABASE_URL),,$(PY) -m tests.throwaway_postgres)
-test: $(VENV)/.installed
+test: $(VENV)/.installed $(TS_CLIENT)/node_modules/.package-lock.json
 	$(VENV)/bin/ruff check .
 	$(ON_POSTGRES) $(VENV)/bin/pytest -n $(TEST_WORKERS) $(PYTEST_ARGS)
+
+$(TS_CLIENT)/node_modules/.package-lock.json: $(TS_CLIENT)/package-lock.json
+	cd $(TS_CLIENT) && npm ci --no-audit --no-fund
+	touch $@
 
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check .
@@ -69,5 +76,5 @@ faults: $(VENV)/.installed
 
 ## make bench: by hand, never in `make test` — throwaway PostgreSQL database, gunicorn, figures beside floors
 BENCH_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/hitl_bench
-bench: $(VENV)/.installed
+bench: $(VENV)/.installed $(TS_CLIENT)/node_modules/.package-lock.json
 	BENCH_DATABASE_URL=$(BENCH_DATABASE_URL) $(PY) -m bench $(BENCH_ARGS)

@@ -34,6 +34,7 @@ from bench import (
     simulate,
     sweep,
     telegram,
+    typescript,
 )
 from bench.floors import Floors
 from bench.harness import RESULTS, Bench, Section, World, log, recreate_database, setup_django, sql
@@ -55,6 +56,7 @@ WITH_SERVER: list[Section] = [
     conditions.run,
     simulate.run,
     questions.run,
+    typescript.run,
 ]
 # After the server has stopped (sections that change many rows).
 AFTER_SERVER: list[Section] = [sweep.run, notify.run, push.run, telegram.run, outbox.run]

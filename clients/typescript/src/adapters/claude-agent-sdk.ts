@@ -1,0 +1,136 @@
+// Claude Agent SDK for TypeScript (`@anthropic-ai/claude-agent-sdk`): the portal answers `canUseTool`.
+//
+//   const gates = new HitlClaude(client, served, { runId: sessionId });
+//   for await (const message of query({ prompt, options: { canUseTool: gates.canUseTool, hooks: gates.hooks } })) …
+//
+// A tool call maps to a gated call as `hitl-hook` maps Claude Code's (docs/api.md, "Coding agents"): MCP tools
+// (`mcp__<server>__<tool>`) to `mcp_server` with target `mcp_<server>`, `Task`/`Agent` to `worker`,
+// `NotebookEdit` to `cell`, a destructive shell command to `delete` (`patterns` extends the table), and
+// `kinds` names any other tool's kind; a call no served rule gates is allowed at once. A gated call waits
+// for a person: allowed (with `updatedInput` when they edited it) or denied with their words. The SDK's own
+// question tool (`AskUserQuestion`) goes to the portal as questions, and the answers come back as the
+// tool's `answers`. `hooks` (PostToolUse, PostToolUseFailure) report what an approved call did.
+import type { CanUseTool, HookCallbackMatcher, HookEvent, PermissionResult } from "@anthropic-ai/claude-agent-sdk";
+
+import type { HitlClient } from "../client.js";
+import { findGate, wouldGate } from "../core.js";
+import type { Question, Served } from "../types.js";
+import { ToolGates, type Kind } from "./tools.js";
+
+/** A destructive shell command: its operation name, and the pattern that finds it (the object, if any, in group 1). */
+export interface DestructivePattern {
+  operation: string;
+  pattern: RegExp;
+}
+
+export const DESTRUCTIVE: DestructivePattern[] = [
+  { operation: "rm", pattern: /(?:^|[;&|]\s*|\s)(?:sudo\s+)?rm\s+(?:-\S+\s+)*(\S+)/ },
+  { operation: "rmdir", pattern: /(?:^|[;&|]\s*|\s)rmdir\s+(?:-\S+\s+)*(\S+)/ },
+  { operation: "git_clean", pattern: /\bgit\s+clean\b/ },
+  { operation: "git_push_force", pattern: /\bgit\s+push\b.*\s(?:--force\b|--force-with-lease\b|-f\b)/ },
+  { operation: "git_reset_hard", pattern: /\bgit\s+reset\s+--hard\b/ },
+  { operation: "drop", pattern: /\bDROP\s+(?:TABLE|DATABASE|SCHEMA|INDEX|VIEW)\s+(?:IF\s+EXISTS\s+)?([\w."]+)/i },
+  { operation: "truncate", pattern: /\bTRUNCATE\s+(?:TABLE\s+)?([\w."]+)/i },
+  { operation: "delete_from", pattern: /\bDELETE\s+FROM\s+([\w."]+)/i },
+  { operation: "kubectl_delete", pattern: /\bkubectl\s+delete\s+(\S+(?:\s+[^-\s]\S*)?)/ },
+  { operation: "terraform_destroy", pattern: /\bterraform\s+destroy\b/ },
+];
+
+export interface ClaudeGateOptions {
+  /** The run these calls belong to: the session id, or your own run id. */
+  runId: string;
+  caller?: string; // default "claude-agent-sdk"
+  /** Tool name → rule kind for tools the table does not map (your own SDK MCP tools map as MCP tools). */
+  kinds?: Record<string, Kind>;
+  /** More destructive shell commands, tried before the built-in ones. */
+  patterns?: DestructivePattern[];
+  waitTimeout?: number;
+}
+
+interface Mapped {
+  kind: Kind;
+  target: string;
+  operation: string;
+}
+
+export class HitlClaude {
+  readonly gates: ToolGates;
+  private readonly patterns: DestructivePattern[];
+
+  constructor(
+    readonly client: HitlClient,
+    readonly served: Served,
+    readonly options: ClaudeGateOptions,
+  ) {
+    this.patterns = [...(options.patterns ?? []), ...DESTRUCTIVE];
+    this.gates = new ToolGates(client, served, { caller: options.caller ?? "claude-agent-sdk", waitTimeout: options.waitTimeout });
+  }
+
+  /** The gated call a tool call is, or null for one the table does not gate by its kind. */
+  map(toolName: string, input: Record<string, unknown>): Mapped | null {
+    const mcp = /^mcp__(.+?)__(.+)$/.exec(toolName);
+    if (mcp) return { kind: "mcp_server", target: `mcp_${mcp[1]}`, operation: mcp[2] };
+    if (toolName === "Task" || toolName === "Agent") return { kind: "worker", target: String(input.subagent_type ?? toolName), operation: toolName };
+    if (toolName === "NotebookEdit") return { kind: "cell", target: String(input.notebook_path ?? toolName), operation: toolName };
+    if (toolName === "Bash" && typeof input.command === "string") {
+      for (const { operation, pattern } of this.patterns) {
+        const found = pattern.exec(input.command);
+        if (found) return { kind: "delete", target: found[1] ?? input.command, operation };
+      }
+      return null;
+    }
+    const kind = this.options.kinds?.[toolName];
+    return kind ? { kind, target: toolName, operation: toolName } : null;
+  }
+
+  /** `canUseTool` for `query()`: allow, allow with the reviewer's edit, or deny with what the person said. */
+  readonly canUseTool: CanUseTool = async (toolName, input, { toolUseID }): Promise<PermissionResult> => {
+    if (toolName === "AskUserQuestion" && Array.isArray(input.questions)) return this.askPeople(input, toolUseID);
+    const mapped = this.map(toolName, input);
+    const call = mapped && {
+      ...mapped, runId: this.options.runId, threadId: this.options.runId, callId: toolUseID,
+      caller: this.options.caller ?? "claude-agent-sdk", arguments: input, summary: `${mapped.operation} on ${mapped.target}`,
+    };
+    if (!call || !wouldGate(this.served, call)) return { behavior: "allow", updatedInput: input };
+    const verdict = await this.client.decideCall(this.served, call, { waitTimeout: this.options.waitTimeout });
+    this.gates.verdicts.set(toolUseID, verdict);
+    if (!verdict.allowed) return { behavior: "deny", message: verdict.message };
+    if (findGate(this.served, call)) await this.client.started(verdict); // the SDK runs it now: a restart must not
+    const updatedInput = verdict.edited ? (verdict.arguments as Record<string, unknown>) : input;
+    return { behavior: "allow", updatedInput };
+  };
+
+  /** The SDK's question tool, asked through the portal: the answers go back as the tool's `answers`. */
+  private async askPeople(input: Record<string, unknown>, toolUseID: string): Promise<PermissionResult> {
+    const asked = input.questions as { question: string; header?: string; options: { label: string; description?: string }[]; multiSelect?: boolean }[];
+    const questions: Question[] = asked.map((q, index) => ({
+      id: `q${index + 1}`, prompt: q.question, type: "choice", multi: Boolean(q.multiSelect),
+      options: q.options.map((option) => ({ value: option.label, description: option.description })),
+    })) as Question[];
+    const answers = await this.client.ask(this.served, questions, {
+      runId: this.options.runId, threadId: this.options.runId, callId: toolUseID, caller: this.options.caller ?? "claude-agent-sdk",
+      title: asked[0]?.header || undefined, waitTimeout: this.options.waitTimeout,
+    });
+    if (answers.state !== "answered") return { behavior: "deny", message: answers.message };
+    const byQuestion: Record<string, string> = {};
+    asked.forEach((q, index) => {
+      const value = answers.values[`q${index + 1}`];
+      if (value !== undefined) byQuestion[q.question] = Array.isArray(value) ? value.join(", ") : String(value);
+    });
+    return { behavior: "allow", updatedInput: { ...input, answers: byQuestion } };
+  }
+
+  /** Hooks that report what an approved call did (PostToolUse: executed; PostToolUseFailure: failed). */
+  get hooks(): Partial<Record<HookEvent, HookCallbackMatcher[]>> {
+    const report = (failed: boolean) => async (hookInput: any) => {
+      const verdict = this.gates.verdicts.get(hookInput.tool_use_id);
+      if (verdict?.state === "approved") {
+        if (failed) verdict.error = new Error(String(hookInput.error ?? "the tool failed"));
+        else verdict.result = undefined;
+        await this.client.report(verdict);
+      }
+      return {};
+    };
+    return { PostToolUse: [{ hooks: [report(false)] }], PostToolUseFailure: [{ hooks: [report(true)] }] };
+  }
+}
