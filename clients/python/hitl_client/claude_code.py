@@ -1,0 +1,216 @@
+"""`hitl-hook claude-code`: a Claude Code `PreToolUse` hook that asks the portal before a gated tool runs.
+
+    {"hooks": {"PreToolUse": [{"hooks": [{"type": "command", "timeout": 630,
+        "command": "hitl-hook claude-code --config cfg_…"}]}]}}
+
+Claude Code runs the command for each tool call with the hook's JSON on stdin. The call is mapped to
+a gated call (claude_tools.py); a call nothing gates — not in the tool table, or not gated by the
+served table, or HITL inert — gets no answer at all (Claude Code's own permissions decide) and as
+fast as a process can start. A gated call is registered, waited for, its receipt checked, and
+answered with exactly one JSON object on stdout (docs/api.md, "Coding agents"): allow, allow with
+the reviewer's edit as `updatedInput`, or deny with the reviewer's words. Whatever goes wrong — input
+that is not a hook's JSON, a map file that does not parse, a portal that cannot be reached, answers
+5xx or times out — is answered too: deny naming the problem, or `ask` (Claude Code's own prompt)
+with `--on-error ask`. Never a traceback on stdout, always exit 0.
+
+Only the standard library and claude_tools.py are imported until a call is gated: the hook is a new
+process per tool call, and the full client (asyncio, PyJWT, cryptography) costs more to import than
+an ungated call may take. So the served table is read here with one plain GET; everything after it
+— register, wait, receipt, verdict — is the client's own (HitlClient.decide_call).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Any, NoReturn
+
+from . import claude_tools
+
+DEFAULT_WAIT = 600.0
+DEFAULT_TIMEOUT = 10.0  # per HTTP call before the wait: a portal slower than this counts as down
+
+
+class Problem(Exception):
+    """Something that keeps the hook from asking the portal; its message is what Claude Code shows."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise Problem(f"hitl-hook was started with bad arguments: {message}")
+
+
+def parser() -> argparse.ArgumentParser:
+    top = _Parser(prog="hitl-hook", description="Ask the HITL Portal before a coding agent's tool call runs.")
+    agents = top.add_subparsers(dest="agent", required=True, parser_class=_Parser)
+    hook = agents.add_parser("claude-code", help="a Claude Code PreToolUse command hook (JSON on stdin)")
+    hook.add_argument("--config", required=True, help="the config whose served version gates the calls (cfg_…)")
+    hook.add_argument("--wait", type=float, default=DEFAULT_WAIT, help="seconds to wait for a person (default 600)")
+    hook.add_argument("--on-error", choices=("deny", "ask"), default="deny", help="when the portal cannot be asked")
+    hook.add_argument("--map", help="a JSON file adding tools and destructive patterns to the tool table")
+    hook.add_argument(
+        "--timeout", type=float, default=DEFAULT_TIMEOUT, help="seconds per call to the portal before the wait"
+    )
+    return top
+
+
+def answer(decision: str, reason: str, updated_input: dict | None = None) -> dict:
+    """Claude Code's PreToolUse decision, as its hook reference spells it."""
+    output: dict[str, Any] = {
+        "hookEventName": "PreToolUse",
+        "permissionDecision": decision,
+        "permissionDecisionReason": reason,
+    }
+    if updated_input is not None:
+        output["updatedInput"] = updated_input
+    return {"hookSpecificOutput": output}
+
+
+def read_hook_input(raw: str) -> dict:
+    try:
+        payload = json.loads(raw)
+    except ValueError as error:
+        raise Problem(f"hitl-hook could not read Claude Code's hook input: it is not JSON ({error})") from None
+    if not isinstance(payload, dict):
+        raise Problem("hitl-hook could not read Claude Code's hook input: it is not a JSON object")
+    event = payload.get("hook_event_name", "PreToolUse")
+    if event != "PreToolUse":
+        raise Problem(
+            f"hitl-hook claude-code answers PreToolUse hooks only, not {event!r}: check .claude/settings.json"
+        )
+    if not isinstance(payload.get("tool_name"), str) or not payload["tool_name"]:
+        raise Problem("hitl-hook could not read Claude Code's hook input: it names no tool (`tool_name`)")
+    if not isinstance(payload.get("tool_input", {}), dict):
+        raise Problem("hitl-hook could not read Claude Code's hook input: `tool_input` is not an object")
+    return payload
+
+
+def portal() -> tuple[str, str]:
+    url, key = os.environ.get("HITL_URL", "").strip(), os.environ.get("HITL_ENGINE_KEY", "").strip()
+    if not url:
+        raise Problem("hitl-hook cannot ask the HITL Portal: HITL_URL is not set")
+    if not key:
+        raise Problem("hitl-hook cannot ask the HITL Portal: HITL_ENGINE_KEY is not set")
+    return url.rstrip("/"), key
+
+
+def served_table(url: str, key: str, config_id: str, *, timeout: float) -> dict:
+    """The served gate table (GET …/served), in one try: a hook that cannot read it says so at once."""
+    import urllib.error
+    import urllib.parse
+    import urllib.request
+
+    request = urllib.request.Request(
+        f"{url}/api/v1/configs/{urllib.parse.quote(config_id)}/served",
+        headers={"Authorization": f"Bearer {key}", "Accept": "application/json"},
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            return json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        raise Problem(
+            f"the HITL Portal at {url} answered {error.code} for config {config_id}: {_said(error)}"
+        ) from None
+    except (urllib.error.URLError, OSError) as error:
+        reason = getattr(error, "reason", error)
+        raise Problem(f"the HITL Portal at {url} could not be reached: {reason}") from None
+    except ValueError:
+        raise Problem(f"the HITL Portal at {url} answered something that is not JSON for the served table") from None
+
+
+def decide(args: argparse.Namespace, payload: dict) -> dict | None:
+    """The answer for one hook call, or None when nothing gates it."""
+    table = claude_tools.load_table(args.map) if args.map else claude_tools.ToolTable()
+    tool_name, tool_input = payload["tool_name"], payload.get("tool_input") or {}
+    mapped = table.call_of(tool_name, tool_input)
+    if mapped is None:
+        return None
+    url, key = portal()
+    served = served_table(url, key, args.config, timeout=args.timeout)
+    from ._core import find_gate
+
+    if find_gate(served, kind=mapped.kind, target=mapped.target) is None:
+        return None  # not gated, or HITL inert: Claude Code's own permissions decide
+    return asked(args, payload, served, mapped, url, key)
+
+
+def asked(args: argparse.Namespace, payload: dict, served: dict, mapped: claude_tools.ToolCall, url: str, key: str):
+    """Register the gated call, wait for a person, and turn the verified verdict into Claude Code's answer."""
+    from ._core import GatedCall, HitlError
+    from ._sync import HitlClient
+
+    tool_name, tool_input = payload["tool_name"], payload.get("tool_input") or {}
+    session = str(payload.get("session_id") or "claude-code")[:500]
+    call = GatedCall(
+        kind=mapped.kind,
+        target=mapped.target,
+        operation=mapped.operation,
+        run_id=session,
+        thread_id=session,
+        call_id=claude_tools.call_id_of(tool_name, tool_input, payload.get("tool_use_id")),
+        caller=claude_tools.CALLER,
+        summary=claude_tools.summary_of(tool_name, tool_input, payload.get("cwd")),
+        arguments=tool_input,
+    )
+    client = HitlClient(url, key, timeout=max(args.timeout, 35.0), retry_for=args.timeout)
+    try:
+        # While a person decides, fetch the receipt keys: after their click only the verification is left.
+        verdict = client.decide_call(served, call, wait_timeout=args.wait, on_pending=lambda _: client.jwks())
+    except HitlError as error:
+        raise Problem(f"the HITL Portal at {url} could not be asked about {tool_name}: {error}") from None
+    permission = claude_tools.permission_of(verdict, waited=args.wait)
+    if permission.decision == "none":
+        return None
+    return answer(permission.decision, permission.reason, permission.updated_input)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The console script: one JSON answer (or none) on stdout, exit 0, whatever happens."""
+    stdout, sys.stdout = sys.stdout, sys.stderr  # nothing but the answer may reach Claude Code's stdout
+    on_error = "ask" if _on_error_flag(sys.argv[1:] if argv is None else argv) == "ask" else "deny"
+    try:
+        args = parser().parse_args(argv)
+        on_error = args.on_error
+        result = decide(args, read_hook_input(sys.stdin.read()))
+    except Problem as problem:
+        result = answer(on_error, _for_claude(str(problem), on_error))
+    except ValueError as error:  # a map file that does not parse
+        result = answer(on_error, _for_claude(f"hitl-hook: {error}", on_error))
+    except Exception as error:  # never a traceback where Claude Code reads the answer
+        result = answer(on_error, _for_claude(f"hitl-hook failed: {type(error).__name__}: {error}", on_error))
+    finally:
+        sys.stdout = stdout
+    if result is not None:
+        stdout.write(json.dumps(result, ensure_ascii=False) + "\n")
+        stdout.flush()
+    return 0
+
+
+def _for_claude(problem: str, on_error: str) -> str:
+    if on_error == "ask":
+        return f"{problem}. Nobody was asked through the HITL Portal: decide yourself."
+    return f"{problem}. The call was not run (the hook fails closed); fix that, or pass --on-error ask."
+
+
+def _on_error_flag(argv: list[str]) -> str:
+    """`--on-error`'s value read before the rest parses, so bad arguments are answered as the user asked."""
+    for index, arg in enumerate(argv):
+        if arg == "--on-error" and index + 1 < len(argv):
+            return argv[index + 1]
+        if arg.startswith("--on-error="):
+            return arg.split("=", 1)[1]
+    return "deny"
+
+
+def _said(error: Any) -> str:
+    try:
+        detail = json.loads(error.read() or b"{}").get("error", {})
+        return str(detail.get("message") or error.reason)
+    except (ValueError, AttributeError, OSError):
+        return str(error.reason)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
