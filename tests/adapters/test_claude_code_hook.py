@@ -249,3 +249,30 @@ def test_a_map_file_that_does_not_parse_denies_naming_it(engine_key, coding, tmp
     decision = decision_of(done)
     assert decision["permissionDecision"] == "deny"
     assert "patterns[0].regex" in decision["permissionDecisionReason"]
+
+
+# docs/coding-agents.md's rule: `rm` inside build/ goes through, everything else destructive is asked.
+BUILD_ONLY = '!(operation == "rm" && target.matches("^build/[A-Za-z0-9._/-]*$") && !target.contains(".."))'
+
+
+def test_the_docs_condition_lets_rm_inside_build_through_and_asks_for_everything_else(
+    live_server, engine_key, acme, alice, bob_api
+):
+    config = make_config(acme, "Coding agent", pass_information_level="full")
+    make_rule(config, kind="delete", match="*", condition=BUILD_ONLY)
+    publish(config, alice)
+    through = ["rm -rf build/out", "rm build/app.js", "rm -rf build/"]
+    asked = ["rm -rf src", "rm -rf build/../src", "rm -rf build/$(cat x)", "rm -rf build/a src", "git clean -fdx"]
+    reviewer = Reviewer(bob_api, "reject", "ask me first", count=len(asked))
+
+    answers = {
+        command: hook(live_server, engine_key, config, hook_input("Bash", {"command": command}, tool_use_id=f"t{i}"))
+        for i, command in enumerate(through + asked)
+    }
+    reviewer.finish()
+
+    assert {command: answers[command].stdout for command in through} == dict.fromkeys(through, "")
+    assert all(decision_of(answers[command])["permissionDecision"] == "deny" for command in asked)
+    assert sorted(ApprovalRequest.objects.values_list("target", flat=True)) == sorted(
+        ["src", "build/../src", "rm -rf build/$(cat x)", "rm -rf build/a src", "git clean -fdx"]
+    )

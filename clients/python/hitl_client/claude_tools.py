@@ -35,8 +35,9 @@ TARGET_MAX = 500
 KINDS = ("delete", "mcp_server", "cell", "worker")
 # Where a shell command starts a word: not inside a name, a path or an option (`docker run --rm`).
 _WORD = r"(?<![\w./=-])"
+_END = r"(?![\w.-])"  # …and ends there (`rm`, not `rmdir`)
 # One operand: up to the next space or shell separator.
-_OPERAND = r"[^\s;&|()<>]+"
+_OPERAND = r"[^\s;&|<>]+"  # `$(…)` stays in its word: a substitution is never a plain path
 _OPERANDS = rf"(?P<object>(?:\s+{_OPERAND})*)"
 _SQL_NAME = r"(?P<object>[\w.\"`\[\]]+)"
 
@@ -58,8 +59,8 @@ _SHELL_AND_FILES = ("Bash", "Write", "Edit", "MultiEdit")
 
 # The contract's minimum (docs/api.md, "Coding agents"); a map file adds to it.
 PATTERNS: tuple[Pattern, ...] = (
-    Pattern.of("rm", rf"{_WORD}rm(?:\s+-{{1,2}}[\w-]+)*{_OPERANDS}"),
-    Pattern.of("rmdir", rf"{_WORD}rmdir(?:\s+-{{1,2}}[\w-]+)*{_OPERANDS}"),
+    Pattern.of("rm", rf"{_WORD}rm{_END}(?:\s+-{{1,2}}[\w-]+)*{_OPERANDS}"),
+    Pattern.of("rmdir", rf"{_WORD}rmdir{_END}(?:\s+-{{1,2}}[\w-]+)*{_OPERANDS}"),
     Pattern.of("git clean", r"\bgit(?:\s+-C\s+\S+)?\s+clean\b[^;&|]*"),
     Pattern.of("git push --force", r"\bgit\s+push\b[^;&|]*?(?:\s--force(?:-with-lease)?\b|\s-f\b|\s\+\S)[^;&|]*"),
     Pattern.of("git reset --hard", r"\bgit\s+reset\b[^;&|]*?\s--hard\b[^;&|]*"),
@@ -244,7 +245,7 @@ def _text_of(tool_name: str, tool_input: dict) -> str:
 def _objects(match: re.Match[str]) -> list[str]:
     if "object" not in match.re.groupindex or match.group("object") is None:
         return []
-    return match.group("object").split()
+    return [word.strip("\"'`;") for word in match.group("object").split()]
 
 
 def _text(value: Any) -> str:
