@@ -140,3 +140,27 @@ def test_the_agent_sdks_can_use_tool_is_answered_by_a_person(live_server, engine
     assert "Not during the release freeze" in json.dumps(api.tool_results[0]["content"])
     assert (decided["caller"], decided["run_id"], decided["operation"]) == ("claude-agent-sdk", "sdk-run-1", "rm")
     assert type(messages[-1]).__name__ == "ResultMessage"
+
+
+def test_the_hook_in_project_settings_gates_an_agent_sdk_run(live_server, engine_key, coding, project, bob_api):
+    """The SDK runs Claude Code underneath: with project settings loaded, the project's hook answers."""
+    hook = {"type": "command", "timeout": 120, "command": f"{HOOK} claude-code --config {coding.public_id}"}
+    (project / ".claude").mkdir()
+    (project / ".claude" / "settings.json").write_text(
+        json.dumps({"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [hook]}]}})
+    )
+    reviewer = Reviewer(bob_api, "reject", "The hook said no", timeout=120)
+
+    async def run(api: FakeAnthropic) -> list:
+        env = offline_env(api.url, str(project.parent / "home"))
+        env.update(HITL_URL=live_server.url, HITL_ENGINE_KEY=engine_key)
+        options = ClaudeAgentOptions(cwd=str(project), cli_path=CLAUDE, env=env, setting_sources=["project"])
+        return [message async for message in query(prompt="Clean the build", options=options)]
+
+    with FakeAnthropic("Bash", CLEAN) as api:
+        asyncio.run(run(api))
+    [decided] = reviewer.finish()
+
+    assert (project / "build" / "out" / "cache").is_dir()
+    assert "The hook said no" in json.dumps(api.tool_results[0]["content"])
+    assert decided["caller"] == "claude-code"

@@ -97,27 +97,62 @@ def portal() -> tuple[str, str]:
 
 
 def served_table(url: str, key: str, config_id: str, *, timeout: float) -> dict:
-    """The served gate table (GET …/served), in one try: a hook that cannot read it says so at once."""
-    import urllib.error
-    import urllib.parse
-    import urllib.request
+    """The served gate table (GET …/served), in one try: a hook that cannot read it says so at once.
 
-    request = urllib.request.Request(
-        f"{url}/api/v1/configs/{urllib.parse.quote(config_id)}/served",
-        headers={"Authorization": f"Bearer {key}", "Accept": "application/json"},
-    )
+    One HTTP/1.1 exchange on a socket (`ssl` only for https): urllib brings http.client, email and ssl,
+    which cost an ungated call more than the rest of its start together.
+    """
+    import socket
+    from urllib.parse import quote, urlsplit
+
+    parts = urlsplit(url)
+    secure = parts.scheme == "https"
+    path = f"{parts.path.rstrip('/')}/api/v1/configs/{quote(config_id)}/served"
+    head = f"GET {path} HTTP/1.1\r\nHost: {parts.netloc}\r\nAuthorization: Bearer {key}\r\n"
+    head += "Accept: application/json\r\nConnection: close\r\n\r\n"
     try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:
-            return json.loads(response.read())
-    except urllib.error.HTTPError as error:
-        raise Problem(
-            f"the HITL Portal at {url} answered {error.code} for config {config_id}: {_said(error)}"
-        ) from None
-    except (urllib.error.URLError, OSError) as error:
-        reason = getattr(error, "reason", error)
-        raise Problem(f"the HITL Portal at {url} could not be reached: {reason}") from None
+        with socket.create_connection((parts.hostname or "", parts.port or (443 if secure else 80)), timeout) as sock:
+            if secure:
+                import ssl
+
+                sock = ssl.create_default_context().wrap_socket(sock, server_hostname=parts.hostname)
+            sock.sendall(head.encode("latin-1"))
+            raw = b"".join(iter(lambda: sock.recv(65536), b""))
+    except OSError as error:
+        raise Problem(f"the HITL Portal at {url} could not be reached: {error.strerror or error}") from None
+    status, headers, body = _response(raw)
+    if status != 200:
+        raise Problem(f"the HITL Portal at {url} answered {status} for config {config_id}: {_said(body)}")
+    try:
+        return json.loads(body)
     except ValueError:
         raise Problem(f"the HITL Portal at {url} answered something that is not JSON for the served table") from None
+
+
+def _response(raw: bytes) -> tuple[int, dict[str, str], bytes]:
+    """Status, headers and body of an HTTP/1.1 answer read to the end (Connection: close)."""
+    head, _, body = raw.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    try:
+        status = int(lines[0].split()[1])
+    except (IndexError, ValueError):
+        return 0, {}, b""
+    headers = {name.strip().lower(): value.strip() for name, _, value in (line.partition(":") for line in lines[1:])}
+    if headers.get("transfer-encoding", "").lower() == "chunked":
+        body = _unchunked(body)
+    return status, headers, body
+
+
+def _unchunked(body: bytes) -> bytes:
+    chunks = []
+    while body:
+        size_line, _, body = body.partition(b"\r\n")
+        size = int(size_line.split(b";")[0] or b"0", 16)
+        if size == 0:
+            break
+        chunks.append(body[:size])
+        body = body[size + 2 :]
+    return b"".join(chunks)
 
 
 def decide(args: argparse.Namespace, payload: dict) -> dict | None:
@@ -204,12 +239,13 @@ def _on_error_flag(argv: list[str]) -> str:
     return "deny"
 
 
-def _said(error: Any) -> str:
+def _said(body: bytes) -> str:
+    """The portal's error message (docs/api.md's envelope), or what the answer was."""
     try:
-        detail = json.loads(error.read() or b"{}").get("error", {})
-        return str(detail.get("message") or error.reason)
-    except (ValueError, AttributeError, OSError):
-        return str(error.reason)
+        detail = json.loads(body or b"{}").get("error", {})
+        return str(detail.get("message") or "no message")
+    except (ValueError, AttributeError):
+        return "an answer that is not the portal's JSON"
 
 
 if __name__ == "__main__":

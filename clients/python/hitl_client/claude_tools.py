@@ -24,11 +24,9 @@ Standard library only, and cheap to import: the hook imports it for every tool c
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 CALLER = "claude-code"
 TARGET_MAX = 500
@@ -42,8 +40,8 @@ _OPERANDS = rf"(?P<object>(?:\s+{_OPERAND})*)"
 _SQL_NAME = r"(?P<object>[\w.\"`\[\]]+)"
 
 
-@dataclass(frozen=True)
-class Pattern:
+# NamedTuples, not dataclasses: `dataclasses` imports `inspect`, a good part of an ungated call's start.
+class Pattern(NamedTuple):
     """A destructive operation, found in a tool's text by a regex whose `object` group names what it destroys."""
 
     name: str
@@ -80,8 +78,7 @@ PATTERNS: tuple[Pattern, ...] = (
 )
 
 
-@dataclass(frozen=True)
-class ToolCall:
+class ToolCall(NamedTuple):
     """What the portal is asked about: a rule kind, its target and the operation."""
 
     kind: str
@@ -89,12 +86,12 @@ class ToolCall:
     operation: str
 
 
-@dataclass(frozen=True)
 class ToolTable:
     """Claude tool name (and input) → the gated call it is, or None when nothing gates it."""
 
-    tools: dict[str, ToolCall] = field(default_factory=dict)
-    patterns: tuple[Pattern, ...] = PATTERNS
+    def __init__(self, tools: dict[str, ToolCall] | None = None, patterns: tuple[Pattern, ...] = PATTERNS):
+        self.tools = dict(tools or {})
+        self.patterns = patterns
 
     def call_of(self, tool_name: str, tool_input: Any) -> ToolCall | None:
         tool_input = tool_input if isinstance(tool_input, dict) else {}
@@ -180,6 +177,8 @@ def call_id_of(tool_name: str, tool_input: Any, tool_use_id: Any) -> str:
     if isinstance(tool_use_id, str) and tool_use_id:
         return tool_use_id[:255]
     raw = json.dumps([tool_name, tool_input], sort_keys=True, default=str)
+    import hashlib  # only for a hook input without a tool use id: not on every call's path
+
     return "call-" + hashlib.sha256(raw.encode()).hexdigest()[:32]
 
 
@@ -193,8 +192,7 @@ def summary_of(tool_name: str, tool_input: Any, cwd: Any = None) -> str:
     return (f"{head}\n({purpose})" if purpose else head)[:2000]
 
 
-@dataclass(frozen=True)
-class Permission:
+class Permission(NamedTuple):
     """Claude's side of a verdict: allow (with the reviewer's edit, if any), deny with the words to show, or
     nothing to say (the call is not gated: Claude's own permissions decide)."""
 
