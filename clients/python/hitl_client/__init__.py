@@ -26,7 +26,8 @@ Contract: the portal's docs/api.md, "Engines", "Questions and plans", "Approve w
 """
 
 from importlib import import_module
-from typing import TYPE_CHECKING
+
+TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: importing typing costs `hitl-hook` a good part of its start
 
 # Each name is imported when first used: `hitl-hook` starts a process per tool call, and the asyncio
 # client and the receipt check (PyJWT, cryptography) cost more to import than its whole answer may take.

@@ -21,13 +21,15 @@ an ungated call may take. So the served table is read here with one plain GET; e
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
-from typing import Any, NoReturn
 
 from . import claude_tools
+
+TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: importing typing is a good part of an ungated call's start
+if TYPE_CHECKING:
+    from typing import Any
 
 DEFAULT_WAIT = 600.0
 DEFAULT_TIMEOUT = 10.0  # per HTTP call before the wait: a portal slower than this counts as down
@@ -37,23 +39,53 @@ class Problem(Exception):
     """Something that keeps the hook from asking the portal; its message is what Claude Code shows."""
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        raise Problem(f"hitl-hook was started with bad arguments: {message}")
+USAGE = (
+    "usage: hitl-hook claude-code --config CFG [--wait SECONDS] [--on-error deny|ask] [--map FILE] "
+    "[--timeout SECONDS]\n\nA Claude Code PreToolUse command hook: Claude Code's hook JSON on stdin, its decision "
+    "on stdout.\nHITL_URL and HITL_ENGINE_KEY name the portal and the engine key (docs/coding-agents.md)."
+)
 
 
-def parser() -> argparse.ArgumentParser:
-    top = _Parser(prog="hitl-hook", description="Ask the HITL Portal before a coding agent's tool call runs.")
-    agents = top.add_subparsers(dest="agent", required=True, parser_class=_Parser)
-    hook = agents.add_parser("claude-code", help="a Claude Code PreToolUse command hook (JSON on stdin)")
-    hook.add_argument("--config", required=True, help="the config whose served version gates the calls (cfg_…)")
-    hook.add_argument("--wait", type=float, default=DEFAULT_WAIT, help="seconds to wait for a person (default 600)")
-    hook.add_argument("--on-error", choices=("deny", "ask"), default="deny", help="when the portal cannot be asked")
-    hook.add_argument("--map", help="a JSON file adding tools and destructive patterns to the tool table")
-    hook.add_argument(
-        "--timeout", type=float, default=DEFAULT_TIMEOUT, help="seconds per call to the portal before the wait"
-    )
-    return top
+class Options:
+    """The command line: `hitl-hook claude-code --config CFG …` (USAGE)."""
+
+    def __init__(self) -> None:
+        self.config = ""
+        self.wait = DEFAULT_WAIT
+        self.on_error = "deny"
+        self.map: str | None = None
+        self.timeout = DEFAULT_TIMEOUT
+
+
+def parse(argv: list[str]) -> Options:
+    """The options, or a Problem naming the bad one. Not argparse: with the help formatter it needs, it costs
+    an ungated call as much as the rest of its start."""
+    if not argv or argv[0] != "claude-code":
+        raise Problem("hitl-hook was started with bad arguments: the first one names the agent, claude-code")
+    options, rest = Options(), list(argv[1:])
+    while rest:
+        flag, given, value = rest.pop(0).partition("=")
+        if flag not in ("--config", "--wait", "--on-error", "--map", "--timeout"):
+            raise Problem(f"hitl-hook was started with bad arguments: unknown option {flag!r}")
+        if not given:
+            if not rest:
+                raise Problem(f"hitl-hook was started with bad arguments: {flag} needs a value")
+            value = rest.pop(0)
+        if flag in ("--wait", "--timeout"):
+            try:
+                seconds = float(value)
+            except ValueError:
+                seconds = -1.0
+            if not seconds >= 0:
+                raise Problem(f"hitl-hook was started with bad arguments: {flag} takes seconds, not {value!r}")
+            setattr(options, flag[2:], seconds)
+        elif flag == "--on-error" and value not in ("deny", "ask"):
+            raise Problem(f"hitl-hook was started with bad arguments: --on-error is deny or ask, not {value!r}")
+        else:
+            setattr(options, flag[2:].replace("-", "_"), value)
+    if not options.config:
+        raise Problem("hitl-hook was started with bad arguments: --config CFG is required (the config's id)")
+    return options
 
 
 def answer(decision: str, reason: str, updated_input: dict | None = None) -> dict:
@@ -155,7 +187,7 @@ def _unchunked(body: bytes) -> bytes:
     return b"".join(chunks)
 
 
-def decide(args: argparse.Namespace, payload: dict) -> dict | None:
+def decide(args: Options, payload: dict) -> dict | None:
     """The answer for one hook call, or None when nothing gates it."""
     table = claude_tools.load_table(args.map) if args.map else claude_tools.ToolTable()
     tool_name, tool_input = payload["tool_name"], payload.get("tool_input") or {}
@@ -171,7 +203,7 @@ def decide(args: argparse.Namespace, payload: dict) -> dict | None:
     return asked(args, payload, served, mapped, url, key)
 
 
-def asked(args: argparse.Namespace, payload: dict, served: dict, mapped: claude_tools.ToolCall, url: str, key: str):
+def asked(args: Options, payload: dict, served: dict, mapped: claude_tools.ToolCall, url: str, key: str):
     """Register the gated call, wait for a person, and turn the verified verdict into Claude Code's answer."""
     from ._core import GatedCall, HitlError
     from ._sync import HitlClient
@@ -204,9 +236,14 @@ def asked(args: argparse.Namespace, payload: dict, served: dict, mapped: claude_
 def main(argv: list[str] | None = None) -> int:
     """The console script: one JSON answer (or none) on stdout, exit 0, whatever happens."""
     stdout, sys.stdout = sys.stdout, sys.stderr  # nothing but the answer may reach Claude Code's stdout
-    on_error = "ask" if _on_error_flag(sys.argv[1:] if argv is None else argv) == "ask" else "deny"
+    argv = sys.argv[1:] if argv is None else argv
+    if "-h" in argv or "--help" in argv:
+        stdout.write(USAGE + "\n")
+        sys.stdout = stdout
+        return 0
+    on_error = "ask" if _on_error_flag(argv) == "ask" else "deny"
     try:
-        args = parser().parse_args(argv)
+        args = parse(argv)
         on_error = args.on_error
         result = decide(args, read_hook_input(sys.stdin.read()))
     except Problem as problem:

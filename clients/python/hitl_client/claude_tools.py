@@ -26,7 +26,11 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, NamedTuple
+from collections import namedtuple
+
+TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: importing typing is a good part of an ungated call's start
+if TYPE_CHECKING:
+    from typing import Any
 
 CALLER = "claude-code"
 TARGET_MAX = 500
@@ -40,13 +44,14 @@ _OPERANDS = rf"(?P<object>(?:\s+{_OPERAND})*)"
 _SQL_NAME = r"(?P<object>[\w.\"`\[\]]+)"
 
 
-# NamedTuples, not dataclasses: `dataclasses` imports `inspect`, a good part of an ungated call's start.
-class Pattern(NamedTuple):
-    """A destructive operation, found in a tool's text by a regex whose `object` group names what it destroys."""
+# Named tuples, not dataclasses: `dataclasses` imports `inspect`, a good part of an ungated call's start.
+class Pattern(namedtuple("Pattern", "name regex tools")):
+    """A destructive operation, found in a tool's text by a regex whose `object` group names what it destroys.
 
-    name: str
-    regex: re.Pattern[str]
-    tools: tuple[str, ...] = ("Bash",)
+    `name` (str), `regex` (compiled), `tools` (the tools whose text it reads).
+    """
+
+    __slots__ = ()
 
     @classmethod
     def of(cls, name: str, regex: str, *, tools: tuple[str, ...] = ("Bash",), ignore_case: bool = False) -> Pattern:
@@ -78,12 +83,10 @@ PATTERNS: tuple[Pattern, ...] = (
 )
 
 
-class ToolCall(NamedTuple):
-    """What the portal is asked about: a rule kind, its target and the operation."""
+class ToolCall(namedtuple("ToolCall", "kind target operation")):
+    """What the portal is asked about: a rule kind, its target and the operation (all str)."""
 
-    kind: str
-    target: str
-    operation: str
+    __slots__ = ()
 
 
 class ToolTable:
@@ -192,13 +195,14 @@ def summary_of(tool_name: str, tool_input: Any, cwd: Any = None) -> str:
     return (f"{head}\n({purpose})" if purpose else head)[:2000]
 
 
-class Permission(NamedTuple):
+class Permission(namedtuple("Permission", "decision reason updated_input", defaults=("", None))):
     """Claude's side of a verdict: allow (with the reviewer's edit, if any), deny with the words to show, or
-    nothing to say (the call is not gated: Claude's own permissions decide)."""
+    nothing to say (the call is not gated: Claude's own permissions decide).
 
-    decision: str  # allow · deny · ask · none
-    reason: str = ""
-    updated_input: dict | None = None
+    `decision`: allow · deny · ask · none; `reason`: the words; `updated_input`: the edit, or None.
+    """
+
+    __slots__ = ()
 
 
 def permission_of(verdict: Any, *, waited: float | None = None) -> Permission:
