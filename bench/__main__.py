@@ -20,6 +20,7 @@ from datetime import UTC, datetime
 from bench import (
     adapters,
     audit,
+    coding_agents,
     conditions,
     long_poll,
     notify,
@@ -57,11 +58,13 @@ WITH_SERVER: list[Section] = [
     simulate.run,
     questions.run,
     typescript.run,
+    coding_agents.run,
 ]
 # After the server has stopped (sections that change many rows).
 AFTER_SERVER: list[Section] = [sweep.run, notify.run, push.run, telegram.run, outbox.run]
 # `--only NAME`: that section alone on an empty table (it starts what it needs), to try it quickly.
 ALONE: dict[str, Section] = {
+    "coding-agents": coding_agents.run_alone,
     "notify": notify.run,
     "outbox": outbox.run,
     "push": push.run,

@@ -25,22 +25,60 @@ signed receipt is checked before the call runs); the adapters
 Contract: the portal's docs/api.md, "Engines", "Questions and plans", "Approve with edits".
 """
 
-from ._async import AsyncHitlClient
-from ._core import (
-    ANY,
-    INERT_NOTICE,
-    LONG_POLL_SECONDS,
-    DigestMismatch,
-    GatedCall,
-    HitlError,
-    Verdict,
-    call_digest,
-    find_gate,
-    idempotency_key,
-    verdict_of,
-)
-from ._questions import QUESTIONS_INERT_NOTICE, Answers, PlanReview, answers_of, review_of
-from ._sync import HitlClient
+from importlib import import_module
+
+TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: importing typing costs `hitl-hook` a good part of its start
+
+# Each name is imported when first used: `hitl-hook` starts a process per tool call, and the asyncio
+# client and the receipt check (PyJWT, cryptography) cost more to import than its whole answer may take.
+_HOMES = {
+    "AsyncHitlClient": "._async",
+    "ANY": "._core",
+    "INERT_NOTICE": "._core",
+    "LONG_POLL_SECONDS": "._core",
+    "DigestMismatch": "._core",
+    "GatedCall": "._core",
+    "HitlError": "._core",
+    "Verdict": "._core",
+    "call_digest": "._core",
+    "find_gate": "._core",
+    "idempotency_key": "._core",
+    "verdict_of": "._core",
+    "QUESTIONS_INERT_NOTICE": "._questions",
+    "Answers": "._questions",
+    "PlanReview": "._questions",
+    "answers_of": "._questions",
+    "review_of": "._questions",
+    "HitlClient": "._sync",
+}
+
+
+def __getattr__(name: str):
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(home, __name__), name)
+    globals()[name] = value
+    return value
+
+
+if TYPE_CHECKING:
+    from ._async import AsyncHitlClient
+    from ._core import (
+        ANY,
+        INERT_NOTICE,
+        LONG_POLL_SECONDS,
+        DigestMismatch,
+        GatedCall,
+        HitlError,
+        Verdict,
+        call_digest,
+        find_gate,
+        idempotency_key,
+        verdict_of,
+    )
+    from ._questions import QUESTIONS_INERT_NOTICE, Answers, PlanReview, answers_of, review_of
+    from ._sync import HitlClient
 
 __all__ = [
     "ANY",
