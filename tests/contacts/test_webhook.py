@@ -106,7 +106,6 @@ def test_a_decision_from_the_cli_wakes_the_sender_at_once(notified, receiver, cl
     approval = register_gate(notified)
     receiver.wait_for(1, "requested")  # the cluster is up and sending
 
-    decided_at = time.monotonic()
     result = subprocess.run(
         [sys.executable, "manage.py", "hitl", "approve", approval.public_id, "--as", "bob@acme.test"],
         cwd=ROOT,
@@ -116,9 +115,12 @@ def test_a_decision_from_the_cli_wakes_the_sender_at_once(notified, receiver, cl
         timeout=60,
     )
     assert result.returncode == 0, result.stderr
+    exited = time.monotonic()
     [decided] = receiver.wait_for(1, "decided", timeout=5)  # not the minute schedule's next round
 
     assert decided["subject"] == approval.public_id
-    assert time.monotonic() - decided_at < 5 + 10  # the CLI's own start-up included
+    assert time.monotonic() - exited < 5
+    # The CLI itself woke the cluster before it ended (django-q2 logs each task it stores).
+    assert "Enqueued [hitl]" in result.stderr, result.stderr
     assert "I/O operation on closed file" not in result.stderr
     assert "Could not enqueue" not in result.stderr
