@@ -93,9 +93,24 @@ def test_every_request_page_and_the_admins_pages_stay_inside_the_window(new_page
     assert found == {}
 
 
-def test_a_decided_requests_page_reads_top_to_bottom(page, alice, requests_of_every_kind):
+def test_a_decided_requests_page_reads_top_to_bottom(page, alice, bob, acme):
+    config = make_config(acme, "Billing", pass_information_level="full")
+    rule = make_rule(config, kind="mcp_server", match="mcp_billing", message="Refunds move real money.")
+    publish(config, alice)
+    refund = make_approval(
+        config,
+        rule_id=rule.public_id,
+        boundary="mcp_server",
+        target="mcp_billing",
+        operation="issue_refund",
+        message="Refunds move real money.",
+        summary="Refund 49.00 USD",
+        arguments={"ticket_id": "T-4821", "amount_cents": 4900},
+        level="full",
+    )
+    approval_decide(approval=refund, user=bob, decision="approve")
     login(page, "alice@acme.test")
-    page.goto(f"/hitl/approvals/{requests_of_every_kind['decided']}/")
+    page.goto(f"/hitl/approvals/{refund.public_id}/")
     request = page.locator("#request")
 
     message = request.locator(".rule-message").bounding_box()
