@@ -9,8 +9,18 @@ WORKERS ?= 2
 # The production server (README: Deploying): gunicorn supervising uvicorn workers (ASGI, edge/server.py:
 # with a header timeout), one per core. A waiting engine costs a socket: give each process the hard
 # limit of open files. The tests start the server with this very command (tests/asgi.py).
-SERVE = ulimit -n "$$(ulimit -Hn)"; exec $(VENV)/bin/gunicorn hitl_portal.asgi:application --bind $(HOST):$(PORT) \
+# `make serve` runs it from the virtualenv you are in (the README's deploy section installs into it),
+# or else from .venv, which it makes; `make run` always from .venv.
+SERVE_BIN = $(if $(VIRTUAL_ENV),$(VIRTUAL_ENV),$(VENV))/bin
+SERVE = ulimit -n "$$(ulimit -Hn)"; exec $(SERVE_BIN)/gunicorn hitl_portal.asgi:application --bind $(HOST):$(PORT) \
 	--worker-class edge.server.Worker --workers $(WORKERS) --timeout 60 --keep-alive 30 --access-logfile -
+# The address make run prints and the demo's links use: localhost, where browsers allow passkeys
+# (WebAuthn refuses an IP address), served on HOST.
+RUN_URL = http://localhost:$(PORT)
+# Installing: uv (one wheel from PyPI, or the one on PATH) installs what pip does in a fraction of the
+# time; pip does it when uv cannot be had (offline, an index uv cannot read).
+INSTALL = { uv=$$(command -v uv || { $(PIP) install --quiet --disable-pip-version-check uv && echo $(VENV)/bin/uv; }) \
+	&& "$$uv" pip install --quiet --python $(PY) -r $(1); } || $(PIP) install --quiet --disable-pip-version-check -r $(1)
 
 .PHONY: run serve test lint format bench faults clean
 
@@ -18,11 +28,11 @@ SERVE = ulimit -n "$$(ulimit -Hn)"; exec $(VENV)/bin/gunicorn hitl_portal.asgi:a
 # (requirements.txt) and nothing more; `make test` adds the test toolchain on top.
 $(VENV)/.runtime: requirements.txt clients/python/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(PIP) install --quiet --disable-pip-version-check -r requirements.txt
+	$(call INSTALL,requirements.txt)
 	touch $@
 
 $(VENV)/.installed: $(VENV)/.runtime requirements-test.txt
-	$(PIP) install --quiet --disable-pip-version-check -r requirements-test.txt
+	$(call INSTALL,requirements-test.txt)
 	touch $@
 
 ## make run: install the runtime, migrate, load the demo workspace, start web server + django-q2 worker +
@@ -30,15 +40,21 @@ $(VENV)/.installed: $(VENV)/.runtime requirements-test.txt
 # The demo's contacts name these variables: the receiver make run starts (HITL_DEMO_WEBHOOK, on a free
 # port or DEMO_WEBHOOK_PORT) and the reviewer's address, mailed through the console backend (printed below).
 # hitl_portal/run.py starts and stops it all; Ctrl-C ends it with 0.
-run: export HITL_BASE_URL ?= http://$(HOST):$(PORT)
+run: SERVE_BIN = $(VENV)/bin
+run: export HITL_BASE_URL ?= $(RUN_URL)
 run: export HITL_DEMO_WEBHOOK_SECRET ?= whsec_ZGVtby1zaWduaW5nLXNlY3JldC1ub3QtZm9yLXByb2R1Y3Rpb24=
 run: export HITL_DEMO_REVIEWER_EMAIL ?= reviewer@acme.test
 run: export EMAIL_BACKEND ?= django.core.mail.backends.console.EmailBackend
 run: $(VENV)/.runtime
-	@$(PY) -m hitl_portal.run --url http://$(HOST):$(PORT)/ --serve '$(SERVE)'
+	@$(PY) -m hitl_portal.run --url $(RUN_URL)/ --serve '$(SERVE)'
 
-## make serve: the web server alone, as deployed (HOST, PORT, WORKERS from the environment); DATABASE_URL as set
+## make serve: the web server alone, as deployed (HOST, PORT, WORKERS from the environment); DATABASE_URL as set.
+## From the active virtualenv (VIRTUAL_ENV) when there is one, else from .venv.
+ifdef VIRTUAL_ENV
+serve:
+else
 serve: $(VENV)/.runtime
+endif
 	$(SERVE)
 
 ## make test: the whole suite on PostgreSQL — DATABASE_URL's (CI), or else a throwaway one from the

@@ -8,8 +8,8 @@ exactly as README.md, "Deploying", says, and then, from that virtualenv alone:
 1. `manage.py check --deploy --fail-level WARNING` with docs/production.env's settings;
 2. `--help` of every `hitl` subcommand, each in its own process;
 3. an import of every module of every app (what `make test` would never notice missing);
-4. the portal as deployed — gunicorn with uvicorn workers (`make serve`'s command) and
-   `manage.py qcluster` — with DEBUG off, the demo workspace loaded, README.md's curl example run
+4. the portal as deployed — `make serve` from that virtualenv (gunicorn with uvicorn workers) and
+   `python -m hitl_portal.cluster` — with DEBUG off, the demo workspace loaded, README.md's curl example run
    as written against it, and the webhook that example's request notifies delivered by the cluster
    to a receiver on loopback, its Standard Webhooks signature checked.
 
@@ -218,12 +218,12 @@ def main() -> None:
         config = re.search(r"--config (cfg_\w+)", demo.stdout)
         if demo.returncode or not key or not config:
             fail(f"hitl demo:\n{demo.stdout}{demo.stderr}")
-        server_command = [
-            str(venv / "bin" / "gunicorn"), "hitl_portal.asgi:application", "--bind", f"127.0.0.1:{port}",
-            "--worker-class", "uvicorn_worker.UvicornWorker", "--workers", "2", "--timeout", "60",
-        ]  # fmt: skip
-        for command in (server_command, [python, "manage.py", "qcluster"]):
-            processes.append(subprocess.Popen(command, cwd=ROOT, env=served, start_new_session=True))
+        # As README.md and docs/deploy.md say: `make serve` from the virtualenv the reader is in (it
+        # installs nothing), and the cluster under its supervisor.
+        server_command = ["make", "--no-print-directory", "serve", "HOST=127.0.0.1", f"PORT={port}", "WORKERS=2"]
+        in_venv = {**served, "VIRTUAL_ENV": str(venv)}
+        for command in (server_command, [python, "-m", "hitl_portal.cluster"]):
+            processes.append(subprocess.Popen(command, cwd=ROOT, env=in_venv, start_new_session=True))
         wait_for(lambda: status(f"http://127.0.0.1:{port}/login/") == 200, "the server's login page", 60)
 
         step("README.md's curl example, run as written")

@@ -6,6 +6,7 @@ the run resume or halt.
 """
 
 import argparse
+import json
 import logging
 import uuid
 from collections.abc import Callable
@@ -81,7 +82,9 @@ def demo_engine(cmd: BaseCommand, options: dict[str, Any]) -> None:
                     GatedCall(
                         **call, run_id=run_id, thread_id=thread_id, call_id=f"call_{number}", caller="support-bot"
                     ),
-                    execute=lambda: f"exec_{uuid.uuid4().hex[:8]}",
+                    # Takes what was approved, so a reviewer's edit is what runs (an execute() without
+                    # arguments could only run the proposal, and an edited approval would halt the run).
+                    execute=lambda arguments: f"exec_{uuid.uuid4().hex[:8]}",
                     wait_timeout=wait,
                     on_pending=pending,
                 )
@@ -131,6 +134,8 @@ def _report(verdict: Verdict, out) -> bool:
     """Print what happened; True when the run goes on."""
     if verdict.allowed:
         out(f"  ▶  resumed ({verdict.state}): {verdict.message}")
+        if verdict.edited:
+            out(f"     with the reviewer's edits: {json.dumps(verdict.arguments, sort_keys=True)}")
         execution = (verdict.approval or {}).get("execution")
         if execution:
             out(f"     ran it; reported outcome {execution['status']} ({execution.get('execution_id')})")

@@ -47,6 +47,11 @@ _BY_PUBLIC_ID_SQL = (
 _CONVERTED = [(index, field) for index, field in enumerate(_FIELDS) if hasattr(field, "from_db_value")]
 
 
+def pending_count(*, workspace: Workspace) -> int:
+    """How many of the workspace's requests still wait for a person (what a freeze would reject)."""
+    return ApprovalRequest.objects.for_workspace(workspace).pending().count()
+
+
 def approval_get(*, workspace: Workspace | None, public_id: str) -> ApprovalRequest:
     """The one way to load a request by its public id, its config loaded; raises ApprovalNotFound.
 

@@ -3,9 +3,9 @@
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import redirect
+from django.shortcuts import redirect, render
 from django.utils.http import url_has_allowed_host_and_scheme
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_http_methods, require_POST
 
 from workspaces.decorators import member_required
 
@@ -65,11 +65,16 @@ def resume_run(request: HttpRequest) -> HttpResponse:
     return _back(request)
 
 
-@require_POST
+@require_http_methods(["GET", "POST"])
 @member_required
 def freeze(request: HttpRequest) -> HttpResponse:
+    """GET: the confirmation — what a freeze does and how many pending requests it rejects; POST: do it."""
     if not request.actor.is_admin:
         raise PermissionDenied("Only a workspace admin may freeze or thaw the workspace.")
+    if request.method == "GET":
+        workspace = request.actor.workspace
+        ctx = {"tab": "approvals", "config": None, "pending": selectors.pending_count(workspace=workspace)}
+        return render(request, "approvals/freeze.html", ctx)
     if request.POST.get("thaw"):
         if workspace_thaw(workspace=request.actor.workspace, user=request.user):
             messages.success(request, "Workspace thawed: later requests wait for a reviewer again.")

@@ -8,10 +8,10 @@ sent by contacts.sending, in the words of contacts.messages.
 
 from __future__ import annotations
 
+import atexit
 import logging
 import os
 import threading
-import time
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -251,10 +251,16 @@ class _Kicker:
     A commit only sets an event (no query on the request's path); the thread wakes, enqueues one
     task, and waits KICK_INTERVAL before it looks again. Every commit is followed by an enqueue
     that happens after it, so no row waits for the minute schedule; a burst costs one task.
+
+    A process may end right after its commit — the CLI deciding, a script: at exit (`flush`) the
+    thread is stopped and a kick it still owes is enqueued before the interpreter goes, rather than
+    lost with a daemon thread killed mid-query.
     """
 
     def __init__(self) -> None:
         self.wanted = threading.Event()
+        self.stopping = threading.Event()
+        self.thread: threading.Thread | None = None
         self.pid = 0
         self.lock = threading.Lock()
 
@@ -263,26 +269,45 @@ class _Kicker:
             with self.lock:
                 if self.pid != os.getpid():
                     self.wanted = threading.Event()
-                    threading.Thread(target=self._run, name="hitl-outbox-kicker", daemon=True).start()
+                    self.stopping = threading.Event()
+                    self.thread = threading.Thread(target=self._run, name="hitl-outbox-kicker", daemon=True)
+                    self.thread.start()
                     self.pid = os.getpid()
+                    atexit.register(self.flush)
         self.wanted.set()
 
     def _run(self) -> None:
+        while True:
+            self.wanted.wait()
+            if self.stopping.is_set():
+                return  # flush enqueues what is owed
+            self.wanted.clear()
+            self._enqueue()
+            self.stopping.wait(KICK_INTERVAL)
+
+    def _enqueue(self) -> None:
         from django.db import connections
         from django_q.tasks import async_task
 
-        while True:
-            self.wanted.wait()
-            self.wanted.clear()
-            try:
-                async_task("contacts.tasks.send_due", save=False)
-            except Exception:  # the minute schedule still sends; say why the kick failed
-                logger.exception("Could not enqueue the notification task")
-            finally:
-                # Hand the connection back between kicks: under the ASGI server it is one of the
-                # process's few pooled ones (HITL_DB_POOL_SIZE), and an idle thread must not hold it.
-                connections.close_all()
-            time.sleep(KICK_INTERVAL)
+        try:
+            async_task("contacts.tasks.send_due", save=False)
+        except Exception:  # the minute schedule still sends; say why the kick failed
+            logger.exception("Could not enqueue the notification task")
+        finally:
+            # Hand the connection back between kicks: under the ASGI server it is one of the
+            # process's few pooled ones (HITL_DB_POOL_SIZE), and an idle thread must not hold it.
+            connections.close_all()
+
+    def flush(self) -> None:
+        """At exit: stop the thread, then enqueue here a kick it had not sent yet."""
+        if self.pid != os.getpid() or self.thread is None:
+            return
+        owed = self.wanted.is_set()
+        self.stopping.set()
+        self.wanted.set()
+        self.thread.join(timeout=KICK_INTERVAL + 10)
+        if owed:
+            self._enqueue()
 
 
 _kicker = _Kicker()

@@ -3,7 +3,8 @@
 `make run` with no DATABASE_URL keeps one in a data folder across runs (.data/postgres,
 git-ignored): `EmbeddedPostgres(data, keep=True)`. `make test` starts a throwaway one per run
 and deletes it after (tests/throwaway_postgres.py). Either listens on a free port of 127.0.0.1,
-so the web server, the django-q2 cluster and the tests reach it over TCP like any other server.
+(or the one given), so the web server, the django-q2 cluster and the tests reach it over TCP like
+any other server.
 
 PostgreSQL refuses to run as root: as root, the server runs as the unprivileged `pgserver`
 system user (created once, as pgserver itself does), which then owns the data folder.
@@ -32,11 +33,13 @@ def free_port() -> int:
 class EmbeddedPostgres:
     """`with EmbeddedPostgres(folder) as url:` … PostgreSQL is stopped on leaving; its data stays in folder.
 
-    `options` are server settings for this start (the tests' throwaway one trades durability for speed).
+    `options` are server settings for this start (the tests' throwaway one trades durability for speed);
+    `port` pins the port it listens on (make run: EMBEDDED_POSTGRES_PORT), else any free one.
     """
 
-    def __init__(self, folder: Path, *, options: str = "") -> None:
+    def __init__(self, folder: Path, *, options: str = "", port: int = 0) -> None:
         self.folder = folder.resolve()
+        self.port = port  # 0: any free port
         self.data = self.folder / "data"
         self.options = options
         self.user: str | None = None
@@ -47,7 +50,7 @@ class EmbeddedPostgres:
         self.user = self._prepare_for_root() if os.geteuid() == 0 else None
         if not (self.data / "PG_VERSION").exists():
             self._run("initdb", "-D", str(self.data), "-U", "postgres", "--auth=trust", "--encoding=UTF8", "--no-sync")
-        port = free_port()
+        port = self.port or free_port()
         options = f"-h 127.0.0.1 -p {port} -k {self.folder} {self.options}".strip()
         log = str(self.folder / "server.log")
         self._run("pg_ctl", "-D", str(self.data), "-l", log, "-o", options, "-w", "start")

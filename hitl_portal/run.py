@@ -6,7 +6,8 @@ With no DATABASE_URL it starts PostgreSQL from the pgserver wheel, its data kept
 across runs (hitl_portal/embedded_postgres.py). Then: migrate, collectstatic, the demo workspace,
 and three things at once — the demo webhook receiver (here, on a thread: it binds a free port, or
 DEMO_WEBHOOK_PORT, before it says so, and make run stops if it cannot), the django-q2 cluster, and
-the web server (`make serve`'s command, given by the Makefile).
+the web server (`make serve`'s command, given by the Makefile). While it runs, .data/run.env tells
+commands in another shell which database and keys it uses (hitl_portal/run_env.py).
 
 Ctrl-C: the cluster and the server each run in a process group of their own, so the terminal's
 SIGINT reaches this process alone, and each child is told to stop exactly once (a cluster told
@@ -23,10 +24,11 @@ import time
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
+from hitl_portal.children import start, stop_all
+
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / ".data" / "postgres"
 RECEIPT_KEY = ROOT / ".data" / "receipt_key.pem"
-STOP_GRACE_SECONDS = 10  # the cluster has hung mid-shutdown: after this, what is left is killed
 
 
 class Stop(Exception):
@@ -75,7 +77,8 @@ def database():
     from hitl_portal.embedded_postgres import EmbeddedPostgres
 
     say(f"no DATABASE_URL: starting PostgreSQL from the pgserver wheel, data kept in {DATA.relative_to(ROOT)}")
-    with EmbeddedPostgres(DATA) as url:
+    port = int(os.environ.get("EMBEDDED_POSTGRES_PORT") or 0)  # unset: any free port
+    with EmbeddedPostgres(DATA, port=port) as url:
         os.environ["DATABASE_URL"] = url
         say(f"PostgreSQL at {url}")
         yield
@@ -100,33 +103,6 @@ def manage(*args: str) -> None:
     subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, check=True, stdin=subprocess.DEVNULL)
 
 
-def start(command: list[str]) -> subprocess.Popen:
-    # A process group of its own: the terminal's Ctrl-C is not sent to it, only our one SIGTERM.
-    return subprocess.Popen(command, cwd=ROOT, stdin=subprocess.DEVNULL, process_group=0)
-
-
-def stop_all(children: list[subprocess.Popen]) -> None:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C may not cut the cleanup short
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    for child in children:
-        if child.poll() is None:
-            # The leader alone: the cluster stops its own workers in order (told all at once, its
-            # workers died under its sentinel and it hung), as gunicorn's master stops its workers.
-            child.send_signal(signal.SIGTERM)
-    deadline = time.monotonic() + STOP_GRACE_SECONDS
-    for child in children:
-        try:
-            child.wait(timeout=max(0.1, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            pass
-    for child in children:  # whatever is left of each group, the cluster's workers included
-        try:
-            os.killpg(child.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        child.wait()
-
-
 def run(args: argparse.Namespace, stack: ExitStack, children: list[subprocess.Popen]) -> int:
     from hitl_portal.demo_receiver import listen, url_of
 
@@ -148,6 +124,10 @@ def run(args: argparse.Namespace, stack: ExitStack, children: list[subprocess.Po
     say(f"demo webhook receiver listening on {url_of(receiver)}")
 
     receipt_key()
+    from hitl_portal import run_env
+
+    run_env.write()  # what a command in a second shell reads to reach this portal
+    stack.callback(run_env.remove)
     manage("migrate", "--noinput", "--verbosity", "0")
     manage("collectstatic", "--noinput", "--verbosity", "0")
     manage("hitl", "demo", "--url", args.url)

@@ -8,6 +8,8 @@ import dj_database_url
 from csp.constants import NONE, SELF
 from django.core.exceptions import ImproperlyConfigured
 
+from hitl_portal import run_env
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 
@@ -107,11 +109,13 @@ TEMPLATES = [
 ]
 
 # PostgreSQL only (psycopg 3): one database engine, so one form of every statement. `make run` and
-# `make test` start an embedded one and set DATABASE_URL when it is not set.
-if not os.environ.get("DATABASE_URL"):
+# `make test` start an embedded one and set DATABASE_URL when it is not set; a command in a second
+# shell finds the one a running `make run` uses (hitl_portal/run_env.py).
+if not os.environ.get("DATABASE_URL") and not run_env.load():
     raise ImproperlyConfigured(
         "DATABASE_URL is not set: give it a PostgreSQL database (postgres://user@host:5432/name), or use"
-        " `make run` / `make test`, which start an embedded PostgreSQL when it is not set."
+        " `make run` / `make test`, which start an embedded PostgreSQL when it is not set (while `make run`"
+        " is up, commands in another shell use its database)."
     )
 DATABASES = {
     # Persistent connections: a request should not pay for a new connection.

@@ -20,6 +20,8 @@ def account_section(request: HttpRequest, code: str = "") -> dict:
     return {
         "template": "integrations/_telegram_account.html",
         "linked": linked,
+        # No bot, no one to send a code to: the section says so rather than hand one out.
+        "configured": bool(settings.HITL_TELEGRAM_BOT_TOKEN),
         "code": code,
         # Telegram's deep link: opening it and pressing Start sends the bot "/start CODE".
         "bot_link": f"https://t.me/{username}?start={code}" if username and code else "",
@@ -30,6 +32,9 @@ def account_section(request: HttpRequest, code: str = "") -> dict:
 @require_POST
 def link_code(request: HttpRequest) -> HttpResponse:
     """A new code, shown on the page this answer renders (never in a URL, never stored in clear)."""
+    if not settings.HITL_TELEGRAM_BOT_TOKEN:
+        messages.error(request, "Telegram is not set up on this portal: there is no bot to send a code to.")
+        return redirect("account")
     code = telegram_link_code_create(user=request.user)
     response = account_page(request, given=account_section(request, code))
     response["Cache-Control"] = "no-store"

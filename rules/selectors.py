@@ -65,7 +65,7 @@ LOG_LINES = {
 
 
 def rules_diff(previous: list[dict] | None, current: list[dict]) -> dict[str, list[dict]]:
-    """What changed between two frozen rule sets, by rule id: added, removed, changed (with `before`)."""
+    """What changed between two frozen rule sets (or contact lists), by id: added, removed, changed (with `before`)."""
     # Copies, so a page may annotate them. Both lists come from loaded versions: complete (from_db).
     before = {rule["id"]: dict(rule) for rule in previous or []}
     after = {rule["id"]: dict(rule) for rule in current}
@@ -74,6 +74,20 @@ def rules_diff(previous: list[dict] | None, current: list[dict]) -> dict[str, li
         "removed": [before[i] for i in before if i not in after],
         "changed": [{**after[i], "before": before[i]} for i in after if i in before and before[i] != after[i]],
     }
+
+
+def settings_changes(previous: ConfigVersion | None, current: ConfigVersion) -> list[str]:
+    """A version's settings that differ from the version before it, in words (none for the first)."""
+    if previous is None:
+        return []
+    changes = []
+    if previous.pass_information_level != current.pass_information_level:
+        changes.append(f"pass information level {previous.pass_information_level} → {current.pass_information_level}")
+    if previous.token_caps != current.token_caps:
+        changes.append("token caps changed")
+    if list(previous.questions_notify or []) != list(current.questions_notify or []):
+        changes.append("who is told of questions and plans changed")
+    return changes
 
 
 def configs_with_versions(workspace: Workspace) -> QuerySet[Config]:
@@ -114,6 +128,22 @@ def draft_differs(draft: dict, version: ConfigVersion | None) -> bool:
         "pass_information_level": version.pass_information_level,
         "questions_notify": list(version.questions_notify or []),
     }
+
+
+def draft_state(draft: dict, versions: list[ConfigVersion], served_number: int | None) -> tuple[bool, str]:
+    """(does the draft hold unpublished changes, how to say so) — the config bar's and the configs list's words.
+
+    After a rollback the served version is older than the newest: a draft equal to the newest has
+    nothing to publish (as the Publish card says), though it differs from what is served.
+    """
+    by_number = {version.number: version for version in versions}
+    served = by_number.get(served_number)
+    latest = by_number[max(by_number)] if by_number else None
+    if served is not None and not draft_differs(draft, served):
+        return False, f"draft matches v{served.number}"
+    if latest is not None and latest is not served and not draft_differs(draft, latest):
+        return False, f"draft matches v{latest.number}, the newest version (v{served_number} is served)"
+    return True, "draft has unpublished changes"
 
 
 def nothing_to_publish(draft: dict, latest: ConfigVersion | None, served_number: int | None) -> str:

@@ -26,6 +26,9 @@ def config_page_context(request: HttpRequest, config: Config, tab: str, configs:
     contacts = list(config.contacts.all())
     versions = list(config.versions.select_related("published_by"))
     served = next((v for v in versions if v.number == config.served_number), None)
+    draft_changed, draft_words = selectors.draft_state(
+        selectors.draft_frozen(config, rules, contacts), versions, config.served_number
+    )
     return {
         "tab": tab,
         "config": config,
@@ -35,7 +38,8 @@ def config_page_context(request: HttpRequest, config: Config, tab: str, configs:
         "versions": versions,
         "served": served,
         "pinned": config.pinned_version is not None,
-        "draft_changed": selectors.draft_differs(selectors.draft_frozen(config, rules, contacts), served),
+        "draft_changed": draft_changed,
+        "draft_words": draft_words,
         "can_edit": request.actor.is_admin,
     }
 
@@ -55,9 +59,9 @@ def configs(request: HttpRequest) -> HttpResponse:
             return redirect("rules:rules", config.public_id)
     rows = []
     for config in selectors.configs_with_versions(workspace).prefetch_related("rules", "contacts", "versions"):
-        served = next((v for v in config.versions.all() if v.number == config.served_number), None)
         draft = selectors.draft_frozen(config, config.rules.all(), config.contacts.all())
-        row = {"config": config, "draft_changed": selectors.draft_differs(draft, served)}
+        changed, words = selectors.draft_state(draft, list(config.versions.all()), config.served_number)
+        row = {"config": config, "draft_changed": changed, "draft_words": words}
         if request.actor.is_admin:
             row["rename_form"] = ConfigForm.rename(config)
         rows.append(row)
@@ -96,10 +100,15 @@ def _rules_page(
     # Versions are newest first, so each one's predecessor is the next in the list.
     context["version_rows"] = []
     for i, version in enumerate(versions):
-        diff = selectors.rules_diff(versions[i + 1].rules if i + 1 < len(versions) else None, version.rules)
+        previous = versions[i + 1] if i + 1 < len(versions) else None
+        diff = selectors.rules_diff(previous.rules if previous else None, version.rules)
         for rule in diff["added"] + diff["changed"]:
             rule["who"] = selectors.notify_summary(rule, version.contacts)
-        context["version_rows"].append({"version": version, "diff": diff})
+        contacts = selectors.rules_diff(previous.contacts if previous else None, version.contacts)
+        changes = selectors.settings_changes(previous, version)
+        row = {"version": version, "diff": diff, "contacts": contacts, "settings": changes}
+        row["unchanged"] = not any([*diff.values(), *contacts.values(), changes])
+        context["version_rows"].append(row)
     context["publish_form"] = publish_form or PublishForm()
     context["next_number"] = (config.latest_version or 0) + 1
     # Versions are newest first: a draft equal to the newest has nothing to publish, and the button says so.

@@ -120,11 +120,11 @@ def test_ctrl_c_ends_make_run_cleanly():
         requests.get(f"http://127.0.0.1:{port}/login/", timeout=2)
 
 
-def _wait_for(condition, seconds: float = 60) -> None:
+def _wait_for(condition, seconds: float = 60, said=lambda: "") -> None:
     deadline = time.monotonic() + seconds
     while not condition():
         if time.monotonic() > deadline:
-            pytest.fail(f"gave up after {seconds} s")
+            pytest.fail(f"gave up after {seconds} s\n{said()}")
         time.sleep(0.2)
 
 
@@ -244,3 +244,120 @@ def test_the_embedded_postgres_keeps_its_data_across_runs(tmp_path):
     with EmbeddedPostgres(folder) as url:  # started again, on another port, from the same folder
         with psycopg.connect(url.replace("postgres://", "postgresql://")) as conn:
             assert conn.execute("SELECT n FROM kept").fetchone() == (42,)
+
+
+# -- every printed line, as printed, in a second shell -----------------------------------------------
+
+
+def _second_shell() -> dict[str, str]:
+    """A new terminal's environment: nothing of make run's, no DATABASE_URL, no virtualenv activated."""
+    keep = ("PATH", "HOME", "LANG", "LC_ALL", "TERM", "USER", "SHELL", "TMPDIR")
+    return {name: os.environ[name] for name in keep if name in os.environ}
+
+
+def _readme_block(marker: str) -> str:
+    import re
+
+    readme = (ROOT / "README.md").read_text()
+    return re.search(rf"<!-- {marker} -->\s*```sh\n(.*?)```", readme, re.S)[1]
+
+
+def _shell(line: str, **env: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", line],
+        cwd=ROOT,
+        env={**_second_shell(), **env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+@pytest.mark.django_db(transaction=True)
+def test_every_line_make_run_and_the_readme_print_works_as_printed_in_a_second_shell():
+    import re
+
+    port = free_port()
+    run = subprocess.Popen(
+        ["make", "--no-print-directory", "run", f"PORT={port}"],
+        cwd=ROOT,
+        env=_run_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    lines: list[str] = []
+    threading.Thread(target=lambda: lines.extend(run.stdout), daemon=True).start()
+    output = lambda: "".join(lines)  # noqa: E731
+    engine = None
+    try:
+        _wait_for(lambda: "Q Cluster" in output() and "running." in output(), 120)
+        _wait_for(lambda: _answers(f"http://127.0.0.1:{port}/login/"), 60)
+        url = f"http://localhost:{port}/"
+        assert f"HITL Portal is starting at {url}" in output()  # where passkeys work
+        key = re.search(r"Engine key \(shown once\): (hitl_\S+)", output())[1]
+        config = re.search(r"--config (cfg_\w+)", output())[1]
+        try_line = re.search(r"Try: (.*)", output())[1]
+
+        # The Try: line, as printed: the scripted engine pauses at each gated call…
+        engine = subprocess.Popen(
+            ["bash", "-c", try_line],
+            cwd=ROOT,
+            env={**_second_shell(), "PYTHONUNBUFFERED": "1"},  # line by line, as at a terminal
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        said: list[str] = []
+        threading.Thread(target=lambda: said.extend(engine.stdout), daemon=True).start()
+        approve = re.search(r"`(\.venv/bin/python manage\.py hitl approve \$APR[^`]*)`", _readme())[1]
+        decided: list[str] = []
+        for _ in range(3):  # the delete, the refund, the token cap
+            _wait_for(
+                lambda: len(re.findall(r"paused: (apr_\w+)", "".join(said))) > len(decided),
+                60,
+                lambda: "".join(said) + output()[-3000:],
+            )
+            apr = re.findall(r"paused: (apr_\w+)", "".join(said))[len(decided)]
+            # … and the README's line decides it from the shell, the same portal.
+            result = _shell(approve, APR=apr)
+            assert result.returncode == 0, result.stdout + result.stderr
+            decided.append(apr)
+        assert engine.wait(timeout=60) == 0, "".join(said)
+        assert "finished." in "".join(said), "".join(said)
+        # Deciding from the CLI wakes the sender at once: the demo's webhook hears of it in seconds.
+        first = decided[0]
+        _wait_for(lambda: f"dev.hitl.approval.decided {first}" in output(), 10, output)
+
+        # The README's curl example, with the key and config make run printed.
+        result = _shell(_readme_block("curl-example"), KEY=key, CFG=config, HITL=f"http://localhost:{port}")
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert result.stdout.count("\n{") >= 2  # each step's answer on a line of its own
+        apr = re.search(r'"id":\s*"(apr_\w+)"', result.stdout)[1]
+        assert _shell(approve, APR=apr).returncode == 0
+
+        # The line the demo prints for a new engine key, once the first is spent.
+        new_key = re.search(r"A new one: (.*)", demo())[1]
+        result = _shell(new_key)
+        assert result.returncode == 0 and "hitl_" in result.stdout, result.stdout + result.stderr
+    finally:
+        if engine is not None and engine.poll() is None:
+            engine.kill()
+        os.killpg(run.pid, signal.SIGINT)
+        try:
+            run.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(run.pid, signal.SIGKILL)
+    assert not (ROOT / ".data" / "run.env").exists()  # gone with make run: a later command is not misled
+
+
+def _readme() -> str:
+    return (ROOT / "README.md").read_text()
+
+
+def _answers(url: str) -> bool:
+    try:
+        return requests.get(url, timeout=5).status_code == 200
+    except requests.RequestException:
+        return False

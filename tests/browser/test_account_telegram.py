@@ -10,7 +10,8 @@ from .conftest import login
 from .test_csp import watch_csp
 
 
-def test_a_reviewer_makes_a_link_code_and_unlinks_from_the_account_page(page, bob):
+def test_a_reviewer_makes_a_link_code_and_unlinks_from_the_account_page(page, bob, settings):
+    settings.HITL_TELEGRAM_BOT_TOKEN = "123456:test-bot-token"  # a bot is set up: there is someone to send a code to
     violations = watch_csp(page)
     login(page, "bob@acme.test")
 

@@ -93,3 +93,34 @@ def test_an_unset_variable_fails_naming_the_variable_never_the_address(notified,
 
 
 SECRET_PLACEHOLDER = "whsec_" + "QUJD"
+
+
+def test_a_decision_from_the_cli_wakes_the_sender_at_once(notified, receiver, cluster, hook_env):
+    """The CLI is a process that ends right after its commit: what it owes the sender is not lost with it."""
+    import subprocess
+    import sys
+    import time
+
+    from tests.loopback import ROOT, subprocess_env
+
+    approval = register_gate(notified)
+    receiver.wait_for(1, "requested")  # the cluster is up and sending
+
+    result = subprocess.run(
+        [sys.executable, "manage.py", "hitl", "approve", approval.public_id, "--as", "bob@acme.test"],
+        cwd=ROOT,
+        env=subprocess_env(**hook_env, LOG_LEVEL="INFO"),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    exited = time.monotonic()
+    [decided] = receiver.wait_for(1, "decided", timeout=5)  # not the minute schedule's next round
+
+    assert decided["subject"] == approval.public_id
+    assert time.monotonic() - exited < 5
+    # The CLI itself woke the cluster before it ended (django-q2 logs each task it stores).
+    assert "Enqueued [hitl]" in result.stderr, result.stderr
+    assert "I/O operation on closed file" not in result.stderr
+    assert "Could not enqueue" not in result.stderr

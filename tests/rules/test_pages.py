@@ -274,3 +274,40 @@ def test_publish_says_to_pin_when_an_older_version_is_served(admin, acme, alice)
     html = admin.get(reverse("rules:rules", args=[config.public_id])).content.decode()
 
     assert "pin v2 to serve it instead of v1" in html[html.index('id="publish-why"') :][:300]
+
+
+def test_after_a_rollback_the_header_and_the_configs_list_agree_with_the_publish_card(admin, acme, alice):
+    config = make_config(acme)
+    rule = make_rule(config)
+    publish(config, alice)
+    rule_services.rule_update(rule=rule, message="Second")
+    publish(config, alice)
+    rule_services.config_pin(config=config, version=1, user=alice)  # rolled back: v1 served, the draft is v2's
+
+    tab = admin.get(reverse("rules:rules", args=[config.public_id])).content.decode()
+    listing = admin.get(reverse("rules:configs")).content.decode()
+
+    state = tab[tab.index('id="served-state"') :][:600]
+    assert "unpublished changes" not in state
+    assert "draft matches v2, the newest version (v1 is served)" in state
+    assert "The draft matches v2: there is nothing new to publish" in tab  # the Publish card, the same fact
+    assert "Draft matches v2, the newest version (v1 is served)" in listing and "unpublished" not in listing
+
+
+def test_a_versions_changes_count_its_contacts_and_settings_not_only_its_rules(admin, acme, alice):
+    from contacts.services import contact_create
+
+    config = make_config(acme)
+    make_rule(config)
+    publish(config, alice)
+    for name in ("Leads", "Finance", "Security", "Legal"):
+        contact_create(config=config, name=name, channel="email", channel_ref="${HITL_" + name.upper() + "_EMAIL}")
+    publish(config, alice, note="Four contacts")
+
+    html = admin.get(reverse("rules:rules", args=[config.public_id])).content.decode()
+    newest = html[html.index('data-version="2"') :]
+    newest = newest[: newest.index("</tr>")]
+
+    assert "unchanged" not in newest
+    for name in ("Leads", "Finance", "Security", "Legal"):
+        assert f"+ contact {name} (email)" in newest

@@ -34,6 +34,19 @@ def test_the_account_page_offers_to_link_telegram(client, bob):
     assert 'action="/hitl/account/telegram/code"' in page
 
 
+def test_without_a_bot_the_account_page_says_telegram_is_not_set_up_and_hands_out_no_code(client, bob, settings):
+    settings.HITL_TELEGRAM_BOT_TOKEN = ""
+    client.force_login(bob)
+
+    page = client.get("/hitl/account/").content.decode()
+    posted = client.post("/hitl/account/telegram/code", follow=True).content.decode()
+
+    assert "Telegram is not set up on this portal" in page
+    assert "Link Telegram" not in page and 'action="/hitl/account/telegram/code"' not in page
+    assert "there is no bot to send a code to" in posted
+    assert not TelegramLinkCode.objects.filter(user=bob).exists()
+
+
 def test_the_account_page_needs_a_login(client, db):
     assert client.get("/hitl/account/").status_code == 302
     assert client.post("/hitl/account/telegram/code").status_code == 302
