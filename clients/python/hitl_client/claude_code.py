@@ -149,7 +149,7 @@ def served_table(url: str, key: str, config_id: str, *, timeout: float) -> dict:
 
                 sock = ssl.create_default_context().wrap_socket(sock, server_hostname=parts.hostname)
             sock.sendall(head.encode("latin-1"))
-            raw = b"".join(iter(lambda: sock.recv(65536), b""))
+            raw = _read_answer(sock)
     except OSError as error:
         raise Problem(f"the HITL Portal at {url} could not be reached: {error.strerror or error}") from None
     status, headers, body = _response(raw)
@@ -159,6 +159,21 @@ def served_table(url: str, key: str, config_id: str, *, timeout: float) -> dict:
         return json.loads(body)
     except ValueError:
         raise Problem(f"the HITL Portal at {url} answered something that is not JSON for the served table") from None
+
+
+def _read_answer(sock: Any) -> bytes:
+    """The whole answer: to its Content-Length where it gives one (a proxy may keep the connection), else
+    to the end of the connection."""
+    raw = b""
+    while chunk := sock.recv(65536):
+        raw += chunk
+        head, found, body = raw.partition(b"\r\n\r\n")
+        if found:
+            for line in head.split(b"\r\n")[1:]:
+                name, _, value = line.partition(b":")
+                if name.strip().lower() == b"content-length" and len(body) >= int(value.strip() or b"0"):
+                    return raw
+    return raw
 
 
 def _response(raw: bytes) -> tuple[int, dict[str, str], bytes]:
@@ -285,5 +300,18 @@ def _said(body: bytes) -> str:
         return "an answer that is not the portal's JSON"
 
 
+def run() -> None:
+    """The `hitl-hook` console script: main(), then out at once.
+
+    Claude Code waits for the process to end, and an interpreter that has loaded the client (PyJWT,
+    cryptography) takes longer to tear itself down than the rest of the answer after the click: the
+    answer is written and flushed, nothing else is left to do, so the process ends without the teardown.
+    """
+    code = main()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    run()

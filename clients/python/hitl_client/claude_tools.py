@@ -207,7 +207,7 @@ class Permission(namedtuple("Permission", "decision reason updated_input", defau
 
 def permission_of(verdict: Any, *, waited: float | None = None) -> Permission:
     """A verdict of the client (`allowed`, `state`, `message`, `arguments`, `edited`) as Claude's decision."""
-    if verdict.state in ("not_gated", "inert"):
+    if verdict.state in ("not_gated", "inert", "allowed"):
         return Permission("none", verdict.message)
     approval = verdict.approval or {}
     if approval.get("status") == "allowed":  # the rule's condition let it through (or a shadow rule counted it)
