@@ -222,7 +222,7 @@ def _in_evaluator(condition: Condition, context: dict, limit_ms: int):
     except evaluator.EvaluatorOverrun:
         raise ConditionFailed(_over_limit(limit_ms)) from None
     except evaluator.EvaluatorGone:
-        raise ConditionFailed("the condition could not be evaluated: it ran out of memory") from None
+        raise ConditionFailed("the condition could not be evaluated: its evaluator stopped (out of memory)") from None
     if "error" in answer:
         raise ConditionFailed(_evaluation_message(answer["error"], answer["text"]))
     if "value" in answer:
