@@ -9,6 +9,7 @@ import requests
 
 from approvals.models import ApprovalRequest
 from rules import evaluator
+from rules.conditions import EXAMPLES
 
 from ..approvals.engine_support import gate_body
 from ..helpers import error_of, make_config, make_rule, publish
@@ -161,3 +162,22 @@ def test_healthz_answers_while_reviewers_propose_runaway_conditions(acme, alice,
     for answer, words in zip(answers, expected, strict=True):
         assert answer.status_code == 400
         assert words in str(error_of(answer)["fields"]["propose_condition"])
+
+
+@pytest.mark.parametrize(
+    "condition",
+    [
+        *(example for example, _ in EXAMPLES),
+        r'caller == r"\" || caller == "\\"',  # a raw string ends at its quote; an escaped backslash is one
+        '"""a "quoted" word""" == target || target == \'it\\\'s\'',
+        "target.matches(r'^[a-z]+\\d{2}$') // a comment\n  && operation != b\"\\x00\".string()",
+        "arguments.rows.map(r, r.n * 2).filter(n, n > 4).exists_one(n, n == 6)",
+        "{'a': [1, 2u, 3.5e2, -0x1F]}.a.size() == 3 ? true : false",
+        " && ".join(f'target != "t{n}"' for n in range(80)),  # long, and flat: one level
+    ],
+)
+def test_the_reader_takes_what_the_library_takes(alice_api, config, condition):
+    response = alice_api.post(
+        f"/api/v1/configs/{config.public_id}/rules", json={"kind": "delete", "match": "*", "condition": condition}
+    )
+    assert response.status_code == 201, response.json()
