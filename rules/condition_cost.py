@@ -80,20 +80,24 @@ def _what(node: Node) -> str:
 @dataclass(frozen=True)
 class Cost:
     steps: tuple[int, int, int]  # the steps' polynomial in n: constant, n, n²
+    inline_up_to: int  # the largest n it is evaluated for on the caller's thread (STEPS_INLINE at most)
 
     def at(self, n: int) -> int:
-        return self.steps[0] + self.steps[1] * n + self.steps[2] * n * n
+        return _at(self.steps, n)
 
-    @property
-    def inline_up_to(self) -> int:
-        """The largest n the condition is evaluated for on the caller's thread (STEPS_INLINE at most)."""
-        low, high = 0, 1 << 20
-        if self.at(high) <= STEPS_INLINE:
-            return high
-        while low < high:
-            middle = (low + high + 1) // 2
-            low, high = (middle, high) if self.at(middle) <= STEPS_INLINE else (low, middle - 1)
-        return low
+
+def _at(steps: tuple[int, int, int], n: int) -> int:
+    return steps[0] + steps[1] * n + steps[2] * n * n
+
+
+def _inline_up_to(steps: tuple[int, int, int]) -> int:
+    low, high = 0, 1 << 20
+    if _at(steps, high) <= STEPS_INLINE:
+        return high
+    while low < high:
+        middle = (low + high + 1) // 2
+        low, high = (middle, high) if _at(steps, middle) <= STEPS_INLINE else (low, middle - 1)
+    return low
 
 
 def condition_cost(tree: Node) -> Cost:
@@ -107,7 +111,8 @@ def condition_cost(tree: Node) -> Cost:
             f"condition takes about {fixed:,} steps whatever the call (at most {STEPS_INLINE:,}): make it shorter",
             tree.position,
         )
-    return Cost(steps=(fixed, steps.get((1, 0), 0), steps.get((2, 0), 0)))
+    polynomial = (fixed, steps.get((1, 0), 0), steps.get((2, 0), 0))
+    return Cost(steps=polynomial, inline_up_to=_inline_up_to(polynomial))
 
 
 def _reads_input(tree: Node) -> bool:

@@ -18,7 +18,6 @@ fails closed.
 """
 
 import datetime
-import json
 import re
 import time
 from dataclasses import dataclass
@@ -190,8 +189,31 @@ def _inline(condition: Condition, context: dict) -> bool:
     """Whether the condition's bound, for these arguments, lets it run on the caller's thread."""
     if INPUT not in context:
         return True
-    elements = (len(json.dumps(context[INPUT], default=str)) + 1) // 2  # a JSON text holds at most this many values
-    return elements <= condition.cost.inline_up_to
+    return _size_within(context[INPUT], condition.cost.inline_up_to)
+
+
+def _size_within(value, limit: int) -> bool:
+    """Whether the arguments hold at most `limit` units of size (a value, or two characters of a string).
+
+    What their JSON text's length halved would say, counted without writing it, and given up early.
+    """
+    size, pending = 0, [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, str):
+            size += len(item) // 2 + 1
+        elif isinstance(item, dict):
+            size += 1
+            pending.extend(item.keys())
+            pending.extend(item.values())
+        elif isinstance(item, (list, tuple)):
+            size += 1
+            pending.extend(item)
+        else:
+            size += 1
+        if size > limit:
+            return False
+    return True
 
 
 def _in_evaluator(condition: Condition, context: dict, limit_ms: int):
@@ -200,7 +222,7 @@ def _in_evaluator(condition: Condition, context: dict, limit_ms: int):
     except evaluator.EvaluatorOverrun:
         raise ConditionFailed(_over_limit(limit_ms)) from None
     except evaluator.EvaluatorGone:
-        raise ConditionFailed("the condition could not be evaluated: it ran out of memory") from None
+        raise ConditionFailed("the condition could not be evaluated: its evaluator stopped (out of memory)") from None
     if "error" in answer:
         raise ConditionFailed(_evaluation_message(answer["error"], answer["text"]))
     if "value" in answer:

@@ -9,6 +9,7 @@ of the portal keeps up to IDLE_KEPT children between evaluations; the waiting th
 while it waits.
 """
 
+import atexit
 import json
 import os
 import pickle
@@ -102,6 +103,16 @@ def _give_back(child: _Child) -> None:
             _idle.append(child)
             return
     child.kill()
+
+
+@atexit.register
+def _close_idle() -> None:
+    """At exit, the idle children go too (they would see their stdin close and end, but not before this process)."""
+    with _lock:
+        children = [child for child in _idle if child.pid == os.getpid()]
+        _idle.clear()
+    for child in children:
+        child.kill()
 
 
 def evaluate(source: str, variables: dict, *, seconds: float) -> dict:

