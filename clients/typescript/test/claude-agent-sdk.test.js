@@ -22,17 +22,21 @@ async function session(run, command, reviewer) {
   const cwd = mkdtempSync(join(tmpdir(), "hitl-claude-"));
   mkdirSync(join(cwd, "build", "cache"), { recursive: true });
   mkdirSync(join(cwd, "build", "tmp"), { recursive: true });
-  const gates = await gatesFor(run);
+  const hitl = client();
+  // A bounded wait, and the session aborted when the test ends: a test that fails never leaves Claude Code waiting.
+  const gates = new HitlClaude(hitl, await hitl.served(portal.configId), { runId: run, waitTimeout: STARTUP_MS / 1000 });
+  const abortController = new AbortController();
   const messages = [];
   try {
     const env = { ...process.env, ANTHROPIC_BASE_URL: api.url, ANTHROPIC_API_KEY: "sk-ant-offline", HOME: cwd, CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1", DISABLE_AUTOUPDATER: "1" };
-    const options = { cwd, env, model: "claude-sonnet-4-5", maxTurns: 3, settingSources: [], canUseTool: gates.canUseTool, hooks: gates.hooks };
+    const options = { cwd, env, abortController, model: "claude-sonnet-4-5", maxTurns: 3, settingSources: [], canUseTool: gates.canUseTool, hooks: gates.hooks };
     const talk = (async () => {
       for await (const message of query({ prompt: "Clear the build cache", options })) messages.push(message);
     })();
     await Promise.all([talk, reviewer]);
     return { left: ["cache", "tmp"].filter((dir) => existsSync(join(cwd, "build", dir))), messages, gates, api };
   } finally {
+    abortController.abort();
     api.close();
     rmSync(cwd, { recursive: true, force: true });
   }
