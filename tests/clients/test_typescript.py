@@ -8,6 +8,7 @@ node_modules is missing or older than the lockfile.
 
 import os
 import shutil
+import signal
 import subprocess
 from pathlib import Path
 
@@ -34,7 +35,25 @@ def test_the_typescript_client_passes_its_node_tests(live_server, acme, alice, b
         "HITL_ADMIN_TOKEN": make_token(acme, user=alice),
         "HITL_REVIEWER_TOKEN": make_token(acme, user=bob),
     }
-    run = subprocess.run(
-        [shutil.which("npm") or "npm", "test"], cwd=PACKAGE, env=env, capture_output=True, text=True, timeout=600
+    # Its own process group: a test that hangs (a Claude Code session, say) is ended with everything it started.
+    npm = subprocess.Popen(
+        [shutil.which("npm") or "npm", "test"],
+        cwd=PACKAGE,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
     )
-    assert run.returncode == 0, f"npm test failed ({run.returncode}):\n{run.stdout[-20000:]}\n{run.stderr[-5000:]}"
+    try:
+        output, _ = npm.communicate(timeout=900)
+    except subprocess.TimeoutExpired:
+        os.killpg(npm.pid, signal.SIGKILL)
+        output, _ = npm.communicate()
+        pytest.fail(f"npm test ran past 900 s:\n{output[-20000:]}")
+    finally:
+        try:  # whatever of the group outlived npm
+            os.killpg(npm.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    assert npm.returncode == 0, f"npm test failed ({npm.returncode}):\n{output[-20000:]}"

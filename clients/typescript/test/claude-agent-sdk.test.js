@@ -1,11 +1,74 @@
-// The Claude Agent SDK recipe (docs/engines.md): `canUseTool` and the hooks called as the SDK calls them —
-// the tool name, its input, and the options with the AbortSignal and the tool use id.
+// The Claude Agent SDK recipe (docs/engines.md): the SDK's `query()` run offline — Claude Code against a
+// stand-in for Anthropic's API (fake-anthropic.js) — with `canUseTool` and the hooks from the adapter; and
+// `canUseTool` called directly as the SDK calls it, for the cases a scripted model does not reach.
 import assert from "node:assert/strict";
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { test } from "node:test";
 
+import { query } from "@anthropic-ai/claude-agent-sdk";
 import { HitlClaude } from "hitl-client/claude-agent-sdk";
 
+import { fakeAnthropic } from "./fake-anthropic.js";
 import { asReviewer, client, decide, pendingOf, portal, runId } from "./support.js";
+
+// Claude Code starts as a process of its own: on a busy machine its first request can take a while.
+const STARTUP_MS = 120_000;
+
+/** A session in a scratch directory with build/cache and build/tmp, the model asking to run `command`. */
+async function session(run, command, reviewer) {
+  const api = await fakeAnthropic(command);
+  const cwd = mkdtempSync(join(tmpdir(), "hitl-claude-"));
+  mkdirSync(join(cwd, "build", "cache"), { recursive: true });
+  mkdirSync(join(cwd, "build", "tmp"), { recursive: true });
+  const hitl = client();
+  // A bounded wait, and the session aborted when the test ends: a test that fails never leaves Claude Code waiting.
+  const gates = new HitlClaude(hitl, await hitl.served(portal.configId), { runId: run, waitTimeout: STARTUP_MS / 1000 });
+  const abortController = new AbortController();
+  const messages = [];
+  try {
+    const env = { ...process.env, ANTHROPIC_BASE_URL: api.url, ANTHROPIC_API_KEY: "sk-ant-offline", HOME: cwd, CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1", DISABLE_AUTOUPDATER: "1" };
+    const options = { cwd, env, abortController, model: "claude-sonnet-4-5", maxTurns: 3, settingSources: [], canUseTool: gates.canUseTool, hooks: gates.hooks };
+    const talk = (async () => {
+      for await (const message of query({ prompt: "Clear the build cache", options })) messages.push(message);
+    })();
+    await Promise.all([talk, reviewer]);
+    return { left: ["cache", "tmp"].filter((dir) => existsSync(join(cwd, "build", dir))), messages, gates, api };
+  } finally {
+    abortController.abort();
+    api.close();
+    rmSync(cwd, { recursive: true, force: true });
+  }
+}
+
+const toolResult = (messages) => messages.flatMap((m) => (m.type === "user" && Array.isArray(m.message.content) ? m.message.content : [])).find((c) => c.type === "tool_result");
+
+test("Claude Agent SDK, run offline: the session pauses at rm, shows in the queue, and the command runs on approve", async () => {
+  const run = runId("claude-sdk-approve");
+  const reviewer = pendingOf(run, 1, STARTUP_MS).then(async ([pending]) => {
+    assert.deepEqual([pending.target, pending.operation, pending.arguments.command], ["build/cache", "rm", "rm -rf build/cache"]);
+    return decide(run, { decision: "approve" });
+  });
+  const { left, messages, gates } = await session(run, "rm -rf build/cache", reviewer);
+  assert.deepEqual(left, ["tmp"]);
+  assert.equal(messages.at(-1).subtype, "success");
+  const stored = await asReviewer("GET", `/api/v1/approvals/${gates.gates.verdicts.get("toolu_01").approval.id}`);
+  assert.equal(stored.execution.status, "executed");
+});
+
+test("Claude Agent SDK, run offline: on reject nothing runs and the model reads the reviewer's reason", async () => {
+  const run = runId("claude-sdk-reject");
+  const { left, messages } = await session(run, "rm -rf build/cache", decide(run, { decision: "reject", reason: "Keep the cache." }, STARTUP_MS));
+  assert.deepEqual(left, ["cache", "tmp"]);
+  assert.match(JSON.stringify(toolResult(messages).content), /rejected this call: Keep the cache\. Do not retry it\./);
+});
+
+test("Claude Agent SDK, run offline: on an edit the edited command runs", async () => {
+  const run = runId("claude-sdk-edit");
+  const { left } = await session(run, "rm -rf build/cache", decide(run, { decision: "approve", arguments: { command: "rm -rf build/tmp" } }, STARTUP_MS));
+  assert.deepEqual(left, ["cache"]);
+});
 
 async function gatesFor(run) {
   const hitl = client();
@@ -53,7 +116,7 @@ test("Claude Agent SDK: on an edit the edited input runs (updatedInput)", async 
   const gates = await gatesFor(run);
   const [result] = await Promise.all([
     asTheSdk(gates, "Bash", { command: "rm -rf build" }, "toolu_3"),
-    decide(run, { decision: "approve", arguments: { command: "rm -rf build/tmp" } }),
+    decide(run, { decision: "approve", arguments: { command: "rm -rf build/tmp" } }, STARTUP_MS),
   ]);
   assert.deepEqual(result, { behavior: "allow", updatedInput: { command: "rm -rf build/tmp" } });
 });

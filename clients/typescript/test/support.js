@@ -69,8 +69,8 @@ export async function pendingOf(run, count = 1, timeoutMs = 20_000) {
 }
 
 /** A reviewer who waits for the run's next pending request and decides it: `{decision, reason?, …}`. */
-export async function decide(run, body) {
-  const [approval] = await pendingOf(run);
+export async function decide(run, body, timeoutMs) {
+  const [approval] = await pendingOf(run, 1, timeoutMs);
   return asReviewer("POST", `/api/v1/approvals/${approval.id}/decision`, body);
 }
 
