@@ -22,7 +22,7 @@ from rest_framework.views import APIView
 from hitl_portal.errors import ErrorSerializer
 from rules.models import Config
 from rules.selectors import LOG_LINES, hitl_state, served_version
-from rules.serializers import RuleSerializer
+from rules.serializers import ServedGateSerializer
 from workspaces.access import Actor
 from workspaces.permissions import IsEngine, IsEngineOrReviewer
 
@@ -300,7 +300,7 @@ class ServedConfigView(APIView):
                 "config_id": config.public_id,
                 "version": version.number,
                 "hitl": {"state": state, "log_line": LOG_LINES[state]},
-                "gates": RuleSerializer(gates, many=True).data,  # the API's field order, not jsonb's
+                "gates": ServedGateSerializer(gates, many=True).data,  # the API's field order, not jsonb's
                 "token_caps": version.token_caps,
                 "pass_information_level": version.pass_information_level,
                 "questions": state == "active",

@@ -11,7 +11,7 @@ from rest_framework import serializers
 from hitl_portal.fields import FieldsBoundOnce, StrictCharField, StrictIntegerField
 from hitl_portal.query import QuerySerializer
 from rules.models import PassInformationLevel
-from rules.serializers import RuleSerializer, TokenCapsSerializer
+from rules.serializers import ServedGateSerializer, TokenCapsSerializer
 
 from .edits import FINITE, arguments_schema_check_problem, arguments_schema_problem, json_value_problem
 from .models import ApprovalKind, ExecutionStatus, Scope
@@ -246,7 +246,9 @@ class ServedConfigSerializer(serializers.Serializer):
     config_id = serializers.CharField()
     version = serializers.IntegerField()
     hitl = HitlStateSerializer()
-    gates = RuleSerializer(many=True, help_text="The enabled rules of the served version, in order.")
+    gates = ServedGateSerializer(
+        many=True, help_text="The enabled rules of the served version, in order, each with its match_field."
+    )
     token_caps = TokenCapsSerializer()
     pass_information_level = serializers.ChoiceField(choices=PassInformationLevel.choices)
     questions = serializers.BooleanField(help_text="whether a run may ask questions and show plans (HITL active)")

@@ -83,10 +83,6 @@ class RuleSerializer(serializers.Serializer):
     id = serializers.CharField()
     kind = _choice(RuleKind.choices)
     match = serializers.CharField()
-    match_field = serializers.SerializerMethodField(
-        help_text="The field of a call `match` is compared with: `operation` for a delete rule (delete_file, "
-        "drop_table), `target` for the other kinds. `*` takes in every call."
-    )
     point = _choice(RulePoint.choices)
     enabled = serializers.BooleanField()
     message = serializers.CharField(allow_blank=True)
@@ -125,6 +121,16 @@ class RuleSerializer(serializers.Serializer):
     allow_edit = serializers.BooleanField(
         help_text="Whether a reviewer may approve a call with edited arguments (only with approvals_required 1 "
         "and pass information level full).",
+    )
+
+
+class ServedGateSerializer(RuleSerializer):
+    """A gate of the served table: the rule, and what its `match` is compared with (rules.models.MATCH_FIELDS)."""
+
+    match_field = serializers.SerializerMethodField(
+        help_text="The field of a call `match` is compared with: `operation` for a delete rule (delete_file, "
+        "drop_table, on any target), `target` for the other kinds. `*` takes in every call. The portal's "
+        "registration check and every client's find_gate apply it."
     )
 
     def get_match_field(self, rule: dict) -> Literal["operation", "target"]:

@@ -293,7 +293,7 @@ def test_an_identical_call_after_the_first_ran_asks_again(gateway_toml, engine_k
     results = asyncio.run(session())
     decided = reviewer.finish()
 
-    assert [result.is_error for result in results] == [False, False]
+    assert [result.is_error for result in results] == [False, False], [text_of(result) for result in results]
     assert len({approval["id"] for approval in decided}) == 2  # the second refund was a second question
     assert ledger.read_text().splitlines() == ["issue_refund T-4821 4900"] * 2
 

@@ -33,7 +33,7 @@ def test_the_oldest_version_shape_reads_as_the_defaults_in_api_gates_registratio
     assert version["rules"] == [rule.frozen()]  # nobody to tell, one approval, four eyes, no grants
     assert version["contacts"] == [contact.frozen()]  # no secret reference
     served = engine_api.get(f"/api/v1/configs/{config.public_id}/served").json()
-    assert served["gates"] == [rule.frozen()]
+    assert served["gates"] == [{**rule.frozen(), "match_field": "operation"}]  # a delete rule matches the operation
     registered = engine_api.post("/api/v1/approvals", gate_body(config))
     assert registered.status_code == 201, registered.text
     assert registered.json()["approvals_required"] == 1

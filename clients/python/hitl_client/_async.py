@@ -137,8 +137,13 @@ class AsyncHitlClient(AsyncReceiptChecks):
         return await self.register(_core.gate_body(served, gate, call, ttl_seconds=ttl_seconds), call.idempotency_key)
 
     async def register(self, body: dict, key: str) -> dict:
-        _, answer = await self._call("POST", "/api/v1/approvals", body, headers={"Idempotency-Key": key})
+        answer, _ = await self.register_created(body, key)
         return answer
+
+    async def register_created(self, body: dict, key: str) -> tuple[dict, bool]:
+        """register, and whether this call stored the request (201) rather than found the first one (200)."""
+        status, answer = await self._call("POST", "/api/v1/approvals", body, headers={"Idempotency-Key": key})
+        return answer, status == 201
 
     async def get(self, approval_id: str, *, wait: float = 0) -> dict:
         query = f"?wait={wait:g}" if wait else ""

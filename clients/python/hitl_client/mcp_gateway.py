@@ -408,14 +408,21 @@ class Gateway:
         occurrence = self._occurrence.get(base, 0)
         while True:
             call = self._call(served, server_id, tool, arguments, occurrence=occurrence, base=base)
-            approval = await self.client.request_approval(served, gate, call)
+            body = _core.gate_body(served, gate, call)
+            approval, created = await self.client.register_created(body, call.idempotency_key)
             answered = _core.registered(approval, call)  # inert, or allowed by the rule's condition or shadow mode
             if answered is not None:
                 logger.info("%s — forwarding %s.%s", answered.message, server_id, tool)
                 return answered
             execution = (approval.get("execution") or {}).get("status")
-            if approval["status"] == "pending" or (approval["status"] == "approved" and execution in (None, "started")):
-                break  # this call's own request (a restart finds it again; started and never reported: in doubt)
+            if (
+                created
+                or approval["status"] == "pending"
+                or (approval["status"] == "approved" and execution in (None, "started"))
+            ):
+                # This call's own request: new (even if stored already decided, as in a halted run), or found
+                # again after a restart (started and never reported: in doubt).
+                break
             if approval.get("execution"):
                 # An identical call of this run ran already (reported executed): this one is a new call.
                 logger.info("HITL: %s.%s #%d already executed (%s); asking for this call anew",
