@@ -199,6 +199,8 @@ def main() -> None:
         served.update(
             HITL_DEMO_REVIEWER_EMAIL="reviewer@acme.test", EMAIL_BACKEND="django.core.mail.backends.locmem.EmailBackend"
         )
+        # The receiver is on loopback: allowed as a host allows an internal receiver (contacts/outbound.py).
+        served["HITL_OUTBOUND_ALLOW"] = "127.0.0.1/32"
         for args in (["migrate", "--noinput", "-v0"], ["collectstatic", "--noinput", "-v0"]):
             result = manage(*args, **served)
             if result.returncode:
