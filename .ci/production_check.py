@@ -204,7 +204,9 @@ def main() -> None:
 
         step("the portal as deployed: migrate, the demo, gunicorn + uvicorn workers, the cluster")
         receiver = Receiver()
+        # The receiver is on loopback: allowed as a host allows an internal receiver (contacts/outbound.py).
         served = {**plain_http(env, port), "HITL_DEMO_WEBHOOK": receiver.url, "HITL_DEMO_WEBHOOK_SECRET": SECRET}
+        served["HITL_OUTBOUND_ALLOW"] = "127.0.0.1/32"
         served.update(
             HITL_DEMO_REVIEWER_EMAIL="reviewer@acme.test", EMAIL_BACKEND="django.core.mail.backends.locmem.EmailBackend"
         )

@@ -112,17 +112,7 @@ def _send_batch(claimed: list[Delivery]) -> int:
 
     # The batch's sends share their alike reads (contacts.batch), each on its thread.
     with batch_scope(requests={d.approval_id for d in claimed if d.approval_id is not None}):
-        # Whatever a contact names must still be its workspace's: one saved before references were judged,
-        # or whose grant was revoked since, fails naming the variable, before anything is resolved.
-        refused = {
-            d.pk: why
-            for d in claimed
-            if (
-                why := send_refusal(
-                    workspace=d.workspace, refs=[d.recipient.get("channel_ref", ""), d.recipient.get("secret_ref", "")]
-                )
-            )
-        }
+        refused = _refusals(claimed)
         pool = _senders()
         futures = [pool.submit(contextvars.copy_context().run, prepare_and_send, d) for d in claimed]
         sends = [send for send in (f.result() for f in futures) if send is not None]
@@ -136,6 +126,19 @@ def _send_batch(claimed: list[Delivery]) -> int:
         if send.error is not None:
             settled += _record_failure(delivery=send.delivery, error=send.error, now=now, also=send.digest)
     return settled
+
+
+def _refusals(claimed: list[Delivery]) -> dict[int, str]:
+    """Why a row's contact may not use a variable it names, by row: whatever a contact names must still
+    be its workspace's (contacts.refs) — one saved before references were judged, or whose grant was
+    revoked since, fails naming the variable before anything is resolved. Read here, before the send
+    threads, once per workspace and name for the batch."""
+    refused = {}
+    for delivery in claimed:
+        refs = [delivery.recipient.get("channel_ref", ""), delivery.recipient.get("secret_ref", "")]
+        if why := send_refusal(workspace=delivery.workspace, refs=refs):
+            refused[delivery.pk] = why
+    return refused
 
 
 _pool: ThreadPoolExecutor | None = None

@@ -1,6 +1,8 @@
 """Settings for HITL Portal, read from the environment with safe development defaults."""
 
+import ipaddress
 import os
+import re
 from datetime import timedelta
 from pathlib import Path
 
@@ -312,6 +314,14 @@ HITL_PUSH_ALLOW_HTTP = envbool("HITL_PUSH_ALLOW_HTTP", "false")
 # Webhook URLs and push endpoints reach public addresses only (contacts/outbound.py): internal
 # receivers the host trusts are named here, comma-separated CIDRs and host names (10.20.0.0/16, hooks.internal).
 HITL_OUTBOUND_ALLOW = envlist("HITL_OUTBOUND_ALLOW", "")
+for _allowed in HITL_OUTBOUND_ALLOW:
+    try:
+        ipaddress.ip_network(_allowed, strict=False)
+    except ValueError:
+        if not re.fullmatch(r"[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?\.?", _allowed):
+            raise ImproperlyConfigured(
+                f"HITL_OUTBOUND_ALLOW: {_allowed!r} is neither a network (10.0.0.0/8, 192.0.2.7) nor a host name"
+            ) from None
 
 
 def _email_settings() -> dict:

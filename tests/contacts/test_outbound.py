@@ -4,6 +4,7 @@ The tests that take the loopback fakes' allowance away (tests/loopback.py) stand
 allows nothing internal; the redirect test keeps it, to show a 302 is not followed even to an
 address the host allows."""
 
+import os
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -162,3 +163,25 @@ def test_a_302_to_loopback_is_not_followed(notified, hook_env, monkeypatch):
     assert delivery.last_error.startswith("HTTP 302 from the endpoint: redirects are not followed")
     # Neither the POST again nor a GET carrying the webhook-* headers reached where the 302 pointed.
     assert inside.requests == []
+
+
+def test_an_allowance_that_is_neither_a_network_nor_a_host_name_stops_the_portal_from_starting():
+    import subprocess
+    import sys
+
+    from tests.loopback import ROOT
+
+    env = {
+        **os.environ,
+        "HITL_OUTBOUND_ALLOW": "10.0.0.0/8,10.0.0.0/33",
+        "DJANGO_SETTINGS_MODULE": "hitl_portal.settings",
+    }
+    started = subprocess.run(
+        [sys.executable, "-c", "from django.conf import settings; settings.HITL_OUTBOUND_ALLOW"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert started.returncode != 0
+    assert "HITL_OUTBOUND_ALLOW: '10.0.0.0/33' is neither a network" in started.stderr
