@@ -18,9 +18,10 @@ SERVE = ulimit -n "$$(ulimit -Hn)"; exec $(SERVE_BIN)/gunicorn hitl_portal.asgi:
 # (WebAuthn refuses an IP address), served on HOST.
 RUN_URL = http://localhost:$(PORT)
 # Installing: uv (one wheel from PyPI, or the one on PATH) installs what pip does in a fraction of the
-# time; pip does it when uv cannot be had (offline, an index uv cannot read).
+# time; pip does it when uv cannot be had (offline, an index uv cannot read). Bytecode is compiled at
+# install, as pip does: otherwise the first start compiles every module in each process at once.
 INSTALL = { uv=$$(command -v uv || { $(PIP) install --quiet --disable-pip-version-check uv && echo $(VENV)/bin/uv; }) \
-	&& "$$uv" pip install --quiet --python $(PY) -r $(1); } || $(PIP) install --quiet --disable-pip-version-check -r $(1)
+	&& "$$uv" pip install --quiet --compile-bytecode --python $(PY) -r $(1); } || $(PIP) install --quiet --disable-pip-version-check -r $(1)
 
 .PHONY: run serve test lint format bench faults clean
 

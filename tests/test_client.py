@@ -292,6 +292,45 @@ def test_demo_engine_resumes_on_approve_and_halts_visibly_on_reject(live_server,
     assert delete.execution_status == "executed"
 
 
+def test_demo_engine_runs_a_call_a_reviewer_approved_with_edits_and_goes_on(live_server, acme, alice, bob, capsys):
+    from approvals.decide import approval_decide
+    from rules import services as rule_services
+
+    config = make_support_config(acme, alice)
+    refunds = config.rules.get(kind="mcp_server")
+    rule_services.rule_update(rule=refunds, allow_edit=True)
+    rule_services.config_publish(config=config, user=alice)
+    key = make_token(acme, engine="demo-engine")
+    decided: list[str] = []
+
+    def reviewer() -> None:  # approves the delete as proposed, the refund with a smaller amount
+        deadline = time.monotonic() + 30
+        while len(decided) < 2 and time.monotonic() < deadline:
+            for approval in ApprovalRequest.objects.pending().order_by("created_at"):
+                edited = {**approval.arguments, "amount_cents": 2500} if approval.boundary == "mcp_server" else None
+                approval_decide(
+                    approval=approval, user=bob, decision="approve", arguments=edited, edit=edited is not None
+                )
+                decided.append(approval.boundary)
+            time.sleep(0.1)
+
+    person = threading.Thread(target=reviewer)
+    person.start()
+    call_command(
+        "hitl", "demo-engine", "--url", live_server.url, "--key", key, "--config", config.public_id,
+        "--turns", "delete,mcp", "--wait", "20",
+    )  # fmt: skip
+    person.join(timeout=35)
+    out = capsys.readouterr().out
+
+    assert decided == ["delete", "mcp_server"]
+    assert "edit_to_retry" not in out and "halted" not in out
+    assert 'with the reviewer\'s edits: {"amount_cents": 2500, "ticket_id": "T-4821"}' in out
+    assert "finished." in out
+    refund = ApprovalRequest.objects.get(boundary="mcp_server")
+    assert refund.execution_status == "executed"
+
+
 def test_demo_engine_reports_a_token_cap_breach_and_proceeds_past_it(live_server, acme, bob, support, capsys):
     key = make_token(acme, engine="demo-engine")
 

@@ -2,6 +2,7 @@
 
 import re
 
+import pytest
 from playwright.sync_api import expect
 
 from integrations.models import TelegramAccount, TelegramLinkCode
@@ -10,8 +11,8 @@ from .conftest import login
 from .test_csp import watch_csp
 
 
-def test_a_reviewer_makes_a_link_code_and_unlinks_from_the_account_page(page, bob, settings):
-    settings.HITL_TELEGRAM_BOT_TOKEN = "123456:test-bot-token"  # a bot is set up: there is someone to send a code to
+@pytest.mark.server_env(HITL_TELEGRAM_BOT_TOKEN="123456:test-bot-token")  # a bot is set up: someone to send a code to
+def test_a_reviewer_makes_a_link_code_and_unlinks_from_the_account_page(page, bob):
     violations = watch_csp(page)
     login(page, "bob@acme.test")
 

@@ -68,8 +68,9 @@ def test_an_admin_freezes_the_workspace_and_every_page_shows_the_banner(new_page
     login(admin, "alice@acme.test")
     admin.goto(QUEUE)
 
-    admin.get_by_placeholder("Why freeze every run").fill(REASON)
-    admin.get_by_role("switch", name="Freeze workspace").click()
+    admin.get_by_role("link", name="Freeze workspace…").click()
+    admin.get_by_label("Why freeze every run").fill(REASON)
+    admin.get_by_role("button", name="Freeze and reject 1 pending request").click()
 
     banner = admin.locator(".banner.frozen")
     expect(banner).to_contain_text("Workspace frozen by alice@acme.test")
@@ -85,3 +86,30 @@ def test_an_admin_freezes_the_workspace_and_every_page_shows_the_banner(new_page
     admin.get_by_role("switch", name=re.compile("thaw it")).click()
     expect(admin.locator(".banner.frozen")).to_have_count(0)
     expect(admin.locator(".flash")).to_contain_text("Workspace thawed")
+
+
+@no_refresh
+def test_a_freeze_asks_for_confirmation_and_says_how_many_requests_it_rejects(page, alice, acme, support):
+    other = make_config(acme, "Data notebook")
+    make_rule(other, kind="cell", match="*")
+    publish(other, alice)
+    waiting = [make_approval(support, run_id=f"run_{n}") for n in range(3)] + [make_approval(other)]
+    login(page, "alice@acme.test")
+    page.goto(QUEUE)
+    expect(page.locator("header, .hitl-header").get_by_role("textbox")).to_have_count(0)  # no reason box on every page
+
+    page.get_by_role("link", name="Freeze workspace…").click()
+    expect(page.locator("#freeze")).to_contain_text("4 pending requests are rejected now")
+    reason = page.get_by_label("Why freeze every run")
+    assert reason.evaluate("el => el.tagName") == "TEXTAREA" and reason.bounding_box()["width"] > 400
+    page.get_by_role("link", name="Cancel").click()  # changed their mind: nothing happened
+    assert ApprovalRequest.objects.filter(status="pending").count() == 4
+
+    page.get_by_role("link", name="Freeze workspace…").click()
+    page.get_by_role("button", name="Freeze and reject 4 pending requests").click()  # the reason is required
+    assert ApprovalRequest.objects.filter(status="pending").count() == 4
+    page.get_by_label("Why freeze every run").fill(REASON)
+    page.get_by_role("button", name="Freeze and reject 4 pending requests").click()
+
+    expect(page.locator(".flash")).to_contain_text("Workspace frozen: 4 pending request(s) rejected")
+    assert {a.status for a in ApprovalRequest.objects.filter(pk__in=[w.pk for w in waiting])} == {"rejected"}

@@ -240,3 +240,23 @@ def test_a_phone_can_type_a_reason_and_decide(new_page, bob, acme, alice):
     page.get_by_role("button", name="Approve").first.click()
     expect(page.locator("#decided-log")).to_contain_text("Approved by bob@acme.test")
     expect(page.locator("#decided-log")).to_contain_text("Checked on the phone")
+
+
+CUT_REFERENCES = """() => {
+  const refs = [...document.querySelectorAll("main code")].filter((c) => c.textContent.includes("HITL_"));
+  return {count: refs.length, cut: refs.filter((c) => c.scrollWidth > c.clientWidth + 1).map((c) => c.textContent)};
+}"""
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_variable_references_are_shown_whole_on_contacts_and_rules(new_page, alice, long_names, width):
+    config, _ = long_names
+    page = new_page()
+    page.set_viewport_size({"width": width, "height": 900})
+    login(page, "alice@acme.test")
+    for path in (f"/hitl/configs/{config.public_id}/contacts/", f"/hitl/configs/{config.public_id}/rules/"):
+        page.goto(path)
+        found = page.evaluate(CUT_REFERENCES)
+        assert found["count"] >= 1, path  # the contact's reference; on the Rules tab, the unset variable's warning
+        assert found["cut"] == [], path
+        assert page.evaluate("document.documentElement.scrollWidth") <= width, path
