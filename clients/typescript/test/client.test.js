@@ -198,7 +198,7 @@ test("a halted run: its question and its plan say halted, never still waiting or
   try {
     const answers = await hitl.ask(served, { id: "go", prompt: "Go on?", type: "boolean" }, { ...ids, callId: "q" });
     assert.equal(answers.state, "halted");
-    assert.match(answers.message, /halted this run: Runaway agent\. Stop the run/);
+    assert.match(answers.message, /halted this run: Runaway agent\. Nobody will answer these questions\. Stop the run now/);
     const review = await hitl.reviewPlan(served, "Keep going", { ...ids, callId: "p" });
     assert.deepEqual([review.state, review.approved, review.changesRequested], ["halted", false, false]);
     const gated = await hitl.gateCall(served, deleteCall(run), { execute: () => assert.fail("a halted run's call ran") });
