@@ -176,6 +176,16 @@ function inDoubt(approval: Approval): Verdict {
     "unknown; a reviewer can record on the request's page what happened.", approval, { result: approval.execution });
 }
 
+/** The verdict once the portal answered `started`: it runs only where this engine recorded it first. */
+export function startedVerdict(verdict: Verdict, answer: Approval & { already_reported?: boolean }): Verdict {
+  if (answer.already_reported) {
+    const execution = (answer.execution ?? null) as Record<string, any> | null;
+    return execution?.status === "started" ? inDoubt(answer) : alreadyExecuted(answer);
+  }
+  verdict.approval = answer;
+  return verdict;
+}
+
 /** Approved with edits an `execute()` without parameters cannot run as edited: nothing runs, the agent learns the edit. */
 export function editToRetry(approved: Verdict): Verdict {
   const decision = (approved.approval?.decision ?? {}) as Record<string, any>;
