@@ -5,7 +5,7 @@ import { LONG_POLL_SECONDS } from "./core.js";
 import * as q from "./questions.js";
 import { JWKS_PATH, keysOf, kidOf, verifyReceipt, type ReceiptKeys } from "./receipts.js";
 import type { Approval, GatedCall, PortalAnswer, Question, Served } from "./types.js";
-import { editToRetry, judge, notAsked, type ReceiptCheck, type Verdict } from "./verdicts.js";
+import { editToRetry, judge, notAsked, startedVerdict, type ReceiptCheck, type Verdict } from "./verdicts.js";
 
 // Statuses worth asking again for: the portal restarting, a proxy in between, or too many waits on one key.
 const RETRYABLE = new Set([408, 429, 500, 502, 503, 504]);
@@ -251,22 +251,15 @@ export class HitlClient {
   }
 
   /**
-   * Record that an approved call is about to run (`started`), so that a restart never runs it twice: a
-   * request found `started` without a final outcome is `in_doubt`. Returns false where the portal predates
-   * `started` (400 on `status`): the call then runs as before, without that guarantee, and the log says so.
+   * Record that an approved call is about to run (`started`), so that a restart never runs it twice, and
+   * answer what may run: the verdict itself when this engine recorded `started` first; `in_doubt` (or
+   * `already_executed`) when the portal answers `already_reported` — another process, or this engine
+   * before a restart, started (or finished) it already, so it must not run.
    */
-  async started(verdict: Verdict): Promise<boolean> {
-    if (verdict.state !== "approved" || !verdict.approval) return false;
-    try {
-      verdict.approval = await this.reportOutcome(verdict.approval.id, "started", { callDigest: verdict.callDigest ?? undefined });
-      return true;
-    } catch (error) {
-      if (error instanceof HitlError && error.status === 400 && "status" in error.fields) {
-        this.log.warn(`HITL: this portal does not record a started outcome (${error.message}); ${verdict.approval.id} runs without it`);
-        return false;
-      }
-      throw error;
-    }
+  async started(verdict: Verdict): Promise<Verdict> {
+    if (verdict.state !== "approved" || !verdict.approval) return verdict;
+    const answer = await this.reportOutcome(verdict.approval.id, "started", { callDigest: verdict.callDigest ?? undefined });
+    return startedVerdict(verdict, answer);
   }
 
   /** Report what happened to an approved call that ran (`verdict.result`) or threw (`verdict.error`). */
@@ -301,7 +294,8 @@ export class HitlClient {
     const execute = options.execute;
     if (!verdict.allowed || !execute) return verdict;
     if (verdict.edited && execute.length === 0) return this.report(editToRetry(verdict));
-    await this.started(verdict);
+    const startedOnce = await this.started(verdict);
+    if (!startedOnce.allowed) return startedOnce;
     try {
       verdict.result = await execute(verdict.arguments);
     } catch (error) {

@@ -65,22 +65,32 @@ function pythonNumber(n: number): string {
 }
 
 /** The first gate (in order) that matches this call, while HITL is active for the served version. */
-export function findGate(served: Served, call: Pick<GatedCall, "kind" | "target" | "point">): Gate | null {
+export function findGate(served: Served, call: Pick<GatedCall, "kind" | "target" | "operation" | "point">): Gate | null {
   if (served.hitl?.state !== "active") return null;
   return firstGate(served, call);
 }
 
 /** Would a rule gate this call if HITL were active? (An inert config still says so in the log.) */
-export function wouldGate(served: Served, call: Pick<GatedCall, "kind" | "target" | "point">): boolean {
+export function wouldGate(served: Served, call: Pick<GatedCall, "kind" | "target" | "operation" | "point">): boolean {
   return firstGate(served, call) !== null;
 }
 
-function firstGate(served: Served, call: Pick<GatedCall, "kind" | "target" | "point">): Gate | null {
+// Which field of a call a rule's `match` names: the operation for `delete` (drop_table, on any target),
+// the target for the other kinds. The portal serves it on every gate as `match_field`; a gate served
+// without one (an older portal) falls back to this copy of the portal's table.
+const MATCH_FIELDS: Record<string, "operation" | "target"> = { delete: "operation", mcp_server: "target", cell: "target", worker: "target" };
+
+export function matchField(gate: Gate): "operation" | "target" {
+  const field = (gate as { match_field?: string }).match_field ?? MATCH_FIELDS[gate.kind as string] ?? "target";
+  return field === "operation" ? "operation" : "target";
+}
+
+function firstGate(served: Served, call: Pick<GatedCall, "kind" | "target" | "operation" | "point">): Gate | null {
   const point = call.point ?? "entry";
   const gates = [...((served.gates ?? []) as Gate[])].sort((a, b) => (a.order ?? 10) - (b.order ?? 10));
   for (const gate of gates) {
     if (gate.enabled === false || gate.kind !== call.kind || gate.point !== point) continue;
-    if (gate.match === ANY || gate.match === call.target) return gate;
+    if (gate.match === ANY || gate.match === (matchField(gate) === "operation" ? call.operation : call.target)) return gate;
   }
   return null;
 }

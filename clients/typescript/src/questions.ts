@@ -121,7 +121,7 @@ export function answersOf(answer: PortalAnswer, questions: Question[] = []): Ans
     const words = decision.reason ? `: ${trimmed(decision.reason)}` : " (no reason given)";
     return answers("declined", `${who} declined to answer${words}. Go on without these answers and do not ask the same again.`, approval);
   }
-  if (status === "rejected" && decision.action === "halt") return answers("halted", halted(decision), approval);
+  if (status === "rejected" && decision.action === "halt") return answers("halted", halted(decision, "these questions"), approval);
   if (status === "expired") {
     return answers("expired",
       "Nobody answered before the question's deadline, and no answer was chosen for anyone. Continue " +
@@ -131,9 +131,10 @@ export function answersOf(answer: PortalAnswer, questions: Question[] = []): Ans
   return answers("timeout", "Still waiting for a person's answer; the question stays open until it expires.", approval);
 }
 
-function halted(decision: Record<string, any>): string {
-  const who = decision.decided_by || "A reviewer";
-  return `${who} halted this run: ${trimmed(decision.reason || "no reason given")}. Stop the run; do not ask again or go on with the work.`;
+function halted(decision: Record<string, any>, what: string): string {
+  const who = decision.decided_by || "A person";
+  return `${who} halted this run: ${trimmed(decision.reason || "no reason given")}. Nobody will answer ${what}. ` +
+    "Stop the run now: do not act, do not retry, and do not ask again.";
 }
 
 function withdrawn(decision: Record<string, any>, what: string): string {
@@ -165,7 +166,7 @@ export function reviewOf(answer: PortalAnswer): PlanReview {
     const note = decision.reason ? ` (${decision.reason})` : "";
     return review("approved", `${who} approved the plan${note}. Go ahead with it.`, approval);
   }
-  if (status === "rejected" && decision.action === "halt") return review("halted", halted(decision), approval);
+  if (status === "rejected" && decision.action === "halt") return review("halted", halted(decision, "this plan"), approval);
   if (status === "rejected") {
     return review("changes_requested",
       `${who} asked for changes to the plan: ${trimmed(decision.reason || "no reason given")}. Revise the plan and show it again before acting on it.`, approval);

@@ -24,6 +24,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/schema/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * @description OpenApi3 schema for this API. Format can be selected via content negotiation.
+         *
+         *     - YAML: application/vnd.oai.openapi
+         *     - JSON: application/vnd.oai.openapi+json
+         */
+        get: operations["schema_retrieve"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/approvals": {
         parameters: {
             query?: never;
@@ -39,7 +61,9 @@ export interface paths {
         put?: never;
         /**
          * Register an approval request (engines)
-         * @description A gated call (`kind: gate`) or a token cap breach (`kind: token_cap`), checked against the frozen version named by `config_id` + `config_version`. Boundary, point and message come from the frozen rule, never from the engine. `arguments` needs pass information level `full`; `summary` needs `summary` or `full`. `ttl_seconds` may shorten the 24-hour lifetime; a longer one is refused (400), not clamped. When HITL is inert nothing is stored and the answer is 200 `{status: inert, notice}`; a token cap is inert on the Free plan only (it is not a rule).
+         * @description A gated call (`kind: gate`), a token cap breach (`kind: token_cap`), questions for a person (`kind: question`) or a plan to approve (`kind: plan`), checked against the frozen version named by `config_id` + `config_version`. Boundary, point and message come from the frozen rule, never from the engine. `arguments` needs pass information level `full`; `summary` needs `summary` or `full`. `ttl_seconds` may shorten the 24-hour lifetime; a longer one is refused (400), not clamped. `requested_by` is the email of the person the run acts for (four eyes).
+         *
+         *     Every answer is one `RegistrationAnswer`, told apart by `status`: 201 with the request (pending, or already approved by a live grant or window, or already rejected by a halt); 200 with the request first created for a replayed Idempotency-Key; 200 `{status: inert, notice}` when HITL is inert (nothing stored; a token cap is inert on the Free plan only); 200 `{status: allowed, notice, shadow}` when the rule's condition is false for this call or the rule is a shadow rule (nothing stored, the call may proceed).
          *
          *     Refused with a 400 for reasons the body's schema cannot state (they depend on the served version or on two fields together): a token cap breach whose `tokens_used` is below its `token_cap`; a `rule_id` that is not an enabled gate of that version; `arguments` or `summary` above the version's pass information level; `scope: turn` under a stop cap.
          *
@@ -102,8 +126,8 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Report the outcome of an approved call (engines)
-         * @description Recorded once, like a decision: a second report answers 200 with the first outcome unchanged and `already_reported: true`. Only an approved request takes an outcome (409 otherwise).
+         * Report the outcome of an approved call (engines), or record an in-doubt one (reviewers)
+         * @description Engines: `started` just before the approved call runs, then `executed` or `failed`. Each is recorded once, like a decision: a second `started` (or a second final outcome) answers 200 with the request unchanged and `already_reported: true` — an engine that gets that for its `started` must not run the call. `execution.status: started` without a final outcome is *in doubt*. Only an approved request takes an outcome (409 otherwise). Reviewers (a user token): `executed` or `failed` with `detail` on an in-doubt request only (409 otherwise), audited as theirs.
          */
         post: operations["approvals_outcome"];
         delete?: never;
@@ -665,10 +689,8 @@ export interface components {
             /** @description The next page as the `cursor` parameter takes it; null on the last page. */
             next_cursor: string | null;
         };
-        /** @description A registration: a gated call (`kind: gate`) or a token cap breach (`kind: token_cap`). */
+        /** @description A registration, told apart by `kind`: a gated call (`gate`), a token cap breach (`token_cap`), questions for a person (`question`) or a plan to approve (`plan`). */
         ApprovalRegistrationRequest: components["schemas"]["GateRegistrationRequest"] | components["schemas"]["TokenCapRegistrationRequest"] | components["schemas"]["QuestionRegistrationRequest"] | components["schemas"]["PlanRegistrationRequest"];
-        /** @description Register's 200, told apart by `status`: `inert` is the inert answer (nothing stored); any other status is an idempotent replay, the request first created as it is now. */
-        ApprovalReplayOrInert: components["schemas"]["ApprovalRequest"] | components["schemas"]["Inert"] | components["schemas"]["Allowed"];
         /** @description An approval request as every endpoint answers it: what was asked, its status, the decision and, once reported, the outcome. */
         ApprovalRequest: {
             id: string;
@@ -681,8 +703,22 @@ export interface components {
             config_id: string;
             config_version: number;
             rule_id: string | null;
-            boundary: string | null;
-            point: string | null;
+            /**
+             * @description the frozen rule's kind; null for a token cap or a question
+             *
+             *     * `delete` - Delete
+             *     * `mcp_server` - MCP server
+             *     * `cell` - Cell
+             *     * `worker` - Worker
+             */
+            boundary: (components["schemas"]["RuleKindEnum"] | components["schemas"]["NullEnum"]) | null;
+            /**
+             * @description null where boundary is
+             *
+             *     * `entry` - Entry — ask before the call
+             *     * `exit` - Exit — ask before its result returns
+             */
+            point: (components["schemas"]["PointEnum"] | components["schemas"]["NullEnum"]) | null;
             message: string;
             run_id: string;
             thread_id: string;
@@ -861,57 +897,7 @@ export interface components {
             arguments?: unknown;
         };
         /** @description The approval request as returned everywhere, plus whether it had been decided before. */
-        DecisionOutput: {
-            id: string;
-            kind: components["schemas"]["ApprovalKindEnum"];
-            status: components["schemas"]["ApprovalStatusEnum"];
-            config_id: string;
-            config_version: number;
-            rule_id: string | null;
-            boundary: string | null;
-            point: string | null;
-            message: string;
-            run_id: string;
-            thread_id: string;
-            caller: string;
-            target: string;
-            operation: string;
-            pass_information_level: components["schemas"]["PassInformationLevelEnum"];
-            summary: string | null;
-            arguments: unknown;
-            call_digest: string | null;
-            tokens_used: number | null;
-            token_cap: number | null;
-            scope: (components["schemas"]["TokenCapScopeEnum"] | components["schemas"]["NullEnum"]) | null;
-            /** Format: date-time */
-            created_at: string;
-            /** Format: date-time */
-            expires_at: string;
-            decision: components["schemas"]["Decision"] | null;
-            execution: components["schemas"]["Execution"] | null;
-            /**
-             * Format: email
-             * @description the person the run acts for (four eyes)
-             */
-            requested_by: string | null;
-            /** @description distinct reviewers who must approve (from the rule) */
-            approvals_required: number;
-            /** @description the approving votes so far, oldest first */
-            approvals: components["schemas"]["ApprovingVote"][];
-            /** @description why the rule's condition could not be evaluated (the request failed closed) */
-            condition_error: string | null;
-            /** @description whether a reviewer may approve it with edited arguments (the frozen rule's allow_edit) */
-            allow_edit: boolean;
-            /** @description the engine's JSON Schema of the arguments, which edits are checked against */
-            arguments_schema: unknown;
-            /** @description a question's or a plan's title */
-            title: string | null;
-            /** @description a question's questions, as registered with their defaults */
-            questions: components["schemas"]["Question"][] | null;
-            /** @description a plan's Markdown */
-            plan: string | null;
-            /** @description a decided request's signed receipt: a compact JWS (EdDSA) checked against /.well-known/jwks.json */
-            receipt: string | null;
+        DecisionOutput: components["schemas"]["ApprovalRequest"] & {
             /** @description true when the request was decided or expired before: the body is that first decision */
             already_decided: boolean;
             /** @description true when this reviewer had already approved this still pending quorum request: nothing changed */
@@ -950,8 +936,10 @@ export interface components {
         Error: {
             error: components["schemas"]["ErrorDetail"];
         };
+        /** @enum {string} */
+        ErrorCodeEnum: "authentication_failed" | "bad_json" | "bad_payload" | "bad_request" | "bad_update" | "conflict" | "error" | "forbidden" | "idempotency_key_reused" | "invalid" | "length_required" | "method_not_allowed" | "not_acceptable" | "not_authenticated" | "not_found" | "passkey_refused" | "passkey_required" | "payload_too_large" | "plan_required" | "reauthentication_required" | "request_timeout" | "secret_invalid" | "secret_missing" | "self_approval" | "server_error" | "signature_invalid" | "signature_replayed" | "signature_stale" | "slack_not_configured" | "telegram_not_configured" | "too_many_waits" | "unsupported_media_type";
         ErrorDetail: {
-            code: string;
+            code: components["schemas"]["ErrorCodeEnum"];
             message: string;
             fields: {
                 [key: string]: string;
@@ -962,10 +950,20 @@ export interface components {
         /** @enum {string} */
         EventEnum: "requested" | "reminder" | "escalated" | "decided" | "expired" | "test";
         Execution: {
+            /**
+             * @description started (the engine is running it; never completed, the call is in doubt), executed or failed
+             *
+             *     * `started` - Started
+             *     * `executed` - Executed
+             *     * `failed` - Failed
+             */
             status: components["schemas"]["ExecutionStatusEnum"];
             execution_id: string | null;
             detail: string;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description when this status was recorded
+             */
             reported_at: string;
             /** @description the digest the engine reported running, or null */
             call_digest: string | null;
@@ -973,7 +971,7 @@ export interface components {
             digest_matches: boolean | null;
         };
         /** @enum {string} */
-        ExecutionStatusEnum: "executed" | "failed";
+        ExecutionStatusEnum: "started" | "executed" | "failed";
         FreezeInputRequest: {
             /** @description why; passed back to every engine it stops (at most 2,000 characters) */
             reason: string;
@@ -1110,6 +1108,8 @@ export interface components {
         };
         /** @enum {string} */
         KtyEnum: "OKP";
+        /** @enum {string} */
+        MatchFieldEnum: "operation" | "target";
         /** @enum {unknown} */
         NullEnum: null;
         /** @enum {string} */
@@ -1129,60 +1129,17 @@ export interface components {
         /** @enum {string} */
         OutcomeEnum: "approved" | "rejected" | "answered" | "declined" | "expired";
         /** @description The request after an outcome report; `already_reported` mirrors a decision's `already_decided`. */
-        OutcomeReported: {
-            id: string;
-            kind: components["schemas"]["ApprovalKindEnum"];
-            status: components["schemas"]["ApprovalStatusEnum"];
-            config_id: string;
-            config_version: number;
-            rule_id: string | null;
-            boundary: string | null;
-            point: string | null;
-            message: string;
-            run_id: string;
-            thread_id: string;
-            caller: string;
-            target: string;
-            operation: string;
-            pass_information_level: components["schemas"]["PassInformationLevelEnum"];
-            summary: string | null;
-            arguments: unknown;
-            call_digest: string | null;
-            tokens_used: number | null;
-            token_cap: number | null;
-            scope: (components["schemas"]["TokenCapScopeEnum"] | components["schemas"]["NullEnum"]) | null;
-            /** Format: date-time */
-            created_at: string;
-            /** Format: date-time */
-            expires_at: string;
-            decision: components["schemas"]["Decision"] | null;
-            execution: components["schemas"]["Execution"] | null;
-            /**
-             * Format: email
-             * @description the person the run acts for (four eyes)
-             */
-            requested_by: string | null;
-            /** @description distinct reviewers who must approve (from the rule) */
-            approvals_required: number;
-            /** @description the approving votes so far, oldest first */
-            approvals: components["schemas"]["ApprovingVote"][];
-            /** @description why the rule's condition could not be evaluated (the request failed closed) */
-            condition_error: string | null;
-            /** @description whether a reviewer may approve it with edited arguments (the frozen rule's allow_edit) */
-            allow_edit: boolean;
-            /** @description the engine's JSON Schema of the arguments, which edits are checked against */
-            arguments_schema: unknown;
-            /** @description a question's or a plan's title */
-            title: string | null;
-            /** @description a question's questions, as registered with their defaults */
-            questions: components["schemas"]["Question"][] | null;
-            /** @description a plan's Markdown */
-            plan: string | null;
-            /** @description a decided request's signed receipt: a compact JWS (EdDSA) checked against /.well-known/jwks.json */
-            receipt: string | null;
+        OutcomeReported: components["schemas"]["ApprovalRequest"] & {
             already_reported: boolean;
         };
         OutcomeRequest: {
+            /**
+             * @description started: the engine is about to run the approved call (recorded before it runs); executed or failed: what happened (a reviewer records only these, on an in-doubt request)
+             *
+             *     * `started` - Started
+             *     * `executed` - Executed
+             *     * `failed` - Failed
+             */
             status: components["schemas"]["ExecutionStatusEnum"];
             execution_id?: string;
             detail?: string;
@@ -1229,6 +1186,7 @@ export interface components {
         };
         /** @enum {string} */
         PlanRegistrationKindEnum: "plan";
+        /** @description A plan (Markdown) for a person to approve or send back to revise. */
         PlanRegistrationRequest: {
             config_id: string;
             config_version: number;
@@ -1299,6 +1257,7 @@ export interface components {
         };
         /** @enum {string} */
         QuestionRegistrationKindEnum: "question";
+        /** @description Questions for a person (1–8), answered on the request's page or a channel. */
         QuestionRegistrationRequest: {
             config_id: string;
             config_version: number;
@@ -1343,11 +1302,15 @@ export interface components {
             /** @description default true */
             required?: boolean;
         };
+        /** @description What a registration answers, told apart by `status`: `inert` (HITL is inert, nothing stored) or `allowed` (the rule's condition is false, or it is a shadow rule: nothing stored), both 200; any other status is the request — created (201), or the one first created, as it is now (200, an idempotent replay). */
+        RegistrationAnswer: components["schemas"]["ApprovalRequest"] | components["schemas"]["Inert"] | components["schemas"]["Allowed"];
         /** @description A rule of the draft, or of a published version as it was frozen when published. */
         Rule: {
             id: string;
             kind: components["schemas"]["RuleKindEnum"];
             match: string;
+            /** @description The field of a call `match` is compared with: `operation` for a delete rule (delete_file, drop_table), `target` for the other kinds. `*` takes in every call. */
+            readonly match_field: components["schemas"]["MatchFieldEnum"];
             point: components["schemas"]["PointEnum"];
             enabled: boolean;
             message: string;
@@ -1589,6 +1552,35 @@ export interface operations {
             };
         };
     };
+    schema_retrieve: {
+        parameters: {
+            query?: {
+                format?: "json" | "yaml";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No response body */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A query parameter outside what it declares (a `limit` past 200, a blank value, a NUL byte); `fields` names it. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     approvals_list: {
         parameters: {
             query?: {
@@ -1668,16 +1660,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ApprovalReplayOrInert"];
+                    "application/json": components["schemas"]["RegistrationAnswer"];
                 };
             };
-            /** @description Created: the request, pending. */
+            /** @description Created: the request (pending; or already approved by a live grant or rule window, or already rejected by a halt). */
             201: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ApprovalRequest"];
+                    "application/json": components["schemas"]["RegistrationAnswer"];
                 };
             };
             /** @description Bad JSON, a wrong type, an unknown kind, a field over its limit, or a level refusal. */
@@ -1919,7 +1911,7 @@ export interface operations {
                     "application/json": components["schemas"]["OutcomeReported"];
                 };
             };
-            /** @description Bad JSON, an unknown status, or a field over its limit. */
+            /** @description Bad JSON, an unknown status, a field over its limit, or a reviewer's outcome without `detail` or with `started`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1955,7 +1947,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description `conflict`: the request is not approved (pending, rejected or expired). */
+            /** @description `conflict`: the request is not approved (pending, rejected or expired), or (a reviewer) not in doubt. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -2540,6 +2532,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description `conflict`: a draft rule names the contact; the message names the rules. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     configs_contacts_partial_update: {
@@ -2640,6 +2641,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Delivery"];
+                };
+            };
+            /** @description Bad JSON or a field's value; `fields` names it. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description No token, or an unknown or revoked one. */

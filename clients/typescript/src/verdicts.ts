@@ -63,7 +63,9 @@ export function verdictOf(answer: PortalAnswer): Verdict {
   if (status === "allowed") {
     const shadow = (answer as { shadow?: boolean }).shadow === true;
     const notice = (answer as { notice?: string }).notice;
-    const message = notice || (shadow ? "A shadow rule counted this call without asking anyone: it may proceed." : "No rule asks a person about this call: it may proceed.");
+    const message = notice || (shadow
+      ? "HITL: allowed — the rule is in shadow mode: the call is counted, never paused; it may proceed"
+      : "HITL: allowed — the rule's condition does not hold for this call; it may proceed");
     return verdict(true, "allowed", message, null);
   }
   const approval = answer as Approval;
@@ -76,8 +78,9 @@ export function verdictOf(answer: PortalAnswer): Verdict {
   }
   if (status === "expired" && decision.undeliverable) {
     return verdict(false, "undeliverable",
-      "Nobody could be reached about this call (no notification could be delivered) before its deadline, so it " +
-      "was not run. No person refused it: tell a person, continue with your best assumption, and say so.", approval);
+      "Nobody could be reached about this approval request (no notification was delivered and nobody " +
+      "opened it), so the call was not run. No person refused it, and waiting will not help: tell the " +
+      "user their approvers could not be reached, and do not retry it until they say so.", approval);
   }
   if (status === "expired") {
     return verdict(false, "expired",
@@ -165,10 +168,22 @@ function alreadyExecuted(approval: Approval): Verdict {
 }
 
 function inDoubt(approval: Approval): Verdict {
+  const execution = (approval.execution ?? {}) as Record<string, any>;
+  const when = execution.reported_at ? ` at ${execution.reported_at}` : "";
   return verdict(false, "in_doubt",
-    `This call was approved and started (${approval.id}), but its outcome was never reported: it may or may ` +
-    "not have run, so it was not run again. Do not retry it; tell a person, who can check what happened and " +
-    "record it on the request's page.", approval, { result: approval.execution });
+    `This call was approved and started${when} (${approval.id}), but no outcome was ever reported, so ` +
+    "nobody knows whether it ran. It was not run again. Do not retry it: tell the user its outcome is " +
+    "unknown; a reviewer can record on the request's page what happened.", approval, { result: approval.execution });
+}
+
+/** The verdict once the portal answered `started`: it runs only where this engine recorded it first. */
+export function startedVerdict(verdict: Verdict, answer: Approval & { already_reported?: boolean }): Verdict {
+  if (answer.already_reported) {
+    const execution = (answer.execution ?? null) as Record<string, any> | null;
+    return execution?.status === "started" ? inDoubt(answer) : alreadyExecuted(answer);
+  }
+  verdict.approval = answer;
+  return verdict;
 }
 
 /** Approved with edits an `execute()` without parameters cannot run as edited: nothing runs, the agent learns the edit. */

@@ -198,7 +198,7 @@ test("a halted run: its question and its plan say halted, never still waiting or
   try {
     const answers = await hitl.ask(served, { id: "go", prompt: "Go on?", type: "boolean" }, { ...ids, callId: "q" });
     assert.equal(answers.state, "halted");
-    assert.match(answers.message, /halted this run: Runaway agent\. Stop the run/);
+    assert.match(answers.message, /halted this run: Runaway agent\. Nobody will answer these questions\. Stop the run now/);
     const review = await hitl.reviewPlan(served, "Keep going", { ...ids, callId: "p" });
     assert.deepEqual([review.state, review.approved, review.changesRequested], ["halted", false, false]);
     const gated = await hitl.gateCall(served, deleteCall(run), { execute: () => assert.fail("a halted run's call ran") });
@@ -217,4 +217,51 @@ test("bad input comes back as a HitlError naming the field, never as a run", asy
     hitl.gateCall(served, deleteCall(run, { target: "x".repeat(501) }), { execute: () => assert.fail("ran") }),
     (error) => error.name === "HitlError" && error.status === 400 && "target" in error.fields,
   );
+});
+
+test("run once: `started` is recorded before the call runs, and an engine restarted after it does not run it (in doubt)", async () => {
+  const hitl = client();
+  const served = await hitl.served(portal.configId);
+  const run = runId("started");
+  const reviewer = decide(run, { decision: "approve" });
+  const first = await hitl.decideCall(served, deleteCall(run));
+  await reviewer;
+  assert.equal(first.state, "approved");
+
+  // The first engine records `started`, and then dies before it reports an outcome.
+  const started = await hitl.started(first);
+  assert.equal(started.state, "approved");
+  assert.equal((await asReviewer("GET", `/api/v1/approvals/${first.approval.id}`)).execution.status, "started");
+
+  // Restarted, it asks again for the same call: it gets the same request back and does not run it.
+  let ran = false;
+  const again = await client().gateCall(served, deleteCall(run), { execute: () => (ran = true) });
+  assert.equal(ran, false);
+  assert.equal(again.state, "in_doubt");
+  assert.equal(again.allowed, false);
+  assert.match(again.message, /approved and started .*nobody knows whether it ran\. It was not run again\. Do not retry it/);
+  // Two engines holding the same approval: the second `started` is refused, so only one could ever run it.
+  const second = await client().started(first);
+  assert.equal(second.state, "in_doubt");
+  assert.equal((await asReviewer("GET", `/api/v1/approvals/${first.approval.id}`)).execution.status, "started");
+});
+
+test("gateCall records `started` before `execute` runs", async () => {
+  const hitl = client();
+  const served = await hitl.served(portal.configId);
+  const run = runId("started-first");
+  const reviewer = decide(run, { decision: "approve" });
+  const seen = [];
+  let asked = null;
+  const verdict = await hitl.gateCall(served, deleteCall(run), {
+    onPending: (approval) => (asked = approval.id),
+    execute: async () => {
+      const approval = await asReviewer("GET", `/api/v1/approvals/${asked}`);
+      seen.push(approval.execution?.status ?? null);
+      return "crm-op-2";
+    },
+  });
+  await reviewer;
+  assert.deepEqual(seen, ["started"]);
+  assert.equal((await asReviewer("GET", `/api/v1/approvals/${verdict.approval.id}`)).execution.status, "executed");
 });

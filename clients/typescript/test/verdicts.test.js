@@ -45,7 +45,7 @@ test("run once: reported already → already_executed; started and never complet
   assert.deepEqual([executed.state, executed.allowed], ["already_executed", false]);
   const started = judge(served, call, { ...approved, execution: { status: "started" } }, { claims });
   assert.deepEqual([started.state, started.allowed], ["in_doubt", false]);
-  assert.match(started.message, /may or may not have run, so it was not run again/);
+  assert.match(started.message, /nobody knows whether it ran\. It was not run again/);
 });
 
 test("an edit runs as edited; a call that is not what was approved does not run", () => {

@@ -95,7 +95,14 @@ export class HitlClaude {
     const verdict = await this.client.decideCall(this.served, call, { waitTimeout: this.options.waitTimeout });
     this.gates.verdicts.set(toolUseID, verdict);
     if (!verdict.allowed) return { behavior: "deny", message: verdict.message };
-    if (findGate(this.served, call)) await this.client.started(verdict); // the SDK runs it now: a restart must not
+    if (findGate(this.served, call)) {
+      // The SDK runs it now: `started` first, so a restart does not run it again; not at all if it was started elsewhere.
+      const once = await this.client.started(verdict);
+      if (!once.allowed) {
+        this.gates.verdicts.set(toolUseID, once);
+        return { behavior: "deny", message: once.message };
+      }
+    }
     const updatedInput = verdict.edited ? (verdict.arguments as Record<string, unknown>) : input;
     return { behavior: "allow", updatedInput };
   };

@@ -63,7 +63,11 @@ export class ToolGates {
     if (!verdict || verdict.state !== "approved") return run(args);
     if (this.ran.has(callId!)) throw new Error(`HITL: tool call ${callId} has run already; it never runs twice.`);
     this.ran.add(callId!);
-    await this.client.started(verdict);
+    const once = await this.client.started(verdict);
+    if (!once.allowed) {
+      this.verdicts.set(callId!, once); // started (or finished) elsewhere already: it must not run here
+      throw new Error(once.message);
+    }
     try {
       verdict.result = await run(verdict.arguments);
       return verdict.result as T;
