@@ -38,7 +38,7 @@ NOT_SENT_HERE = {
 @pytest.fixture
 def world(live_server, acme, alice, bob) -> dict:
     config = make_support_config(acme, alice)
-    contact = contact_create(config=config, name="On call", channel="email", channel_ref="${HITL_ONCALL_EMAIL}")
+    contact = contact_create(config=config, name="On call", channel="email", channel_ref="${HITL_ACME_ONCALL_EMAIL}")
     engine_token = make_token(acme, engine="support-engine")
     engine_key = ApiToken.objects.get(workspace=acme, kind="engine")
     rule_id = config.versions.get(number=1).rules[0]["id"]
@@ -90,7 +90,7 @@ BASELINES: dict[str, list[tuple[str, Baseline]]] = {
     "configs_create": [("admin", lambda w: ({}, {"name": "Billing agent"}))],
     "configs_partial_update": [("admin", lambda w: (_config(w), {"name": "Support", "questions_notify": []}))],
     "configs_contacts_create": [
-        ("admin", lambda w: (_config(w), {"name": "Ops", "channel": "email", "channel_ref": "${HITL_OPS_EMAIL}"}))
+        ("admin", lambda w: (_config(w), {"name": "Ops", "channel": "email", "channel_ref": "${HITL_ACME_OPS_EMAIL}"}))
     ],
     "configs_contacts_partial_update": [
         ("admin", lambda w: (_config(w) | {"con": w["contact"].public_id}, {"name": "On call, nights"}))

@@ -23,8 +23,8 @@ def requests_of_every_kind(acme, alice, bob) -> dict[str, str]:
     support = make_config(acme, "Support agent", pass_information_level="full")
     gate = make_rule(support, message=LONG_MESSAGE)
     publish(support, alice)
-    contact_create(config=support, name="Leads", channel="email", channel_ref="${HITL_SUPPORT_LEADS_EMAIL}")
-    contact_create(config=support, name="Finance", channel="email", channel_ref="${HITL_FINANCE_EMAIL}")
+    contact_create(config=support, name="Leads", channel="email", channel_ref="${HITL_ACME_SUPPORT_LEADS_EMAIL}")
+    contact_create(config=support, name="Finance", channel="email", channel_ref="${HITL_ACME_FINANCE_EMAIL}")
     publish(support, alice, note="Two more contacts")
     common = {"rule_id": gate.public_id, "message": LONG_MESSAGE, "summary": SUMMARY, "level": "full"}
     arguments = {"customer_id": "T-4821", "cascade": ["tickets", "attachments"], "reason": LONG_MESSAGE}
