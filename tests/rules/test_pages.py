@@ -301,7 +301,7 @@ def test_a_versions_changes_count_its_contacts_and_settings_not_only_its_rules(a
     make_rule(config)
     publish(config, alice)
     for name in ("Leads", "Finance", "Security", "Legal"):
-        contact_create(config=config, name=name, channel="email", channel_ref="${HITL_" + name.upper() + "_EMAIL}")
+        contact_create(config=config, name=name, channel="email", channel_ref="${HITL_ACME_" + name.upper() + "_EMAIL}")
     publish(config, alice, note="Four contacts")
 
     html = admin.get(reverse("rules:rules", args=[config.public_id])).content.decode()
