@@ -176,7 +176,7 @@ def main() -> None:
             )
 
         step("manage.py check --deploy with docs/production.env")
-        result = manage("check", "--deploy", "--fail-level", "WARNING")
+        result = manage("check", "--deploy", "--database", "default", "--fail-level", "WARNING")
         print(result.stdout + result.stderr, end="")
         if result.returncode:
             fail("manage.py check --deploy")

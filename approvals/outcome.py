@@ -61,10 +61,10 @@ def record_in_doubt_outcome(*, approval: ApprovalRequest, user, status: str, det
     Only an in-doubt request (`started`, no final outcome) takes one; the engine's own late report and
     the reviewer's are decided by the same conditional UPDATE — the first stands.
     """
+    if approval.execution_status != ExecutionStatus.STARTED:  # first: on any other request there is nothing to say
+        raise _not_in_doubt(approval)
     if status not in FINAL:
         raise OutcomeDetailRequired("status", "Record what happened: executed or failed.")
-    if approval.execution_status != ExecutionStatus.STARTED:
-        raise _not_in_doubt(approval)
     detail = (detail or "").strip()
     if not detail:
         raise OutcomeDetailRequired("detail", "Say what you checked, so the record shows how the outcome is known.")

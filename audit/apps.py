@@ -10,7 +10,9 @@ class AuditConfig(AppConfig):
     def ready(self) -> None:
         from .checks import runtime_role_check
 
-        checks.register(runtime_role_check, checks.Tags.security, deploy=True)
+        checks.register(
+            runtime_role_check, checks.Tags.database, deploy=True
+        )  # needs the database: `check --deploy --database default`
         post_migrate.connect(_grant_runtime_role, sender=self)
 
 

@@ -11,7 +11,10 @@ HINT = (
 )
 
 
-def runtime_role_check(app_configs=None, **kwargs) -> list:
+def runtime_role_check(app_configs=None, databases=None, **kwargs) -> list:
+    """Asks the database, so like Django's own database checks it runs only with `check --database default`."""
+    if not databases or connection.alias not in databases:
+        return []
     try:
         problems = runtime_role_problems(connection)
     except DatabaseError as error:

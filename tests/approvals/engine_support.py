@@ -32,7 +32,9 @@ def rule_ids(config, version: int = 1) -> list[str]:
 
 def gate_body(config, version: int = 1, rule: int = 0, **overrides) -> dict:
     """A registration under the version's `rule`-th rule, of a call that rule takes in (its `match`)."""
-    frozen = config.versions.get(number=version).rules[rule]
+    rules = config.versions.get(number=version).rules
+    named = [frozen for frozen in rules if frozen["id"] == overrides.get("rule_id")]
+    frozen = named[0] if named else rules[rule]
     body = {
         "kind": "gate",
         "config_id": config.public_id,

@@ -22,7 +22,7 @@ def config(acme, alice):
 
 
 def register(engine_api, config, **overrides) -> dict:
-    body = gate_body(config, target="refund R-1", operation="refund", arguments={"amount_cents": 25_000}, **overrides)
+    body = gate_body(config, target="mcp_billing", operation="refund", arguments={"amount_cents": 25_000}, **overrides)
     response = engine_api.post("/api/v1/approvals", json=body)
     assert response.status_code in (200, 201), response.json()
     return response.json()
@@ -35,7 +35,7 @@ def test_approve_always_lands_in_the_draft_only_until_an_admin_accepts_and_publi
     approval = ApprovalRequest.objects.get(public_id=first["id"])
     proposed = always_suggestion(approval)
     assert proposed == (
-        '(arguments.amount_cents > 10000) && !(caller == "support-bot" && target == "refund R-1" && '
+        '(arguments.amount_cents > 10000) && !(caller == "support-bot" && target == "mcp_billing" && '
         'operation == "refund")'
     )
     decided = bob_api.post(

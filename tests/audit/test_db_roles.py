@@ -55,7 +55,7 @@ def test_migrate_grants_the_runtime_role_rows_and_it_cannot_switch_history_s_tri
 
 
 def test_check_deploy_fails_when_the_portal_runs_as_a_superuser(db):
-    [error] = runtime_role_check()  # the tests' own role is the server's superuser
+    [error] = runtime_role_check(databases=["default"])  # the tests' own role is the server's superuser
     assert error.id == "hitl.E401" and "superuser" in error.msg
     assert "HITL_DB_RUNTIME_ROLE" in error.hint
 
@@ -73,7 +73,7 @@ def test_check_deploy_fails_when_the_portal_runs_as_the_owner_of_history(role):
     s = connection.settings_dict
     url = f"postgres://{role}@{s['HOST'] or '127.0.0.1'}:{s['PORT'] or 5432}/{s['NAME']}"
     result = subprocess.run(
-        [sys.executable, "manage.py", "check", "--deploy"],
+        [sys.executable, "manage.py", "check", "--deploy", "--database", "default"],
         cwd=ROOT,
         env=subprocess_env(DATABASE_URL=url),
         capture_output=True,

@@ -23,7 +23,7 @@ def test_it_lets_an_admin_fix_a_worker_rule_publish_and_roll_back(page, acme, al
     page.select_option("#id_kind", "worker")
     expect(page.locator("#id_which_legend")).to_have_text("Which worker")
     expect(page.locator("#id_match_helptext")).to_have_text(
-        "The worker or sub-agent's name, such as researcher, or Any."
+        "The call's target: the worker or sub-agent's name, such as researcher, or Any."
     )
     page.fill("#id_match", "r")  # typing a selector picks "This one"
     expect(page.locator('input[name="which"][value="one"]')).to_be_checked()

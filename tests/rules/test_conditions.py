@@ -77,7 +77,7 @@ def test_a_macro_may_read_the_name_it_binds(alice_api, config):
 @pytest.mark.parametrize(
     ("condition", "asks"),
     [
-        ('target == "customer T-4821"', True),
+        ('target == "mcp_billing"', True),
         ('target == "somebody else"', False),
         ('operation.startsWith("del")', True),
         ('caller == "support-bot"', True),

@@ -24,28 +24,6 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/schema/": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * @description OpenApi3 schema for this API. Format can be selected via content negotiation.
-         *
-         *     - YAML: application/vnd.oai.openapi
-         *     - JSON: application/vnd.oai.openapi+json
-         */
-        get: operations["schema_retrieve"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
     "/api/v1/approvals": {
         parameters: {
             query?: never;
@@ -1309,8 +1287,6 @@ export interface components {
             id: string;
             kind: components["schemas"]["RuleKindEnum"];
             match: string;
-            /** @description The field of a call `match` is compared with: `operation` for a delete rule (delete_file, drop_table), `target` for the other kinds. `*` takes in every call. */
-            readonly match_field: components["schemas"]["MatchFieldEnum"];
             point: components["schemas"]["PointEnum"];
             enabled: boolean;
             message: string;
@@ -1387,12 +1363,54 @@ export interface components {
             config_id: string;
             version: number;
             hitl: components["schemas"]["HitlState"];
-            /** @description The enabled rules of the served version, in order. */
-            gates: components["schemas"]["Rule"][];
+            /** @description The enabled rules of the served version, in order, each with its match_field. */
+            gates: components["schemas"]["ServedGate"][];
             token_caps: components["schemas"]["TokenCaps"];
             pass_information_level: components["schemas"]["PassInformationLevelEnum"];
             /** @description whether a run may ask questions and show plans (HITL active) */
             questions: boolean;
+        };
+        ServedGate: {
+            id: string;
+            kind: components["schemas"]["RuleKindEnum"];
+            match: string;
+            point: components["schemas"]["PointEnum"];
+            enabled: boolean;
+            message: string;
+            order: number;
+            notify: string[];
+            escalate_to: string[];
+            escalate_after_seconds: number | null;
+            readonly ask_in: components["schemas"]["AskInEnum"];
+            readonly on_reject: components["schemas"]["OnRejectEnum"];
+            /** @description Distinct reviewers who must approve (1–5); one rejection rejects. */
+            approvals_required: number;
+            /** @description Whether the person the run acts for (the request's requested_by) may approve it. */
+            self_approval: boolean;
+            /** @description Whether a reviewer may approve the rest of a run at once (only with approvals_required 1). */
+            allow_run_grant: boolean;
+            /** @description Whether approving needs a fresh passkey assertion by the reviewer, made on the request's page (every other way to approve answers 403 `passkey_required`; rejecting never needs one). */
+            require_passkey: boolean;
+            /**
+             * @description "wait" (default) or "reject": end a request nobody could be reached for as undeliverable.
+             *
+             *     * `wait` - Wait for its deadline
+             *     * `reject` - End it as undeliverable
+             */
+            on_unreachable: components["schemas"]["OnUnreachableEnum"];
+            /** @description A CEL expression over target, operation, caller, requested_by, run_id, arguments and now: the rule asks only about calls it is true for (blank: every call). */
+            condition: string;
+            /**
+             * @description gate pauses the call; shadow never pauses, it counts what it would ask.
+             *
+             *     * `gate` - Gate — pause the call for a person
+             *     * `shadow` - Shadow — never pause; count what it would have asked
+             */
+            mode: components["schemas"]["RuleModeEnum"];
+            /** @description Whether a reviewer may approve a call with edited arguments (only with approvals_required 1 and pass information level full). */
+            allow_edit: boolean;
+            /** @description The field of a call `match` is compared with: `operation` for a delete rule (delete_file, drop_table, on any target), `target` for the other kinds. `*` takes in every call. The portal's registration check and every client's find_gate apply it. */
+            readonly match_field: components["schemas"]["MatchFieldEnum"];
         };
         SimulateRequest: {
             days: number;
@@ -1548,35 +1566,6 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Jwks"];
-                };
-            };
-        };
-    };
-    schema_retrieve: {
-        parameters: {
-            query?: {
-                format?: "json" | "yaml";
-            };
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description No response body */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
-            /** @description A query parameter outside what it declares (a `limit` past 200, a blank value, a NUL byte); `fields` names it. */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
