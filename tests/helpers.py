@@ -222,3 +222,19 @@ def error_of(response: "requests.Response | ClientResponse") -> dict:
     assert set(body) == {"error"}, body
     assert {"code", "message", "fields"} <= set(body["error"]), body
     return body["error"]
+
+
+# The portal's own packages (not tests, bench or clients): what the code walks in the tests read.
+APP_PACKAGES = (
+    "approvals",
+    "audit",
+    "contacts",
+    "edge",
+    "hitl_portal",
+    "insights",
+    "integrations",
+    "passkeys",
+    "push",
+    "rules",
+    "workspaces",
+)

@@ -26,20 +26,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import APP_PACKAGES
+
 ROOT = Path(__file__).resolve().parent.parent
-APPS = (
-    "approvals",
-    "audit",
-    "contacts",
-    "edge",
-    "hitl_portal",
-    "insights",
-    "integrations",
-    "passkeys",
-    "push",
-    "rules",
-    "workspaces",
-)
 PACKAGES = {"django", "rest_framework", "psycopg", "psycopg_pool", "uvicorn", "uvicorn_worker", "gunicorn"}
 PUBLIC_BY_DOCUMENTATION = {"_meta"}  # Django's Model _meta API (above)
 
@@ -47,7 +36,7 @@ PUBLIC_BY_DOCUMENTATION = {"_meta"}  # Django's Model _meta API (above)
 def app_modules() -> list[Path]:
     return sorted(
         path
-        for app in APPS
+        for app in APP_PACKAGES
         for path in (ROOT / app).rglob("*.py")
         if "migrations" not in path.parts and "tests" not in path.parts
     )

@@ -22,7 +22,17 @@ from contacts.refs import PORTAL_ENVIRONMENT, is_portal_variable
 from contacts.sending import deliveries_send_due
 from tests.loopback import SECRET
 
-from ..helpers import error_of, make_config, make_member, make_rule, make_token, make_workspace, publish, register_gate
+from ..helpers import (
+    APP_PACKAGES,
+    error_of,
+    make_config,
+    make_member,
+    make_rule,
+    make_token,
+    make_workspace,
+    publish,
+    register_gate,
+)
 
 ACME_ENV = {
     "HITL_ACME_TELEGRAM_CHAT": "-1001234567",
@@ -243,19 +253,6 @@ def test_the_portals_own_settings_are_nobodys_whatever_the_slug(monkeypatch):
     assert not ReferenceGrant.objects.exists()
 
 
-APP_CODE = (
-    "approvals",
-    "audit",
-    "contacts",
-    "edge",
-    "hitl_portal",
-    "insights",
-    "integrations",
-    "passkeys",
-    "push",
-    "rules",
-    "workspaces",
-)
 # make run's demo variables: a contact's, not the portal's (hitl_portal/run.py starts their receiver).
 DEMO = {"HITL_DEMO_WEBHOOK", "HITL_DEMO_WEBHOOK_SECRET", "HITL_DEMO_REVIEWER_EMAIL"}
 
@@ -264,7 +261,7 @@ def test_every_variable_the_portal_reads_is_one_no_contact_may_name():
     """The list in contacts/refs.py held to the code: each HITL_ name read from the environment."""
     root = Path(__file__).resolve().parents[2]
     read = set()
-    for package in APP_CODE + ("gunicorn.conf.py",):
+    for package in APP_PACKAGES + ("gunicorn.conf.py",):
         paths = [root / package] if package.endswith(".py") else (root / package).rglob("*.py")
         for path in paths:
             if "migrations" in path.parts:
