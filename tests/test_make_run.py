@@ -10,6 +10,7 @@ import time
 from io import StringIO
 from pathlib import Path
 
+import fasteners
 import pytest
 import requests
 from django.contrib.auth import get_user_model
@@ -18,6 +19,15 @@ from django.core.management import call_command
 from tests.loopback import database_url, free_port
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(autouse=True)
+def one_make_run_at_a_time():
+    """`make run` is one per checkout: it shares `.data/run.env` with a second shell, and the last one to stop
+    removes it. Tests on other xdist workers wait here rather than start a second one beside it."""
+    (ROOT / ".data").mkdir(exist_ok=True)
+    with fasteners.InterProcessLock(ROOT / ".data" / "make-run-tests.lock"):
+        yield
 
 
 def demo() -> str:
