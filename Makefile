@@ -40,14 +40,14 @@ $(VENV)/.installed: $(VENV)/.runtime requirements-test.txt
 ## a demo webhook receiver. No DATABASE_URL: an embedded PostgreSQL (pgserver), its data kept in .data/postgres.
 # The demo's contacts name these variables: the receiver make run starts (HITL_DEMO_WEBHOOK, on a free
 # port or DEMO_WEBHOOK_PORT) and the reviewer's address, mailed through the console backend (printed below).
-# hitl_portal/run.py starts and stops it all; Ctrl-C ends it with 0.
+# launch/run.py starts and stops it all; Ctrl-C ends it with 0.
 run: SERVE_BIN = $(VENV)/bin
 run: export HITL_BASE_URL ?= $(RUN_URL)
 run: export HITL_DEMO_WEBHOOK_SECRET ?= whsec_ZGVtby1zaWduaW5nLXNlY3JldC1ub3QtZm9yLXByb2R1Y3Rpb24=
 run: export HITL_DEMO_REVIEWER_EMAIL ?= reviewer@acme.test
 run: export EMAIL_BACKEND ?= django.core.mail.backends.console.EmailBackend
 run: $(VENV)/.runtime
-	@$(PY) -m hitl_portal.run --url $(RUN_URL)/ --serve '$(SERVE)'
+	@$(PY) -m launch.run --url $(RUN_URL)/ --serve '$(SERVE)'
 
 ## make serve: the web server alone, as deployed (HOST, PORT, WORKERS from the environment); DATABASE_URL as set.
 ## From the active virtualenv (VIRTUAL_ENV) when there is one, else from .venv.

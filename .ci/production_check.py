@@ -9,7 +9,7 @@ exactly as README.md, "Deploying", says, and then, from that virtualenv alone:
 2. `--help` of every `hitl` subcommand, each in its own process;
 3. an import of every module of every app (what `make test` would never notice missing);
 4. the portal as deployed — `make serve` from that virtualenv (gunicorn with uvicorn workers) and
-   `python -m hitl_portal.cluster` — with DEBUG off, the demo workspace loaded, README.md's curl example run
+   `python -m launch.cluster` — with DEBUG off, the demo workspace loaded, README.md's curl example run
    as written against it, and the webhook that example's request notifies delivered by the cluster
    to a receiver on loopback, its Standard Webhooks signature checked.
 
@@ -224,7 +224,7 @@ def main() -> None:
         # installs nothing), and the cluster under its supervisor.
         server_command = ["make", "--no-print-directory", "serve", "HOST=127.0.0.1", f"PORT={port}", "WORKERS=2"]
         in_venv = {**served, "VIRTUAL_ENV": str(venv)}
-        for command in (server_command, [python, "-m", "hitl_portal.cluster"]):
+        for command in (server_command, [python, "-m", "launch.cluster"]):
             processes.append(subprocess.Popen(command, cwd=ROOT, env=in_venv, start_new_session=True))
         wait_for(lambda: status(f"http://127.0.0.1:{port}/login/") == 200, "the server's login page", 60)
 
@@ -299,8 +299,10 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "hitl_portal.settings")
 import django
 django.setup()
 from django.apps import apps
-# The project's packages: the settings' own and the edge, and every installed app that lives in this checkout.
-packages = ["hitl_portal", "edge"] + [c.name for c in apps.get_app_configs() if c.path.startswith(os.getcwd())]
+# The project's packages: the settings' own, the shared library, the launchers and the edge, and every
+# installed app that lives in this checkout.
+packages = ["hitl_portal", "common", "launch", "edge"]
+packages += [c.name for c in apps.get_app_configs() if c.path.startswith(os.getcwd())]
 count = 0
 for name in packages:
     package = importlib.import_module(name)

@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from hitl_portal.admin_readonly import ReadOnlyAdmin
+from common.admin_readonly import ReadOnlyAdmin
 
 from .models import ApprovalRequest
 

@@ -19,7 +19,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from hitl_portal.errors import ErrorSerializer
+from common.errors import ErrorSerializer
 from rules.models import Config
 from rules.selectors import LOG_LINES, hitl_state, served_version
 from rules.serializers import ServedGateSerializer

@@ -11,10 +11,10 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from hitl_portal.errors import ErrorSerializer
-from hitl_portal.fields import JsonInput
-from hitl_portal.pagination import PAGE_PARAMETERS, CursorPagination, page_serializer
-from hitl_portal.query import QueryBooleanField, QuerySerializer
+from common.errors import ErrorSerializer
+from common.fields import JsonInput
+from common.pagination import PAGE_PARAMETERS, CursorPagination, page_serializer
+from common.query import QueryBooleanField, QuerySerializer
 
 from . import selectors
 from .grants import grant_revoke

@@ -9,8 +9,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from hitl_portal.errors import ErrorSerializer
-from hitl_portal.fields import JsonInput
+from common.errors import ErrorSerializer
+from common.fields import JsonInput
 from rules.selectors import config_for
 from workspaces.permissions import actor_of
 

@@ -8,10 +8,10 @@ from rest_framework.response import Response
 from rest_framework.utils.urls import replace_query_param
 from rest_framework.views import APIView
 
-from hitl_portal.errors import ErrorSerializer
-from hitl_portal.fields import JsonInput
-from hitl_portal.pagination import PAGE_PARAMETERS, CursorPagination, cursor_refused, page_serializer
-from hitl_portal.query import QuerySerializer
+from common.errors import ErrorSerializer
+from common.fields import JsonInput
+from common.pagination import PAGE_PARAMETERS, CursorPagination, cursor_refused, page_serializer
+from common.query import QuerySerializer
 from rules.conditions import CONDITION_MAX
 from rules.models import RuleKind
 

@@ -12,9 +12,9 @@ from django.utils import timezone
 
 from audit.chain import canonical
 from audit.services import actor_of, audit_append, record_cte
+from common.ids import new_public_id
 from contacts.models import Delivery, DeliveryEvent
 from contacts.outbox import deliveries_for_resolution
-from hitl_portal.ids import new_public_id
 from passkeys.stepup import StepUp, step_up_check
 
 from .edits import ApprovedCall, approved_call

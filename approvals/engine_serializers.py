@@ -8,8 +8,8 @@ from django.core.validators import validate_email
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from hitl_portal.fields import FieldsBoundOnce, StrictCharField, StrictIntegerField
-from hitl_portal.query import QuerySerializer
+from common.fields import FieldsBoundOnce, StrictCharField, StrictIntegerField
+from common.query import QuerySerializer
 from rules.models import PassInformationLevel
 from rules.serializers import ServedGateSerializer, TokenCapsSerializer
 

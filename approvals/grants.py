@@ -9,7 +9,7 @@ from django.db.models import Max
 from django.utils import timezone
 
 from audit.services import actor_of, audit_append
-from hitl_portal.listened import ListenedCache
+from common.listened import ListenedCache
 
 from .exceptions import GrantNotAllowed, GrantTtlOutOfRange
 from .models import ApprovalRequest, Grant
@@ -80,7 +80,7 @@ def grant_revoke(*, grant: Grant, user: AbstractBaseUser | None = None) -> Grant
     return grant
 
 
-# Per process, while it hears every new grant (hitl_portal/listened.py; the hub LISTENs on GRANTS_CHANNEL):
+# Per process, while it hears every new grant (common/listened.py; the hub LISTENs on GRANTS_CHANNEL):
 # (config pk, rule id) → {run id: when the last of its unrevoked grants expires} for the runs whose
 # grants were live when read. A request of a run-grant rule usually has no live grant for its run,
 # and then registers through the plain statement, skipping the grant probe (bench/policy.py). Only a

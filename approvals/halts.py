@@ -15,9 +15,9 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from audit.services import actor_of, audit_append, record_cte
+from common.listened import ListenedCache
 from contacts.models import DeliveryEvent
 from contacts.outbox import deliveries_for_resolution
-from hitl_portal.listened import ListenedCache
 from rules.models import Config
 from workspaces.models import Workspace
 

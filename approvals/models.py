@@ -5,7 +5,7 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
-from hitl_portal.ids import PublicIdMixin
+from common.ids import PublicIdMixin
 from rules.models import Config, PassInformationLevel, RuleKind, RulePoint
 from workspaces.models import ApiToken, Workspace
 

@@ -9,7 +9,7 @@ approvals.decide records it. Nothing here writes.
 import math
 from typing import Any
 
-from hitl_portal.exceptions import DomainError
+from common.exceptions import DomainError
 
 from .exceptions import WrongDecision
 from .models import Action, ApprovalKind, Status

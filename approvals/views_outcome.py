@@ -7,7 +7,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.views.decorators.http import require_POST
 
-from hitl_portal.exceptions import DomainError
+from common.exceptions import DomainError
 from workspaces.decorators import member_required
 
 from . import selectors

@@ -10,7 +10,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from audit.services import actor_of, audit_append
-from hitl_portal.ids import new_public_id
+from common.ids import new_public_id
 from rules.models import Rule
 from workspaces.models import Workspace
 

@@ -12,8 +12,8 @@ from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.views import APIView
 
-from hitl_portal.errors import ErrorSerializer
-from hitl_portal.query import QuerySerializer
+from common.errors import ErrorSerializer
+from common.query import QuerySerializer
 from workspaces.permissions import IsAdmin
 
 from .chain import canonical

@@ -9,7 +9,7 @@ import os
 
 from psycopg_pool import AsyncConnectionPool
 
-from hitl_portal.ids import new_public_id
+from common.ids import new_public_id
 
 PREFIX = "/api/v1/approvals"
 _pool = AsyncConnectionPool(

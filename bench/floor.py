@@ -13,7 +13,7 @@ from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from hitl_portal.ids import new_public_id
+from common.ids import new_public_id
 
 FLOOR_TABLE_SQL = """
 CREATE TABLE IF NOT EXISTS bench_floor_request (

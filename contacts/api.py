@@ -5,7 +5,7 @@ from rest_framework import status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from hitl_portal.errors import ErrorSerializer
+from common.errors import ErrorSerializer
 from rules.api import BAD_INPUT, ERRORS, PAGE_PARAMS, AdminPagination, AdminView
 from rules.selectors import config_for
 from rules.serializers import ContactPage

@@ -7,9 +7,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from hitl_portal.errors import ErrorSerializer
-from hitl_portal.pagination import page_serializer
-from hitl_portal.query import QuerySerializer
+from common.errors import ErrorSerializer
+from common.pagination import page_serializer
+from common.query import QuerySerializer
 from rules.api import BAD_INPUT, ERRORS, PAGE_PARAMS, AdminPagination, AdminView
 from workspaces.permissions import actor_of
 

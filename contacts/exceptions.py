@@ -1,6 +1,6 @@
-"""What contact services refuse, in the domain's words (HTTP statuses: hitl_portal/errors.py)."""
+"""What contact services refuse, in the domain's words (HTTP statuses: common/errors.py)."""
 
-from hitl_portal.exceptions import DomainError
+from common.exceptions import DomainError
 
 
 class ContactNotFound(DomainError):

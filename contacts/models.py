@@ -4,7 +4,7 @@ from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import Q
 
-from hitl_portal.ids import PublicIdMixin
+from common.ids import PublicIdMixin
 from rules.models import Config
 
 

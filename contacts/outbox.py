@@ -20,7 +20,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from approvals.versions import frozen_versions
-from hitl_portal.ids import new_public_id
+from common.ids import new_public_id
 
 from .models import WHILE_PENDING, Channel, Contact, Delivery, DeliveryEvent, DeliveryStatus
 

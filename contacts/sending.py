@@ -26,7 +26,7 @@ from django.db.models import Count, F, OuterRef, Q, Subquery
 from django.db.models.functions import Coalesce, TruncMinute
 from django.utils import timezone
 
-from hitl_portal.warm import warm_urls
+from common.warm import warm_urls
 
 from .batch import batch_scope
 from .messages import notice_for

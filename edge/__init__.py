@@ -22,7 +22,7 @@ Its contract with the core, and nothing else:
   by the registration serializers, then `approvals.register.approval_register`), `wait_of`
   (the `wait` parameter's serializer);
 - the answer: `approval_as_dict` rendered by DRF's JSONRenderer; refusals: the one error
-  mapper, `hitl_portal.errors.api_exception_handler`; a failure: Django's own 500 handling
+  mapper, `common.errors.api_exception_handler`; a failure: Django's own 500 handling
   (`response_for_exception`, logged by django.request);
 - Host, proxy and security headers: Django's own — the request is a Django `ASGIRequest`
   (`get_host()` applies ALLOWED_HOSTS and the proxy settings) and the response goes through

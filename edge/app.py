@@ -3,14 +3,14 @@
 For every HTTP request, first the body (http.read_body: refused by Content-Length before reading,
 stopped at the limit when chunked, within a time limit); then `calls.owns(scope)` picks who
 answers: the edge, or Django's ASGIHandler with the full middleware. The lifespan protocol starts
-the process's LISTEN hub and its connection-returning threads (after warming Django: hitl_portal/warm.py,
+the process's LISTEN hub and its connection-returning threads (after warming Django: common/warm.py,
 before the first connection is taken), freezes what startup built out of the collector's way, and
 closes the hub at shutdown.
 """
 
 from django.core.handlers.asgi import ASGIHandler
 
-from hitl_portal.warm import settle_collector, warm_process
+from common.warm import settle_collector, warm_process
 
 from . import calls, hub, threads
 from .http import BodyRefused, ClientGone, django_request, read_body, secured, send_response, with_body

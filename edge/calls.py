@@ -25,9 +25,9 @@ from approvals.api_engine import approval_poll, registration_answer, wait_of
 from approvals.models import ApprovalRequest
 from approvals.serializers import approval_as_dict
 from approvals.waiting import TooManyWaits, is_waiting, slots
-from hitl_portal.errors import REFUSALS, api_exception_handler
-from hitl_portal.middleware import NulGuardMiddleware
-from hitl_portal.parsers import JSONParser
+from common.errors import REFUSALS, api_exception_handler
+from common.middleware import NulGuardMiddleware
+from common.parsers import JSONParser
 from workspaces.access import Actor, actor_for_token
 from workspaces.authentication import BearerTokenAuthentication, token_for_authorization
 from workspaces.models import ApiToken

@@ -11,8 +11,8 @@ from django.core.handlers.asgi import ASGIRequest
 from django.http import HttpResponse
 from django.middleware.security import SecurityMiddleware
 
-from hitl_portal.errors import json_error
-from hitl_portal.middleware import MACHINE_PATHS
+from common.errors import json_error
+from common.middleware import MACHINE_PATHS
 
 Receive = Callable[[], Awaitable[dict]]
 Send = Callable[[dict], Awaitable[None]]

@@ -10,7 +10,7 @@ import dj_database_url
 from csp.constants import NONE, SELF
 from django.core.exceptions import ImproperlyConfigured
 
-from hitl_portal import run_env
+from launch import run_env
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -71,12 +71,12 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
-    "hitl_portal.middleware.ApiEnvelopeMiddleware",  # first: a bad Host is refused before anyone asks for it
+    "common.middleware.ApiEnvelopeMiddleware",  # first: a bad Host is refused before anyone asks for it
     "django.middleware.security.SecurityMiddleware",
     "csp.middleware.CSPMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
-    "hitl_portal.middleware.ApiBodyLimitMiddleware",
-    "hitl_portal.middleware.NulGuardMiddleware",
+    "common.middleware.ApiBodyLimitMiddleware",
+    "common.middleware.NulGuardMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -84,13 +84,13 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
-    "hitl_portal.errors.DomainErrorPages",
+    "common.errors.DomainErrorPages",
     # Last, as django-axes asks: it turns a lockout raised during login into its page.
     "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "hitl_portal.urls"
-FORM_RENDERER = "hitl_portal.forms.FormRenderer"
+FORM_RENDERER = "common.forms.FormRenderer"
 WSGI_APPLICATION = "hitl_portal.wsgi.application"
 
 TEMPLATES = [
@@ -112,7 +112,7 @@ TEMPLATES = [
 
 # PostgreSQL only (psycopg 3): one database engine, so one form of every statement. `make run` and
 # `make test` start an embedded one and set DATABASE_URL when it is not set; a command in a second
-# shell finds the one a running `make run` uses (hitl_portal/run_env.py).
+# shell finds the one a running `make run` uses (launch/run_env.py).
 if not os.environ.get("DATABASE_URL") and not run_env.load():
     raise ImproperlyConfigured(
         "DATABASE_URL is not set: give it a PostgreSQL database (postgres://user@host:5432/name), or use"
@@ -236,10 +236,10 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PERMISSION_CLASSES": ["workspaces.permissions.IsWorkspaceActor"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["hitl_portal.parsers.JSONParser"],  # bounded nesting: never a 500
-    "DEFAULT_PAGINATION_CLASS": "hitl_portal.pagination.CursorPagination",
+    "DEFAULT_PARSER_CLASSES": ["common.parsers.JSONParser"],  # bounded nesting: never a 500
+    "DEFAULT_PAGINATION_CLASS": "common.pagination.CursorPagination",
     "PAGE_SIZE": 50,
-    "EXCEPTION_HANDLER": "hitl_portal.errors.api_exception_handler",
+    "EXCEPTION_HANDLER": "common.errors.api_exception_handler",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "UNAUTHENTICATED_USER": None,
 }
@@ -251,7 +251,7 @@ SPECTACULAR_SETTINGS = {
     "SERVE_INCLUDE_SCHEMA": False,
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
-        "hitl_portal.schema.tidy_operations",
+        "common.schema.tidy_operations",
     ],
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
@@ -268,7 +268,7 @@ SPECTACULAR_SETTINGS = {
         "GrantScopeEnum": "approvals.models.GrantScope",
         "TokenCapScopeEnum": "approvals.models.Scope",
         "RuleWindowScopeEnum": [("rule", "rule")],
-        "ErrorCodeEnum": "hitl_portal.errors.ERROR_CODES",
+        "ErrorCodeEnum": "common.errors.ERROR_CODES",
     },
 }
 

@@ -4,11 +4,12 @@ from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularSwaggerSplitView
 
 from approvals.api_receipts import jwks_view
+from common import operations
 from integrations import telegram_account_views
 from push import views as push_views
 from workspaces import account
 
-from . import operations, views
+from . import views
 from .schema_view import SchemaView
 
 urlpatterns = [

@@ -4,7 +4,7 @@ from django.shortcuts import redirect, render
 from django.templatetags.static import static
 from django.views.decorators.csrf import csrf_exempt
 
-from .errors import json_error
+from common.errors import json_error
 
 
 @login_required

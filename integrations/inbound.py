@@ -16,7 +16,7 @@ from approvals.decide import DECISIONS, approval_decide
 from approvals.exceptions import ReasonTooLong, WrongDecision
 from approvals.models import ApprovalRequest
 from approvals.presenters import ASKS_REASON
-from hitl_portal.exceptions import DomainError
+from common.exceptions import DomainError
 
 from . import blocks, slack
 from .chat_people import NOTHING_DECIDED, already_words, approval_pressed, may_press

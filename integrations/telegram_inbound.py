@@ -17,7 +17,7 @@ from django.utils import timezone
 from approvals.decide import DECISIONS, approval_decide
 from approvals.models import ApprovalRequest
 from approvals.presenters import ASKS_REASON, decided_line
-from hitl_portal.exceptions import DomainError
+from common.exceptions import DomainError
 
 from . import telegram, telegram_card
 from .chat_people import NOTHING_DECIDED, already_words, approval_pressed, may_press

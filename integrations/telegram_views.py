@@ -10,7 +10,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from hitl_portal.errors import ErrorSerializer, error_body
+from common.errors import ErrorSerializer, error_body
 
 from . import telegram, telegram_inbound
 

@@ -1,6 +1,6 @@
-"""What the passkey services refuse (HTTP statuses: hitl_portal/errors.py)."""
+"""What the passkey services refuse (HTTP statuses: common/errors.py)."""
 
-from hitl_portal.exceptions import DomainError
+from common.exceptions import DomainError
 
 
 class PasskeyRequired(DomainError):

@@ -15,8 +15,8 @@ from approvals import selectors as approval_selectors
 from approvals.edits import approved_call, parse_edited
 from approvals.exceptions import ApprovalNotFound
 from approvals.permissions import DECIDERS_ONLY, may_decide
-from hitl_portal.errors import DOMAIN_ERRORS, error_body
-from hitl_portal.exceptions import DomainError
+from common.errors import DOMAIN_ERRORS, error_body
+from common.exceptions import DomainError
 from workspaces.decorators import member_required
 
 from . import selectors, services

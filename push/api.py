@@ -12,7 +12,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from hitl_portal.errors import ErrorSerializer
+from common.errors import ErrorSerializer
 from workspaces.permissions import actor_of
 
 from .serializers import SubscribeSerializer, SubscriptionSerializer, UnsubscribeSerializer

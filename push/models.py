@@ -1,7 +1,7 @@
 from django.conf import settings
 from django.db import models
 
-from hitl_portal.ids import PublicIdMixin
+from common.ids import PublicIdMixin
 
 
 class PushSubscription(PublicIdMixin, models.Model):

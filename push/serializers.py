@@ -2,7 +2,7 @@
 
 from rest_framework import serializers
 
-from hitl_portal.fields import JsonInput
+from common.fields import JsonInput
 
 
 class KeysSerializer(JsonInput):

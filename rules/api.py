@@ -11,8 +11,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from hitl_portal.errors import ErrorSerializer
-from hitl_portal.pagination import PAGE_PARAMETERS, CursorPagination
+from common.errors import ErrorSerializer
+from common.pagination import PAGE_PARAMETERS, CursorPagination
 from workspaces.permissions import IsAdmin
 
 from . import selectors, services

@@ -10,7 +10,7 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
-from hitl_portal.ids import PublicIdMixin
+from common.ids import PublicIdMixin
 from workspaces.models import Workspace
 
 from .conditions import condition_error

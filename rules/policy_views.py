@@ -14,7 +14,7 @@ from django.views.decorators.http import require_POST
 from approvals.grants import grant_revoke
 from approvals.models import Grant, GrantScope
 from approvals.windows import live_windows, rule_window_create
-from hitl_portal.exceptions import DomainError
+from common.exceptions import DomainError
 from workspaces.decorators import admin_required
 
 from . import selectors

@@ -4,9 +4,9 @@ from typing import Literal
 
 from rest_framework import serializers
 
+from common.fields import JsonInput
+from common.pagination import page_serializer
 from contacts.serializers import ContactSerializer
-from hitl_portal.fields import JsonInput
-from hitl_portal.pagination import page_serializer
 
 from .conditions import CONDITION_MAX
 from .models import (

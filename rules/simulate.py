@@ -27,7 +27,7 @@ from django.conf import settings
 from django.db import OperationalError, connection, transaction
 from django.utils import timezone
 
-from hitl_portal.exceptions import DomainError
+from common.exceptions import DomainError
 
 from .conditions import ConditionFailed, ConditionInvalid, condition_compile, condition_holds
 from .counts import rule_counts, since_day

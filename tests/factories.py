@@ -12,7 +12,7 @@ from model_bakery import baker
 
 from approvals.digest import call_digest
 from approvals.models import QUESTION_KINDS, ApprovalKind, ApprovalRequest
-from hitl_portal.ids import new_public_id
+from common.ids import new_public_id
 
 
 def make_approval(

@@ -228,11 +228,13 @@ def error_of(response: "requests.Response | ClientResponse") -> dict:
 APP_PACKAGES = (
     "approvals",
     "audit",
+    "common",
     "contacts",
     "edge",
     "hitl_portal",
     "insights",
     "integrations",
+    "launch",
     "passkeys",
     "push",
     "rules",

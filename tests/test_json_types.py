@@ -1,7 +1,7 @@
 """Request bodies take JSON types as the schema declares them: 0 is not a name, "true" is not a boolean.
 
 DRF would coerce them (`{"name": 0}` created a config called "0"); schemathesis' negative_data_rejection
-found it. hitl_portal.fields.JsonInput refuses them for every admin and reviewer body.
+found it. common.fields.JsonInput refuses them for every admin and reviewer body.
 """
 
 import pytest

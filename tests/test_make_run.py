@@ -228,7 +228,7 @@ def test_make_run_says_so_and_stops_when_the_receiver_cannot_listen():
 
 
 def test_the_receiver_says_it_listens_only_once_it_does():
-    from hitl_portal.demo_receiver import listen, url_of
+    from launch.demo_receiver import listen, url_of
 
     server = listen(0, "whsec_" + "A" * 32)
     try:
@@ -244,7 +244,7 @@ def test_the_receiver_says_it_listens_only_once_it_does():
 def test_the_embedded_postgres_keeps_its_data_across_runs(tmp_path):
     import psycopg
 
-    from hitl_portal.embedded_postgres import EmbeddedPostgres
+    from launch.embedded_postgres import EmbeddedPostgres
 
     folder = tmp_path / "postgres"
     with EmbeddedPostgres(folder) as url:

@@ -84,7 +84,7 @@ class Module:
         self.path = path
         self.tree = ast.parse(path.read_text(), filename=str(path))
         inside = path.is_relative_to(ROOT)
-        self.package = ".".join(path.relative_to(ROOT).with_suffix("").parts[:-1]) if inside else "hitl_portal"
+        self.package = ".".join(path.relative_to(ROOT).with_suffix("").parts[:-1]) if inside else "common"
         self.imported: dict[str, object] = {}
         self.classes: dict[str, ast.ClassDef] = {}
         self.tainted: set[str] = set()  # module globals made from their objects

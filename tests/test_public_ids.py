@@ -3,7 +3,7 @@
 import re
 from collections import Counter
 
-from hitl_portal.ids import new_public_id
+from common.ids import new_public_id
 
 
 def test_an_id_is_its_prefix_and_16_characters_of_a_to_z_and_0_to_9():

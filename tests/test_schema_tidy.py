@@ -5,7 +5,7 @@ import re
 import pytest
 import yaml
 
-from hitl_portal.fields import JsonInput
+from common.fields import JsonInput
 from tests.helpers import make_config, make_token
 
 OPERATIONS = ("get", "post", "patch", "put", "delete")

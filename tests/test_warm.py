@@ -1,6 +1,6 @@
 """A started worker has done Django's once-only work: its first request imports and compiles nothing.
 
-Without the warm-up (hitl_portal/warm.py), the first request a worker served after a start or a
+Without the warm-up (common/warm.py), the first request a worker served after a start or a
 restart imported the URLconf and every view, and compiled its templates, while every request
 arriving meanwhile waited behind it.
 """

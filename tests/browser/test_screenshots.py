@@ -1,4 +1,4 @@
-"""The docs' pictures, taken of the demo workspace `make run` loads (hitl_portal/demo.py), at 1280 × 800:
+"""The docs' pictures, taken of the demo workspace `make run` loads (launch/demo.py), at 1280 × 800:
 the Approvals tab, the Rules tab and the API's browsable schema. HITL_SCREENSHOT_DIR=docs retakes them."""
 
 import os
@@ -9,7 +9,7 @@ import pytest
 from django.core.management import call_command
 from playwright.sync_api import expect
 
-from hitl_portal.demo import ADMIN, REVIEWER
+from launch.demo import ADMIN, REVIEWER
 from rules.models import Config
 
 from .conftest import login

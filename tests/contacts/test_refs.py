@@ -253,7 +253,7 @@ def test_the_portals_own_settings_are_nobodys_whatever_the_slug(monkeypatch):
     assert not ReferenceGrant.objects.exists()
 
 
-# make run's demo variables: a contact's, not the portal's (hitl_portal/run.py starts their receiver).
+# make run's demo variables: a contact's, not the portal's (launch/run.py starts their receiver).
 DEMO = {"HITL_DEMO_WEBHOOK", "HITL_DEMO_WEBHOOK_SECRET", "HITL_DEMO_REVIEWER_EMAIL"}
 
 

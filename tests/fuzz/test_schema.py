@@ -112,7 +112,7 @@ def positive_data_acceptance_but_for_stated_refusals(ctx, response, case) -> boo
 
     A NUL character is refused in any text the API takes (PostgreSQL cannot store it; docs/api.md;
     tests/test_never_5xx.py). The schema states it with a pattern on every string a caller sends
-    (hitl_portal/schema.py); what no pattern reaches — a key, or a string inside free-form JSON such
+    (common/schema.py); what no pattern reaches — a key, or a string inside free-form JSON such
     as `arguments` — is let through here. A `cursor` matching its pattern may still be one the server
     never wrote: a 400 its description states. A 400 passes only if each field it names is one of
     these cases (a body may earn several at once).
@@ -247,7 +247,7 @@ def generated_schema() -> dict:
 
 # A body the client sends chunked — requests does so for an empty one, such as a form whose only field is an
 # empty dict — reaches Django's test server, which cannot read chunks; the portal then refuses it with 411
-# rather than read it as empty (hitl_portal/middleware.py, docs/api.md, Limits; the production server reads
+# rather than read it as empty (common/middleware.py, docs/api.md, Limits; the production server reads
 # chunks). For negative data that is a rejection like any other, so 411 joins schemathesis' list.
 REJECTIONS = [*NEGATIVE_DATA_REJECTION_EXPECTED_STATUSES, "411"]
 schema = schemathesis.openapi.from_dict(

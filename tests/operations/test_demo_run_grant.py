@@ -1,7 +1,7 @@
 """The demo shows a newcomer a run grant: one of its rules allows them, and its pending card offers one."""
 
 from approvals.models import ApprovalRequest
-from hitl_portal import demo
+from launch import demo
 from rules.models import Rule
 
 

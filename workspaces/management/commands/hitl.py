@@ -16,7 +16,7 @@ from django.test.utils import override_settings
 
 CLI_MODULES = [
     "workspaces.cli",
-    "hitl_portal.demo",
+    "launch.demo",
     "approvals.cli",
     "approvals.halt_cli",
     "approvals.receipt_cli",

@@ -102,7 +102,7 @@ OPTIONAL_BODIES = {"configs_rules_create", "configs_publish_create"}
 
 def tidy_operations(result: dict, generator: "SchemaGenerator", request: Request | None, public: bool) -> dict:
     """Consistent operationIds and tags; bodies required where they are; 411 and 413 on every operation that takes one;
-    string query parameters at least one character long (hitl_portal.query refuses a blank one);
+    string query parameters at least one character long (common.query refuses a blank one);
     component descriptions from COMPONENT_DESCRIPTIONS only; the components that extend ApprovalRequest as allOf."""
     if "ApprovalRequest" in result.get("components", {}).get("schemas", {}):
         _extends_approval_request(result["components"]["schemas"])
@@ -124,7 +124,7 @@ def tidy_operations(result: dict, generator: "SchemaGenerator", request: Request
             if queries:
                 operation["responses"].setdefault("400", BAD_QUERY)
             for parameter in queries:
-                # A query parameter sent blank is a 400 (hitl_portal.query): the schema says so.
+                # A query parameter sent blank is a 400 (common.query): the schema says so.
                 if parameter.get("schema", {}).get("type") == "string":
                     parameter["schema"].setdefault("minLength", 1)
             for parameter in operation.get("parameters", []):

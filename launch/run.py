@@ -1,13 +1,13 @@
 """`make run`: the portal on this machine in one command, and Ctrl-C ends it cleanly (exit 0).
 
-    python -m hitl_portal.run --url http://127.0.0.1:8000/ --serve "<the server's command>"
+    python -m launch.run --url http://127.0.0.1:8000/ --serve "<the server's command>"
 
 With no DATABASE_URL it starts PostgreSQL from the pgserver wheel, its data kept in .data/postgres
-across runs (hitl_portal/embedded_postgres.py). Then: migrate, collectstatic, the demo workspace,
+across runs (launch/embedded_postgres.py). Then: migrate, collectstatic, the demo workspace,
 and three things at once — the demo webhook receiver (here, on a thread: it binds a free port, or
 DEMO_WEBHOOK_PORT, before it says so, and make run stops if it cannot), the django-q2 cluster, and
 the web server (`make serve`'s command, given by the Makefile). While it runs, .data/run.env tells
-commands in another shell which database and keys it uses (hitl_portal/run_env.py).
+commands in another shell which database and keys it uses (launch/run_env.py).
 
 Ctrl-C: the cluster and the server each run in a process group of their own, so the terminal's
 SIGINT reaches this process alone, and each child is told to stop exactly once (a cluster told
@@ -24,7 +24,7 @@ import time
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
-from hitl_portal.children import start, stop_all
+from launch.children import start, stop_all
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / ".data" / "postgres"
@@ -74,7 +74,7 @@ def database():
     if os.environ.get("DATABASE_URL"):
         yield
         return
-    from hitl_portal.embedded_postgres import EmbeddedPostgres
+    from launch.embedded_postgres import EmbeddedPostgres
 
     say(f"no DATABASE_URL: starting PostgreSQL from the pgserver wheel, data kept in {DATA.relative_to(ROOT)}")
     port = int(os.environ.get("EMBEDDED_POSTGRES_PORT") or 0)  # unset: any free port
@@ -104,7 +104,7 @@ def manage(*args: str) -> None:
 
 
 def run(args: argparse.Namespace, stack: ExitStack, children: list[subprocess.Popen]) -> int:
-    from hitl_portal.demo_receiver import listen, url_of
+    from launch.demo_receiver import listen, url_of
 
     port = int(os.environ.get("DEMO_WEBHOOK_PORT", "0"))
     try:
@@ -124,7 +124,7 @@ def run(args: argparse.Namespace, stack: ExitStack, children: list[subprocess.Po
     say(f"demo webhook receiver listening on {url_of(receiver)}")
 
     receipt_key()
-    from hitl_portal import run_env
+    from launch import run_env
 
     run_env.write()  # what a command in a second shell reads to reach this portal
     stack.callback(run_env.remove)

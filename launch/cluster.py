@@ -1,6 +1,6 @@
-"""`python -m hitl_portal.cluster`: the django-q2 cluster as a service manager should run it.
+"""`python -m launch.cluster`: the django-q2 cluster as a service manager should run it.
 
-    python -m hitl_portal.cluster            (deploy/hitl-cluster.service runs this)
+    python -m launch.cluster            (deploy/hitl-cluster.service runs this)
 
 django-q2's `manage.py qcluster` leaves SIGTERM at its default in its sentinel and workers, so a
 SIGTERM to the whole process group — systemd's stop, `kill -- -PGID`, a container's stop — kills
@@ -15,7 +15,7 @@ import signal
 import sys
 import time
 
-from hitl_portal.children import start, stop_all
+from launch.children import start, stop_all
 
 
 class Stop(Exception):

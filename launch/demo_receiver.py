@@ -1,10 +1,10 @@
 """`make run`'s webhook receiver: a loopback endpoint that verifies each delivery and logs it.
 
-    python -m hitl_portal.demo_receiver [--port N]     (0, the default: a free port)
+    python -m launch.demo_receiver [--port N]     (0, the default: a free port)
 
 It checks the Standard Webhooks signature with the secret in HITL_DEMO_WEBHOOK_SECRET (the
 same variable the demo's webhook contact names) and prints one line per event. It says it is
-listening only once it is: `make run` (hitl_portal/run.py) starts it first and stops if it cannot.
+listening only once it is: `make run` (launch/run.py) starts it first and stops if it cannot.
 """
 
 import argparse

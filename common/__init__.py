@@ -1,0 +1,1 @@
+"""The library every app shares: one error shape, ids, fields, parsers, pagination, middleware, listened caches."""
