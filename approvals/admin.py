@@ -1,8 +1,7 @@
 from django.contrib import admin
 
+from approvals.models import ApprovalRequest
 from common.admin_readonly import ReadOnlyAdmin
-
-from .models import ApprovalRequest
 
 
 @admin.register(ApprovalRequest)

@@ -4,9 +4,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from approvals.engine import api as api_engine
+from approvals.review import api as api_reviewer
 from workspaces.permissions import IsEngineOrReviewer
-
-from . import api_engine, api_reviewer
 
 
 class ApprovalCollectionView(APIView):

@@ -1,6 +1,10 @@
 from django.urls import path
 
-from . import api, api_engine, api_grants, api_halts, api_reviewer
+from approvals import api
+from approvals.engine import api as api_engine
+from approvals.grants import api as api_grants
+from approvals.halts import api as api_halts
+from approvals.review import api as api_reviewer
 
 urlpatterns = [
     path("approvals", api.ApprovalCollectionView.as_view(), name="api-approvals"),

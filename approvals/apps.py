@@ -15,7 +15,7 @@ def receipt_key_check(app_configs, **kwargs) -> list[checks.CheckMessage]:
     """`manage.py check` (and so migrate, the server, the cluster) refuses a missing or malformed receipt key."""
     from django.core.exceptions import ImproperlyConfigured
 
-    from .receipt_keys import receipt_keys
+    from approvals.receipts.keys import receipt_keys
 
     try:
         receipt_keys()

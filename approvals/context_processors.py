@@ -1,9 +1,8 @@
 from django.http import HttpRequest
 from django.utils.functional import SimpleLazyObject
 
+from approvals.halts.services import workspace_frozen
 from workspaces.access import current_membership
-
-from .halts import workspace_frozen
 
 
 def halting(request: HttpRequest) -> dict:

@@ -36,7 +36,7 @@ class GrantTtlOutOfRange(WrongDecision):
 
 
 class ReasonTooLong(WrongDecision):
-    """A reason (or a vote's note) longer than the one decide service keeps (approvals.decide.REASON_MAX)."""
+    """A reason (or a vote's note) longer than the one decide service keeps (approvals.review.decide.REASON_MAX)."""
 
     field = "reason"
 

@@ -17,7 +17,7 @@ class ApprovalKind(models.TextChoices):
     PLAN = "plan", "Plan"
 
 
-# A run asks people (approvals/questions.py): no rule gates it, nobody's vote counts but the first.
+# A run asks people (approvals/questions/validate.py): no rule gates it, nobody's vote counts but the first.
 QUESTION_KINDS = (ApprovalKind.QUESTION, ApprovalKind.PLAN)
 
 
@@ -80,7 +80,7 @@ def expired_reason(kind: str) -> str:
     return EXPIRED_REASON
 
 
-# What the engine is told when its request reached nobody (approvals.undeliverable): an expiry, not
+# What the engine is told when its request reached nobody (approvals.expiry.undeliverable): an expiry, not
 # a person's refusal, and a sign that the rule's contacts need mending rather than that the call was wrong.
 UNDELIVERABLE_REASON = (
     "Nobody could be reached: no notification of this request could be delivered and nobody opened it, "
@@ -130,7 +130,7 @@ class ApprovalRequest(PublicIdMixin, models.Model):
     summary = models.CharField(max_length=2000, blank=True)
     arguments = models.JSONField(null=True, blank=True)
     call_digest = models.CharField(max_length=64, blank=True)
-    # Approve with edits (approvals/edits.py): the engine's JSON Schema of its arguments, and whether
+    # Approve with edits (approvals/edits/checks.py): the engine's JSON Schema of its arguments, and whether
     # the frozen rule lets a reviewer change them. `arguments` and `call_digest` stay as proposed.
     arguments_schema = models.JSONField(null=True, blank=True)
     allow_edit = models.BooleanField(default=False)
@@ -139,7 +139,7 @@ class ApprovalRequest(PublicIdMixin, models.Model):
     token_cap = models.BigIntegerField(null=True, blank=True)
     scope = models.CharField(max_length=16, choices=Scope.choices, blank=True)
 
-    # A question or a plan (approvals/questions.py): what the run asks, and what a person answered.
+    # A question or a plan (approvals/questions/validate.py): what the run asks, and what a person answered.
     title = models.CharField(max_length=200, blank=True)
     questions = models.JSONField(null=True, blank=True)
     plan = models.TextField(blank=True)
@@ -151,7 +151,7 @@ class ApprovalRequest(PublicIdMixin, models.Model):
     # SHA-256 of the registration body: the same key with another body is refused.
     request_fingerprint = models.CharField(max_length=64, blank=True)
 
-    # The decision, recorded once (see approvals.decide.approval_decide).
+    # The decision, recorded once (see approvals.review.decide.approval_decide).
     decided_at = models.DateTimeField(null=True, blank=True)
     # PROTECT: who decided is history; a person who decided is deactivated, never deleted.
     decided_by = models.ForeignKey(
@@ -263,7 +263,7 @@ class ApprovalRequest(PublicIdMixin, models.Model):
 class Vote(models.Model):
     """One reviewer's approval of a request that needs several (approvals_required > 1).
 
-    The unique constraint records each reviewer once; approvals.decide counts the rows
+    The unique constraint records each reviewer once; approvals.review.decide counts the rows
     under the request's row lock, so no more than N are ever recorded.
     """
 
@@ -360,7 +360,7 @@ class Halt(models.Model):
     """A run halted, or (run_id "") a whole workspace frozen, until lifted (docs/halting.md).
 
     While one is in force every pending request it covers has been rejected, and every later
-    registration it covers is stored already rejected with its reason (approvals/insert.py). Lifting
+    registration it covers is stored already rejected with its reason (approvals/engine/insert.py). Lifting
     sets lifted_at; a halt is never deleted, so the trail keeps who stopped what and why.
     """
 

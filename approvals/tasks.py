@@ -2,8 +2,8 @@
 
 import logging
 
-from .expire import approval_sweep_overdue
-from .undeliverable import approval_sweep_undeliverable
+from approvals.expiry.expire import approval_sweep_overdue
+from approvals.expiry.undeliverable import approval_sweep_undeliverable
 
 logger = logging.getLogger(__name__)
 

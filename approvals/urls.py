@@ -1,6 +1,7 @@
 from django.urls import path
 
-from . import views, views_halts, views_outcome
+from approvals.halts import views as views_halts
+from approvals.review import views, views_outcome
 
 app_name = "approvals"
 urlpatterns = [

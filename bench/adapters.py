@@ -88,8 +88,8 @@ class _World:
         self.base_url = base_url
 
     def approve_pending(self) -> int:
-        from approvals.decide import approval_decide
         from approvals.models import ApprovalRequest
+        from approvals.review.decide import approval_decide
 
         pending = list(ApprovalRequest.objects.filter(workspace=self.workspace, status="pending"))
         for approval in pending:

@@ -107,8 +107,8 @@ def decision_to_unblocked(world: World, env: dict, samples: int, *, bare: bool =
     """From the decision's commit to the hook's exit with its answer printed (`bare`: to BARE_WAITER's)."""
     from django.db import transaction
 
-    from approvals.decide import approval_decide
     from approvals.models import ApprovalRequest
+    from approvals.review.decide import approval_decide
 
     times, failures = [], []
     for n in range(samples):
@@ -162,7 +162,7 @@ def decision_to_unblocked(world: World, env: dict, samples: int, *, bare: bool =
 
 
 def register_for(world: World, session: str) -> str:
-    from approvals.register import approval_register
+    from approvals.engine.register import approval_register
 
     body = world.registration_body()
     return approval_register(

@@ -37,7 +37,7 @@ def setup_django(url: str) -> None:
     os.environ["DJANGO_SETTINGS_MODULE"] = "bench.settings"
     if not os.environ.get("HITL_RECEIPT_KEY"):
         # DEBUG is off, as deployed: receipts need a key; this run's own (the server inherits it).
-        from approvals.receipt_keys import new_private_pem
+        from approvals.receipts.keys import new_private_pem
 
         os.environ["HITL_RECEIPT_KEY"] = new_private_pem()
     import django

@@ -56,8 +56,8 @@ def latencies(
     expected = expected or "approved"
     from django.db import transaction
 
-    from approvals.decide import approval_decide
     from approvals.models import ApprovalRequest
+    from approvals.review.decide import approval_decide
 
     samples, failures = [], []
     for public_id in public_ids:

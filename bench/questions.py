@@ -105,7 +105,7 @@ def run(bench: Bench) -> list[dict]:
 
 
 def _registered_questions(world: World, count: int) -> list[str]:
-    from approvals.register import approval_register
+    from approvals.engine.register import approval_register
 
     body = question_body(world)
     return [

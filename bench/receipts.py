@@ -19,10 +19,10 @@ VERIFIES = 2000
 
 
 def _cycle(world, engine_actor, reviewer, serial: int) -> dict:
-    from approvals.api_engine import registration_answer
-    from approvals.decide import approval_decide
+    from approvals.engine.api import registration_answer
     from approvals.models import ApprovalRequest
-    from approvals.serializers import approval_as_dict
+    from approvals.presenters.api import approval_as_dict
+    from approvals.review.decide import approval_decide
 
     body = {**world.registration_body(), "target": f"crm/customers/{serial}", "run_id": f"run_receipts_{serial}"}
     status, answer = registration_answer(actor=engine_actor, idempotency_header=None, body=body)
@@ -34,7 +34,7 @@ def _cycle(world, engine_actor, reviewer, serial: int) -> dict:
 
 def _round(world, engine_actor, reviewer, *, cycles: int, start: int, receipts: bool) -> float:
     """Cycles per second of one round."""
-    from approvals import serializers
+    from approvals.presenters import api as serializers
 
     signing = serializers.receipt_of
     if not receipts:
@@ -52,7 +52,7 @@ def _round(world, engine_actor, reviewer, *, cycles: int, start: int, receipts: 
 def measure_receipts(world, *, rounds: int, cycles: int) -> dict:
     from hitl_client.receipts import keys_of, verify_receipt
 
-    from approvals.receipt_keys import jwks
+    from approvals.receipts.keys import jwks
     from workspaces.access import actor_for_token
 
     engine_actor = actor_for_token(world.engine_key)

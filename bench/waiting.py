@@ -250,8 +250,8 @@ class Bench:
         """From the decision's commit (on_commit) to the waiting engine's full answer, one at a time."""
         from django.db import connection, transaction
 
-        from approvals.decide import approval_decide
         from approvals.models import ApprovalRequest
+        from approvals.review.decide import approval_decide
 
         samples, failures = [], 0
         for _ in range(count):

@@ -15,7 +15,7 @@ class ListenedCache:
     emptied: take `generation` before reading, and hand it to `put`.
 
     Used for engine keys (workspaces/authentication.py), run-grant rules' live grants
-    (approvals/grants.py) and workspaces' halts (approvals/halts.py): docs/hub.md.
+    (approvals/grants/services.py) and workspaces' halts (approvals/halts/services.py): docs/hub.md.
     """
 
     def __init__(self) -> None:

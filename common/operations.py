@@ -23,8 +23,8 @@ from rest_framework import serializers
 from rest_framework.decorators import api_view, authentication_classes, permission_classes
 from rest_framework.permissions import AllowAny
 
+from approvals.engine.waiting import waiting_count
 from approvals.models import ApprovalRequest
-from approvals.waiting import waiting_count
 from contacts.models import Delivery
 
 # Seconds: from "decided within a second" (rubber-stamping) to a day (the default lifetime).

@@ -1,4 +1,4 @@
-"""The notification outbox, composing: what one message says, in the words of approvals.presenters.
+"""The notification outbox, composing: what one message says, in the words of approvals/presenters/ (facts, channels).
 
 Every fact a person reads comes from the one presenter (engine text made visible there); this
 module only chooses which: the subject naming the act, the card's facts, and — while the request
@@ -10,10 +10,11 @@ from __future__ import annotations
 from django.conf import settings
 from django.urls import reverse
 
-from approvals.links import link_reviewer, link_url_signed
 from approvals.models import ApprovalRequest
-from approvals.presenters import act_subject, edit_in_portal_url, facts, notification_body, review_url
-from approvals.serializers import approval_as_dict
+from approvals.presenters.api import approval_as_dict
+from approvals.presenters.channels import act_subject, edit_in_portal_url, notification_body, review_url
+from approvals.presenters.facts import facts
+from approvals.review.links import link_reviewer, link_url_signed
 
 from .batch import shared
 from .models import Delivery, DeliveryEvent

@@ -19,7 +19,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from approvals.versions import frozen_versions
+from approvals.engine.versions import frozen_versions
 from common.ids import new_public_id
 
 from .models import WHILE_PENDING, Channel, Contact, Delivery, DeliveryEvent, DeliveryStatus
@@ -73,7 +73,7 @@ def _contacts(version: ConfigVersion, ids: list[str]) -> list[dict]:
 
 def deliveries_for_registration(*, approval: ApprovalRequest, rule: dict, version: ConfigVersion) -> list[Delivery]:
     """`requested` to each notified contact, as unsaved rows: the registration writes them with the
-    request, in one statement (approvals.insert.insert_request), then calls `kick_sender`.
+    request, in one statement (approvals.engine.insert.insert_request), then calls `kick_sender`.
 
     The follow-ups (reminders, escalations) are not written here: the sender writes them when it
     first claims the request's `requested` rows (contacts.sending), off the request's path — a

@@ -2,7 +2,7 @@
 
 The Rules tab flags a rule whose contacts all lack their variables before it is published: such a
 rule's requests would tell nobody (and under `on_unreachable: "reject"` end as undeliverable,
-approvals/undeliverable.py). Only whether a variable is set is read, never its value.
+approvals/expiry/undeliverable.py). Only whether a variable is set is read, never its value.
 """
 
 import os

@@ -21,10 +21,10 @@ from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from approvals.api_engine import approval_poll, registration_answer, wait_of
+from approvals.engine.api import approval_poll, registration_answer, wait_of
+from approvals.engine.waiting import TooManyWaits, is_waiting, slots
 from approvals.models import ApprovalRequest
-from approvals.serializers import approval_as_dict
-from approvals.waiting import TooManyWaits, is_waiting, slots
+from approvals.presenters.api import approval_as_dict
 from common.errors import REFUSALS, api_exception_handler
 from common.middleware import NulGuardMiddleware
 from common.parsers import JSONParser

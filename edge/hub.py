@@ -39,8 +39,8 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from psycopg.conninfo import make_conninfo
 
-from approvals.grants import live_grants_until
-from approvals.halts import halts_in_force
+from approvals.grants.services import live_grants_until
+from approvals.halts.services import halts_in_force
 from approvals.models import ApprovalRequest, Status
 from approvals.notify import CHANNEL, GRANTS_CHANNEL, HALTS_CHANNEL, TOKENS_CHANNEL
 from workspaces.authentication import engine_keys

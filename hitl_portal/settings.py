@@ -142,7 +142,7 @@ def pooled_under_asgi(database: dict) -> dict:
 
 
 pooled_under_asgi(DATABASES["default"])
-# psycopg prepares a statement a cursor asks it to (`prepare=True`: the registration's, approvals/insert.py);
+# psycopg prepares a statement a cursor asks it to (`prepare=True`: the registration's, approvals/engine/insert.py);
 # Django's own cursors bind client-side and never do. None (Django's default) would turn preparing off.
 DATABASES["default"].setdefault("OPTIONS", {}).setdefault("prepare_threshold", 5)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
@@ -287,7 +287,7 @@ HITL_SIMULATE_TIMEOUT_SECONDS = envint("HITL_SIMULATE_TIMEOUT_SECONDS", "20")
 # The Approvals tab refreshes its queue this often (tests shorten it).
 APPROVALS_REFRESH_SECONDS = envint("APPROVALS_REFRESH_SECONDS", "10")
 
-# --- Receipts (approvals/receipt_keys.py, docs/receipts.md) ---------------------------------
+# --- Receipts (approvals/receipts/keys.py, docs/receipts.md) ---------------------------------
 # The Ed25519 private key (PEM) every decided request's receipt is signed with; required when DEBUG is
 # off (checked at startup). With DEBUG on and none set, a development key is derived from SECRET_KEY so
 # every process of one portal signs alike. `hitl receipt-key new` makes one.

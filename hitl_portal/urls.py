@@ -3,7 +3,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularSwaggerSplitView
 
-from approvals.api_receipts import jwks_view
+from approvals.receipts.api import jwks_view
 from common import operations
 from integrations import telegram_account_views
 from push import views as push_views

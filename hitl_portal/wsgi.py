@@ -14,6 +14,6 @@ from contacts.checks import require_base_url  # noqa: E402
 require_base_url()
 
 # …and when receipts could not be signed (DEBUG off, HITL_RECEIPT_KEY missing or malformed).
-from approvals.receipt_keys import require_receipt_key  # noqa: E402
+from approvals.receipts.keys import require_receipt_key  # noqa: E402
 
 require_receipt_key()

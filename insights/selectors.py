@@ -30,7 +30,7 @@ from .rollup import RUBBER_STAMP_SECONDS, WINDOW_DAYS, histogram_percentile, mid
 
 __all__ = ["RUBBER_STAMP_SECONDS", "WINDOW_DAYS", "Insights", "DeliveryHealth", "insights_for", "delivery_health"]
 
-# "undeliverable": expired because nobody could be reached (approvals/undeliverable.py), told apart.
+# "undeliverable": expired because nobody could be reached (approvals/expiry/undeliverable.py), told apart.
 OUTCOMES = ("approved", "rejected", "expired", "undeliverable")
 ROW_FIELDS = ("day", "outcome", "config_id", "rule_id", "reviewer", "count", "fast", "failed", "seconds")
 RECENT_FAILURES = 10

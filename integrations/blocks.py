@@ -7,20 +7,10 @@ facts and the resolution line in their place, so a message never shows a stale "
 import json
 
 from approvals.models import ApprovalKind, ApprovalRequest, Status
-from approvals.presenters import (
-    LEVEL_HINTS,
-    act_subject,
-    answers_lines,
-    buttons,
-    card_title,
-    decision_line,
-    edit_in_portal_url,
-    facts,
-    review_url,
-    visible,
-    when,
-)
-from approvals.questions import answer_from_text, option_label
+from approvals.presenters.channels import act_subject, edit_in_portal_url, review_url
+from approvals.presenters.facts import LEVEL_HINTS, answers_lines, buttons, card_title, decision_line, facts
+from approvals.presenters.text import visible, when
+from approvals.questions.validate import answer_from_text, option_label
 
 # Block Kit limits (api.slack.com/reference/block-kit): longer text is refused with invalid_blocks.
 HEADER_MAX = 150

@@ -4,8 +4,8 @@ and the words for a request already decided — one check and one wording for ev
 from django.contrib.auth.base_user import AbstractBaseUser
 
 from approvals.models import ApprovalRequest, Status
-from approvals.permissions import may_decide
-from approvals.presenters import decided_line
+from approvals.presenters.facts import decided_line
+from approvals.review.permissions import may_decide
 from workspaces.access import actor_for_membership
 from workspaces.models import Membership
 

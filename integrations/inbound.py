@@ -1,6 +1,6 @@
 """Slack, inbound: a button or the reason modal on a request's message decides it.
 
-Deciding goes through approvals.decide.approval_decide, the one decide service the tab, the
+Deciding goes through approvals.review.decide.approval_decide, the one decide service the tab, the
 API, the CLI and the one-click links use, so "decided once" (and quorum, four eyes and the
 reason's limit, where the rule asks for them) hold in Slack exactly as everywhere else.
 """
@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 from django.contrib.auth import get_user_model
 from django.contrib.auth.base_user import AbstractBaseUser
 
-from approvals.decide import DECISIONS, approval_decide
 from approvals.exceptions import ReasonTooLong, WrongDecision
 from approvals.models import ApprovalRequest
-from approvals.presenters import ASKS_REASON
+from approvals.presenters.facts import ASKS_REASON
+from approvals.review.decide import DECISIONS, approval_decide
 from common.exceptions import DomainError
 
 from . import blocks, slack

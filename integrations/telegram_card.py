@@ -7,7 +7,9 @@ the same facts and the resolution line in their place, so a message never shows 
 import html
 
 from approvals.models import ApprovalRequest, Status
-from approvals.presenters import LEVEL_HINTS, buttons, card_title, decision_line, facts, review_url, visible, when
+from approvals.presenters.channels import review_url
+from approvals.presenters.facts import LEVEL_HINTS, buttons, card_title, decision_line, facts
+from approvals.presenters.text import visible, when
 
 # Telegram's limit for a message's text (after entities are parsed); longer text is refused.
 TEXT_MAX = 4096

@@ -1,6 +1,6 @@
 """Telegram, inbound: a button on a request's message, a reason replied to the bot's prompt, a link code.
 
-Deciding goes through approvals.decide.approval_decide, the one decide service every channel uses,
+Deciding goes through approvals.review.decide.approval_decide, the one decide service every channel uses,
 so "decided once", quorum, four eyes and the reason's limit hold in Telegram exactly as elsewhere.
 A refusal is told to the person — an alert on their button press (answerCallbackQuery) or a reply
 in the chat — never an error to Telegram.
@@ -14,9 +14,9 @@ from django.contrib.auth.base_user import AbstractBaseUser
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from approvals.decide import DECISIONS, approval_decide
 from approvals.models import ApprovalRequest
-from approvals.presenters import ASKS_REASON, decided_line
+from approvals.presenters.facts import ASKS_REASON, decided_line
+from approvals.review.decide import DECISIONS, approval_decide
 from common.exceptions import DomainError
 
 from . import telegram, telegram_card

@@ -9,7 +9,7 @@ from typing import Any
 from django.core.management.base import BaseCommand
 from django.utils import timezone
 
-from approvals.digest import call_digest
+from approvals.engine.digest import call_digest
 from approvals.models import ApprovalKind, ApprovalRequest
 from contacts.refs import refs_grant
 from contacts.services import contact_create

@@ -90,7 +90,7 @@ def receipt_key() -> None:
     if os.environ.get("HITL_RECEIPT_KEY"):
         return
     if not RECEIPT_KEY.exists():
-        from approvals.receipt_keys import new_private_pem
+        from approvals.receipts.keys import new_private_pem
 
         RECEIPT_KEY.parent.mkdir(parents=True, exist_ok=True)
         RECEIPT_KEY.touch(mode=0o600)

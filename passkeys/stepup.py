@@ -1,6 +1,6 @@
 """Step-up: approving a request whose rule has `require_passkey` needs a fresh passkey assertion.
 
-`step_up_check` is the one check, called by approvals.decide.approval_decide for every approval
+`step_up_check` is the one check, called by approvals.review.decide.approval_decide for every approval
 from every door. Only the request's page can pass it: it asks for a challenge bound to the
 request (`step_up_options`), has the browser sign it with the reviewer's passkey, and hands the
 answer to the decide service as a `StepUp`. Every other door (API token, CLI, Slack, one-click
@@ -27,7 +27,7 @@ from webauthn.helpers import base64url_to_bytes
 from webauthn.helpers.structs import UserVerificationRequirement
 
 from approvals.models import ApprovalRequest
-from approvals.presenters import review_url
+from approvals.presenters.channels import review_url
 from audit.services import actor_of, audit_append
 
 from . import relying_party

@@ -11,10 +11,10 @@ from django.shortcuts import redirect
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
-from approvals import selectors as approval_selectors
-from approvals.edits import approved_call, parse_edited
+from approvals.edits.checks import approved_call, parse_edited
 from approvals.exceptions import ApprovalNotFound
-from approvals.permissions import DECIDERS_ONLY, may_decide
+from approvals.review import selectors as approval_selectors
+from approvals.review.permissions import DECIDERS_ONLY, may_decide
 from common.errors import DOMAIN_ERRORS, error_body
 from common.exceptions import DomainError
 from workspaces.decorators import member_required

@@ -165,7 +165,7 @@ class Config(PublicIdMixin, models.Model):
     )
     token_cap_per_turn = models.PositiveIntegerField(null=True, blank=True)
     token_cap_mode = models.CharField(max_length=8, choices=TokenCapMode.choices, default=TokenCapMode.PROMPT)
-    # Contact ids (con_…) told when a run asks a question or shows a plan (approvals/questions.py).
+    # Contact ids (con_…) told when a run asks a question or shows a plan (approvals/questions/validate.py).
     questions_notify = models.JSONField(default=list, blank=True)
     # None serves the newest version; a number serves that version (pin / roll back).
     pinned_version = models.PositiveIntegerField(null=True, blank=True)
@@ -256,7 +256,7 @@ class ConfigVersion(models.Model):
     def contact(self, contact_id: str) -> dict | None:
         return self._contacts_by_id.get(contact_id)
 
-    # By id, built once per loaded version: a cached version (approvals.versions) answers every
+    # By id, built once per loaded version: a cached version (approvals.engine.versions) answers every
     # delivery the outbox writes for it, and a scan per lookup grew with the version's size.
     @cached_property
     def _contacts_by_id(self) -> dict[str, dict]:

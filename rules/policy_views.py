@@ -11,9 +11,9 @@ from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
-from approvals.grants import grant_revoke
+from approvals.grants.services import grant_revoke
+from approvals.grants.windows import live_windows, rule_window_create
 from approvals.models import Grant, GrantScope
-from approvals.windows import live_windows, rule_window_create
 from common.exceptions import DomainError
 from workspaces.decorators import admin_required
 

@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 from hitl_client import GatedCall, _core
 
-from approvals.expire import expire_requests
+from approvals.expiry.expire import expire_requests
+from approvals.expiry.undeliverable import approval_sweep_undeliverable
 from approvals.models import ApprovalRequest
-from approvals.undeliverable import approval_sweep_undeliverable
 from workspaces.services import workspace_set_plan
 
 from .helpers import make_config, make_rule, publish, travel

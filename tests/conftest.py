@@ -34,7 +34,7 @@ def _loopback_fakes_allowed():
 @pytest.fixture(scope="session", autouse=True)
 def _receipt_key():
     """The key, also where the settings were read before this module set the environment."""
-    from approvals.receipt_keys import receipt_keys_reset
+    from approvals.receipts.keys import receipt_keys_reset
 
     with override_settings(HITL_RECEIPT_KEY=os.environ["HITL_RECEIPT_KEY"]):
         receipt_keys_reset()

@@ -10,7 +10,7 @@ from datetime import timedelta
 from django.utils import timezone
 from model_bakery import baker
 
-from approvals.digest import call_digest
+from approvals.engine.digest import call_digest
 from approvals.models import QUESTION_KINDS, ApprovalKind, ApprovalRequest
 from common.ids import new_public_id
 
@@ -82,7 +82,7 @@ def make_token_cap(config, *, tokens_used: int = 51_200, token_cap: int = 50_000
 
 def make_question(config, *, questions=None, title: str = "Before the migration", **fields) -> ApprovalRequest:
     """A pending question (its questions completed with their defaults, as a registration stores them)."""
-    from approvals.questions import questions_validate
+    from approvals.questions.validate import questions_validate
 
     from .approvals.question_support import QUESTIONS
 

@@ -70,7 +70,7 @@ def register_gate(world: dict, **fields):
     """A gate request through the registration service, as the engine API makes it, in a world a conftest
     built: its workspace, config, published version and rule (and engine key, else the workspace's); the
     world's own `fields` (a summary, arguments) under the call's."""
-    from approvals.register import approval_register
+    from approvals.engine.register import approval_register
     from workspaces.models import ApiToken
 
     data = {

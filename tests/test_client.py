@@ -11,7 +11,7 @@ import pytest
 from django.core.management import CommandError, call_command
 from hitl_client import GatedCall, HitlClient, HitlError, find_gate
 
-from approvals.expire import expire_requests
+from approvals.expiry.expire import expire_requests
 from approvals.models import ApprovalRequest
 from workspaces.services import workspace_set_plan
 
@@ -293,7 +293,7 @@ def test_demo_engine_resumes_on_approve_and_halts_visibly_on_reject(live_server,
 
 
 def test_demo_engine_runs_a_call_a_reviewer_approved_with_edits_and_goes_on(live_server, acme, alice, bob, capsys):
-    from approvals.decide import approval_decide
+    from approvals.review.decide import approval_decide
     from rules import services as rule_services
 
     config = make_support_config(acme, alice)

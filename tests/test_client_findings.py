@@ -11,8 +11,8 @@ import pytest
 from hitl_client import GatedCall, HitlClient
 from hitl_client.receipts import ReceiptRefused, keys_of, verify_receipt
 
+from approvals.expiry.undeliverable import approval_sweep_undeliverable
 from approvals.models import ApprovalRequest
-from approvals.undeliverable import approval_sweep_undeliverable
 
 from .approvals.engine_support import decide
 from .helpers import make_config, make_rule, make_token, publish, travel

@@ -7,7 +7,7 @@ from datetime import timedelta
 import pytest
 from hitl_client import AsyncHitlClient, HitlClient
 
-from approvals.expire import expire_requests
+from approvals.expiry.expire import expire_requests
 from approvals.models import ApprovalRequest
 from workspaces.services import workspace_set_plan
 

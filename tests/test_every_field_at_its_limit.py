@@ -16,7 +16,7 @@ import pytest
 import requests
 from django.utils import timezone
 
-from approvals.decide import approval_decide
+from approvals.review.decide import approval_decide
 from contacts.services import contact_create
 from tests.approvals.engine_support import gate_body, make_support_config, token_cap_body
 from tests.approvals.question_support import plan_body, question_body

@@ -17,10 +17,10 @@ from django.core.management import CommandError, call_command
 from hitl_client import GatedCall, HitlClient
 from hitl_client.receipts import ReceiptRefused, UnknownKey, keys_of, verify_receipt
 
-from approvals.api_engine import registration_answer
+from approvals.engine.api import registration_answer
 from approvals.models import ApprovalRequest
-from approvals.receipt_keys import jwks, kid_of, receipt_keys, receipt_keys_reset
-from approvals.serializers import approval_as_dict
+from approvals.presenters.api import approval_as_dict
+from approvals.receipts.keys import jwks, kid_of, receipt_keys, receipt_keys_reset
 from workspaces.access import actor_for_token
 from workspaces.models import ApiToken, hash_token
 

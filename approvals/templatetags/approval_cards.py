@@ -1,44 +1,53 @@
-"""The presenters (approvals/presenters.py) as template filters, under the names the templates use."""
+"""The presenters (approvals/presenters/) as template filters, under the names the templates use."""
 
 from collections.abc import Iterable
 
 from django import template
 from django.contrib.auth.base_user import AbstractBaseUser
 
-from approvals import presenters, selectors
 from approvals.models import ApprovalRequest
-from approvals.permissions import refuses_self_approval
-from approvals.selectors import approving_votes
+from approvals.presenters import card, facts, page, text
+from approvals.review import selectors
+from approvals.review.permissions import refuses_self_approval
+from approvals.review.selectors import approving_votes
 
 register = template.Library()
 
-for _name in (
-    "card_title",
-    "meter_percent",
-    "cap_percent",
-    "thousands",
-    "point_words",
-    "level_hint",
-    "pretty_json",
-    "duration",
-    "waited",
-    "decision_line",
-    "decided_by",
-    "outcome_word",
-    "when",
-    "outcome_line",
-    "quorum_line",
-    "visible",  # every engine-supplied string on a card or in the history
-    "visible_lines",
-    "facts",  # the card's facts, for every page that lists them
-    "buttons",
-    "edit_summary",  # approve with edits: a decided request's diff and digests
-    "mismatch_warning",
-    "edited_line",
-    "answers_lines",  # a question's answers, as a person reads them
-    "ask_card",  # a question's form or a plan's safe HTML, on its page once decided
-):
-    register.filter(_name, getattr(presenters, _name))
+FILTERS = {
+    facts: (
+        "card_title",
+        "point_words",
+        "level_hint",
+        "waited",
+        "decision_line",
+        "decided_by",
+        "outcome_word",
+        "outcome_line",
+        "quorum_line",
+        "facts",  # the card's facts, for every page that lists them
+        "buttons",
+        "mismatch_warning",
+        "edited_line",
+        "answers_lines",  # a question's answers, as a person reads them
+    ),
+    text: (
+        "thousands",
+        "pretty_json",
+        "duration",
+        "when",
+        "visible",  # every engine-supplied string on a card or in the history
+        "visible_lines",
+    ),
+    card: (
+        "meter_percent",
+        "cap_percent",
+        "ask_card",  # a question's form or a plan's safe HTML, on its page once decided
+    ),
+    page: ("edit_summary",),  # approve with edits: a decided request's diff and digests
+}
+for _module, _names in FILTERS.items():
+    for _name in _names:
+        register.filter(_name, getattr(_module, _name))
 
 
 @register.filter
@@ -61,9 +70,9 @@ def approvals(approval: ApprovalRequest) -> list[dict]:
 
 @register.simple_tag
 def still_may_approve(approval: ApprovalRequest, reviewers: Iterable[AbstractBaseUser]) -> str:
-    return presenters.still_may_approve_line(selectors.may_still_approve(approval=approval, reviewers=reviewers))
+    return facts.still_may_approve_line(selectors.may_still_approve(approval=approval, reviewers=reviewers))
 
 
 @register.simple_tag
 def grant_durations() -> list[tuple[int, str]]:
-    return presenters.GRANT_DURATIONS
+    return card.GRANT_DURATIONS

@@ -1,5 +1,5 @@
 // Approve with edits: the card's arguments editor (templates/approvals/_edit.html).
-// The check itself is the server's (htmx posts the text as it changes; approvals/edits.py answers with
+// The check itself is the server's (htmx posts the text as it changes; approvals/edits/checks.py answers with
 // the schema's errors or the diff), so this file only does what a page cannot without script.
 // No inline handlers (the Content-Security-Policy forbids them): behaviour hangs on data- attributes.
 

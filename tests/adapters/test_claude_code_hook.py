@@ -6,7 +6,7 @@ import time
 import pytest
 from django.utils import timezone
 
-from approvals.expire import expire_requests
+from approvals.expiry.expire import expire_requests
 from approvals.models import ApprovalRequest
 
 from ..helpers import make_config, make_rule, make_token, publish

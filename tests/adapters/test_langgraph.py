@@ -12,7 +12,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import interrupt
 
-from approvals.expire import expire_requests
+from approvals.expiry.expire import expire_requests
 from approvals.models import ApprovalRequest
 
 from ..approvals.engine_support import make_support_config

@@ -16,7 +16,7 @@ import pytest
 from hitl_client.mcp_gateway import Gateway, GatewayConfig, GatewayConfigError
 from mcp import Client, StdioServerParameters
 
-from approvals.expire import expire_requests
+from approvals.expiry.expire import expire_requests
 from approvals.models import ApprovalRequest
 from workspaces.services import workspace_set_plan
 

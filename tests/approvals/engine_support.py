@@ -5,8 +5,8 @@ import threading
 
 from django.db.backends import utils as db_utils
 
-from approvals.decide import approval_decide
 from approvals.models import ApprovalRequest
+from approvals.review.decide import approval_decide
 from rules.models import match_field
 
 from ..asgi import AsgiServer

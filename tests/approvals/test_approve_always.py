@@ -2,8 +2,8 @@
 
 import pytest
 
-from approvals.always import always_suggestion
 from approvals.models import ApprovalRequest
+from approvals.review.always import always_suggestion
 from audit.models import AuditRecord
 from rules.models import ConditionProposal, Rule
 

@@ -6,8 +6,8 @@ from datetime import timedelta
 import pytest
 from django.db import connection
 
-from approvals.decide import approval_decide
 from approvals.models import EXPIRED_REASON, ApprovalRequest, Status
+from approvals.review.decide import approval_decide
 from tests.factories import make_approval, make_token_cap
 from tests.helpers import error_of, make_config, make_member, make_token, travel
 

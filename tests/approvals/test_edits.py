@@ -6,7 +6,7 @@ import json
 import pytest
 from django.urls import reverse
 
-from approvals.digest import call_digest
+from approvals.engine.digest import call_digest
 from approvals.models import ApprovalRequest
 from audit.models import AuditRecord
 from tests.helpers import error_of, make_config, make_rule, publish

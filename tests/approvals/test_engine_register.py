@@ -8,9 +8,9 @@ from datetime import datetime, timedelta
 import pytest
 import requests
 
-from approvals.digest import call_digest
+from approvals.engine.digest import call_digest
 from approvals.models import ApprovalRequest
-from approvals.serializers import approval_as_dict
+from approvals.presenters.api import approval_as_dict
 from rules import services as rule_services
 from workspaces.models import ApiToken
 from workspaces.services import token_revoke, workspace_set_plan
@@ -93,7 +93,7 @@ def test_it_reads_back_exactly_what_was_registered(engine_api, support):
 def test_the_hand_written_insert_refuses_a_request_that_is_not_new(acme, support):
     """It writes a new request's undecided, unreported columns as literals: one that holds anything
     else there must go through the ORM, not be stored as pending."""
-    from approvals.insert import insert_request
+    from approvals.engine.insert import insert_request
 
     make_token(acme, engine="support-engine")
     key = ApiToken.objects.get(workspace=acme, kind="engine")

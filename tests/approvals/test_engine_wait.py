@@ -6,7 +6,7 @@ from datetime import timedelta
 
 import pytest
 
-from approvals.expire import approval_expire_if_overdue
+from approvals.expiry.expire import approval_expire_if_overdue
 from approvals.models import EXPIRED_REASON, ApprovalRequest
 
 from ..helpers import Api, error_of, make_token, travel

@@ -10,10 +10,10 @@ from django.db import connection, transaction
 from django_q.models import Schedule
 
 from approvals import tasks
-from approvals.decide import approval_decide
-from approvals.expire import approval_expire_if_overdue, approval_sweep_overdue, expire_requests
+from approvals.expiry.expire import approval_expire_if_overdue, approval_sweep_overdue, expire_requests
 from approvals.models import EXPIRED_REASON, ApprovalRequest, Status
-from approvals.serializers import approval_as_dict
+from approvals.presenters.api import approval_as_dict
+from approvals.review.decide import approval_decide
 from audit.models import AuditRecord
 from audit.services import audit_append
 from tests.factories import make_approval, make_many, make_token_cap

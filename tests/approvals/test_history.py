@@ -7,8 +7,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from approvals.decide import approval_decide
 from approvals.models import ApprovalRequest, Status
+from approvals.review.decide import approval_decide
 from tests.factories import make_approval, make_many, make_token_cap
 from tests.helpers import make_config, travel
 
@@ -58,7 +58,7 @@ def test_it_reads_expired_requests_as_nobody_answered_even_before_the_sweep(clie
 
 def test_it_still_lists_every_unswept_expiry_when_the_sweep_is_far_behind(client, bob, support, monkeypatch):
     # Past OVERDUE_SCAN_LIMIT the page stops trusting the small-index shortcut and reads them all.
-    monkeypatch.setattr("approvals.selectors.OVERDUE_SCAN_LIMIT", 2)
+    monkeypatch.setattr("approvals.review.selectors.OVERDUE_SCAN_LIMIT", 2)
     start = timezone.now()
     overdue = [
         make_approval(

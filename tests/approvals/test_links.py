@@ -8,10 +8,10 @@ import requests
 from django.test import Client
 from django.urls import reverse
 
-from approvals.decide import approval_decide
-from approvals.links import link_url_for
+from approvals.engine.register import approval_register
 from approvals.models import ApprovalRequest
-from approvals.register import approval_register
+from approvals.review.decide import approval_decide
+from approvals.review.links import link_url_for
 from contacts.models import Delivery
 from contacts.services import contact_create
 

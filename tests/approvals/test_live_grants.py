@@ -1,7 +1,7 @@
 """Run-grant rules without a live grant register through the plain statement, and a new grant is heard at once.
 
 Each server process keeps, per run-grant rule, when its last live grant expires
-(`approvals.grants.live_grants_until`), only while its LISTEN connection hears every new grant
+(`approvals.grants.services.live_grants_until`), only while its LISTEN connection hears every new grant
 (a trigger NOTIFYs `hitl_grants`). Over HTTP against the production ASGI server: a grant made
 after the server has learnt that a rule has none approves the run's next request at once, and a
 revoked one stops at once. In-process: a rule known to have none costs no probe of the grant index.
@@ -10,10 +10,10 @@ revoked one stops at once. In-process: a rule known to have none costs no probe 
 import pytest
 from django.db import connection
 
-from approvals.api_engine import registration_answer
-from approvals.decide import approval_decide
-from approvals.grants import live_grants_until
+from approvals.engine.api import registration_answer
+from approvals.grants.services import live_grants_until
 from approvals.models import ApprovalRequest, Grant
+from approvals.review.decide import approval_decide
 from workspaces.access import actor_for_token
 from workspaces.models import ApiToken, hash_token
 

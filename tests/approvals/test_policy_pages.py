@@ -9,8 +9,8 @@ from django.core.management.base import CommandError
 from django.test import Client
 from django.urls import reverse
 
-from approvals.decide import approval_decide
 from approvals.models import ApprovalRequest, Grant, Status, Vote
+from approvals.review.decide import approval_decide
 from tests.factories import make_approval
 from tests.helpers import make_config, make_member
 

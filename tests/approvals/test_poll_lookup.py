@@ -5,7 +5,7 @@ it, and meanwhile no poll, long-poll wake-up or request page may scan it."""
 from django.db import connection
 
 from approvals.models import ApprovalRequest
-from approvals.selectors import _BY_PUBLIC_ID_SQL, approval_get
+from approvals.review.selectors import _BY_PUBLIC_ID_SQL, approval_get
 
 from ..factories import make_bulk
 from .engine_support import make_support_config

@@ -153,7 +153,7 @@ def test_the_cli_approves_a_plan_and_asks_for_changes_with_deny(support, bob):
 
 
 def test_history_shows_a_questions_answers_and_a_plans_fate(client, bob, support):
-    from approvals.decide import approval_decide
+    from approvals.review.decide import approval_decide
 
     from .question_support import ANSWERS
 

@@ -6,8 +6,8 @@ import threading
 import pytest
 from django.db import connection
 
-from approvals.decide import approval_decide
 from approvals.models import ApprovalRequest
+from approvals.review.decide import approval_decide
 from audit.models import AuditRecord
 from tests.helpers import make_member, make_token
 
@@ -21,7 +21,7 @@ TRIALS = int(os.environ.get("HITL_QUESTION_RACE_TRIALS", "60"))
 
 
 def _questions(config, count: int) -> list[ApprovalRequest]:
-    from approvals.register import approval_register
+    from approvals.engine.register import approval_register
     from workspaces.models import ApiToken
 
     make_token(config.workspace, engine="race-engine")

@@ -9,8 +9,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from approvals.card_cache import EXPIRES_MARKER, rendered_cards
 from approvals.models import Status, Vote
+from approvals.review.card_cache import EXPIRES_MARKER, rendered_cards
 from tests.factories import make_approval, make_many, make_token_cap
 from tests.helpers import make_config, make_member, make_workspace, publish, travel
 
@@ -204,7 +204,7 @@ def test_quorum_cards_with_votes_cost_no_query_per_card(client, bob, alice, supp
     assert f'<a href="{version}">{support.public_id}@{first.config_version}</a>' in html
 
 
-# The rendered-card cache (approvals/card_cache.py): a card is drawn once for what it shows.
+# The rendered-card cache (approvals/review/card_cache.py): a card is drawn once for what it shows.
 
 
 def test_a_card_from_the_cache_is_the_card_drawn_afresh(client, bob, support):
@@ -302,7 +302,7 @@ def test_the_cache_keeps_at_most_its_size(client, bob, support, monkeypatch):
 @pytest.fixture
 def halts_heard():
     """As in a server process whose LISTEN connection hears every halt made or lifted (edge/hub.py)."""
-    from approvals.halts import halts_in_force
+    from approvals.halts.services import halts_in_force
 
     halts_in_force.invalidate(live=True)
     yield halts_in_force
@@ -312,7 +312,7 @@ def halts_heard():
 def test_the_frozen_banner_costs_no_query_where_the_process_knows_of_no_halt(
     client, alice, bob, acme, support, halts_heard, django_capture_on_commit_callbacks
 ):
-    from approvals.halts import workspace_freeze
+    from approvals.halts.services import workspace_freeze
 
     make_approval(support)
     client.force_login(bob)

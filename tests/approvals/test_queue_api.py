@@ -5,8 +5,8 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from approvals.decide import approval_decide
 from approvals.models import Status
+from approvals.review.decide import approval_decide
 from tests.factories import make_approval, make_many, make_token_cap
 from tests.helpers import error_of, make_config
 

@@ -7,8 +7,8 @@ from collections import Counter
 import pytest
 from django.db import connection
 
-from approvals.decide import approval_decide
 from approvals.models import ApprovalRequest, Status, Vote
+from approvals.review.decide import approval_decide
 from tests.factories import make_many
 from tests.helpers import make_config, make_member
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from approvals.decide import approval_decide
+from approvals.review.decide import approval_decide
 from tests.factories import make_approval, make_token_cap
 from tests.helpers import make_config
 

@@ -4,10 +4,10 @@ from datetime import timedelta
 
 import pytest
 
+from approvals.engine.register import approval_register
+from approvals.expiry.undeliverable import approval_sweep_undeliverable
 from approvals.models import UNDELIVERABLE_REASON, ApprovalRequest
-from approvals.register import approval_register
 from approvals.tasks import sweep_overdue
-from approvals.undeliverable import approval_sweep_undeliverable
 from audit.models import AuditRecord
 from contacts.models import Delivery
 from contacts.sending import deliveries_send_due
@@ -172,7 +172,7 @@ def test_undeliverable_reads_apart_on_the_page_the_history_and_the_insights(acme
 
 
 def test_a_decision_after_it_ended_changes_nothing(acme, bob):
-    from approvals.decide import approval_decide
+    from approvals.review.decide import approval_decide
 
     approval = register(world(acme))
     deliveries_send_due()

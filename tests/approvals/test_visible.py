@@ -5,7 +5,7 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 
-from approvals.presenters import visible
+from approvals.presenters.text import visible
 from tests.factories import make_approval
 from tests.helpers import make_config
 

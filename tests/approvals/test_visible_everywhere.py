@@ -11,9 +11,9 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from approvals.decide import approval_decide
+from approvals.engine.register import approval_register
 from approvals.models import ApprovalRequest
-from approvals.register import approval_register
+from approvals.review.decide import approval_decide
 from contacts.models import Delivery
 from contacts.sending import deliveries_send_due
 from contacts.services import contact_create

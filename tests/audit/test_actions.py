@@ -5,7 +5,7 @@ from datetime import timedelta
 
 from django.core.management import call_command
 
-from approvals.expire import approval_sweep_overdue
+from approvals.expiry.expire import approval_sweep_overdue
 from approvals.models import ApprovalRequest
 from audit.models import AuditRecord
 from tests.helpers import make_token, travel

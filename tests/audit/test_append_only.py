@@ -5,10 +5,10 @@ from datetime import timedelta
 import pytest
 from django.db import IntegrityError, connection, transaction
 
-from approvals.decide import approval_decide
-from approvals.expire import approval_sweep_overdue
+from approvals.engine.outcome import approval_report_outcome
+from approvals.expiry.expire import approval_sweep_overdue
 from approvals.models import ApprovalRequest, Status
-from approvals.outcome import approval_report_outcome
+from approvals.review.decide import approval_decide
 from audit.services import audit_append
 from tests.factories import make_approval
 from tests.helpers import make_config, travel

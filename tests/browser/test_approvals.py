@@ -8,8 +8,8 @@ from datetime import timedelta
 import pytest
 from playwright.sync_api import expect
 
-from approvals.decide import approval_decide
 from approvals.models import ApprovalRequest, Status
+from approvals.review.decide import approval_decide
 from tests.factories import make_approval, make_token_cap
 from tests.helpers import make_config, make_rule, publish
 

@@ -7,7 +7,7 @@ import os
 import pytest
 from playwright.sync_api import expect
 
-from approvals.decide import approval_decide
+from approvals.review.decide import approval_decide
 from contacts.services import contact_create
 from tests.factories import make_approval, make_token_cap
 from tests.helpers import make_config, make_member, make_rule, publish

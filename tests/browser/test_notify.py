@@ -20,7 +20,7 @@ def test_a_reviewer_follows_the_emails_link_to_the_confirm_page_and_approves(
     settings,
     monkeypatch,
 ):
-    from approvals.register import approval_register
+    from approvals.engine.register import approval_register
     from workspaces.models import ApiToken
 
     settings.HITL_BASE_URL = live_server.url

@@ -5,7 +5,7 @@ decided request's page reads top to bottom."""
 import pytest
 from playwright.sync_api import expect
 
-from approvals.decide import approval_decide
+from approvals.review.decide import approval_decide
 from contacts.services import contact_create
 from tests.approvals.question_support import ANSWERS
 from tests.approvals.test_edits import REFUND, edit_config

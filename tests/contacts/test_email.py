@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from approvals.decide import approval_decide
+from approvals.review.decide import approval_decide
 from contacts.models import Delivery
 from contacts.sending import deliveries_send_due
 from contacts.services import contact_create
@@ -52,7 +52,7 @@ def test_it_mails_text_and_html_naming_the_act_and_a_one_click_link_only_to_a_re
 
 
 def test_a_batchs_emails_to_one_reviewer_each_carry_a_link_to_their_own_request(by_email, mailbox, monkeypatch):
-    from approvals.links import link_open
+    from approvals.review.links import link_open
 
     monkeypatch.setenv("HITL_ACME_BOB_EMAIL", "Bob@Acme.test")  # the address as written, matched whatever its case
     approvals = [register_gate(by_email, run_id=f"run_{i}") for i in range(4)]
@@ -110,7 +110,7 @@ def test_more_than_five_requests_a_minute_for_one_contact_go_out_as_one_digest(b
 
 
 def test_a_question_is_mailed_to_questions_notify_with_its_questions_and_a_link_to_its_page(by_email, mailbox):
-    from approvals.register import approval_register
+    from approvals.engine.register import approval_register
     from rules.services import config_update
 
     from ..approvals.question_support import QUESTIONS

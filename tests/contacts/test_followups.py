@@ -8,7 +8,7 @@ transaction. These tests follow them to the receiver.
 import pytest
 from django.utils import timezone
 
-from approvals.decide import approval_decide
+from approvals.review.decide import approval_decide
 from contacts.models import Delivery
 from contacts.sending import deliveries_send_due
 from contacts.services import contact_create

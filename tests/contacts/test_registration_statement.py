@@ -77,7 +77,7 @@ def test_a_registration_under_a_run_grant_rule_stays_within_psycopgs_statement_c
 
 
 def test_the_registration_statement_is_prepared_once_and_run_from_then_on(notified):
-    """approvals.insert prepares its statement on the connection: parsed and planned once, not per call."""
+    """approvals.engine.insert prepares its statement on the connection: parsed and planned once, not per call."""
     plain = make_rule(notified["config"], message="Prepared", order=90)
     world = {**notified, "rule": plain, "version": publish(notified["config"])}
 

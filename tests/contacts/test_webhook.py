@@ -6,7 +6,7 @@ import pytest
 from django.conf import settings
 from django.utils import timezone
 
-from approvals.decide import approval_decide
+from approvals.review.decide import approval_decide
 from contacts.models import Delivery
 from contacts.sending import deliveries_send_due
 from tests.helpers import register_gate

@@ -13,8 +13,8 @@ from concurrent.futures import ThreadPoolExecutor
 import requests
 from django.utils import timezone
 
-from approvals.decide import approval_decide
 from approvals.models import ApprovalRequest
+from approvals.review.decide import approval_decide
 from edge.hub import APPLICATION_NAME
 from tests.asgi import AsgiServer
 from tests.factories import make_bulk

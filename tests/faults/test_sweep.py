@@ -79,7 +79,7 @@ def test_it_loses_no_request_and_decides_none_twice_when_the_cluster_dies_mid_sw
 
 
 def test_it_never_overwrites_a_decision_made_while_the_sweep_runs(world, portal_server, status_audit, slow_expiry):
-    from approvals.expire import approval_sweep_overdue
+    from approvals.expiry.expire import approval_sweep_overdue
 
     # 1,500 requests whose deadlines fall, one after another, over the next three seconds.
     seed(world, count=1_500, status="pending", expires_after_s=0, tag="race", step_ms=2)

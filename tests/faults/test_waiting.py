@@ -8,8 +8,8 @@ import time
 
 from django.db import transaction
 
-from approvals.decide import approval_decide
 from approvals.models import ApprovalRequest
+from approvals.review.decide import approval_decide
 from edge.hub import APPLICATION_NAME
 from tests.asgi import AsgiServer
 from tests.factories import make_bulk

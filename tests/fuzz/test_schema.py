@@ -174,7 +174,7 @@ CHECKS_RUN = [
 @pytest.fixture
 def world(live_server) -> dict:
     """acme (Pro): a published config with a rule and a contact, pending and decided requests, three roles."""
-    from approvals.decide import approval_decide
+    from approvals.review.decide import approval_decide
     from contacts.services import contact_create
 
     acme = make_workspace("acme", plan="pro")

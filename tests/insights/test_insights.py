@@ -7,7 +7,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from approvals.outcome import approval_report_outcome
+from approvals.engine.outcome import approval_report_outcome
 from contacts.models import Delivery
 from insights import rollup
 from insights.models import DailyPercentiles, DayRollup, HourlyRollup, HourlyTimes, RollupMark

@@ -4,7 +4,7 @@ from datetime import timedelta
 
 from django.core.cache import cache
 
-from approvals.decide import approval_decide
+from approvals.review.decide import approval_decide
 from insights.selectors import questions_for
 from tests.approvals.question_support import ANSWERS
 from tests.factories import make_approval, make_question

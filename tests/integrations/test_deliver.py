@@ -4,8 +4,8 @@ from datetime import timedelta
 
 import pytest
 
-from approvals.decide import approval_decide
-from approvals.expire import approval_sweep_overdue
+from approvals.expiry.expire import approval_sweep_overdue
+from approvals.review.decide import approval_decide
 from integrations.models import SlackMessage
 from integrations.outbound import slack_deliver
 from tests.factories import make_approval

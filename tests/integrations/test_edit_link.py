@@ -2,7 +2,7 @@
 
 import pytest
 
-from approvals.decide import approval_decide
+from approvals.review.decide import approval_decide
 from integrations import blocks
 from tests.factories import make_approval
 

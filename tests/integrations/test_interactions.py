@@ -314,7 +314,7 @@ def test_a_click_costs_three_queries_more_than_the_decision_itself(fake_slack, b
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
-    from approvals.decide import approval_decide
+    from approvals.review.decide import approval_decide
     from integrations.inbound import slack_block_action
     from tests.factories import make_approval
 

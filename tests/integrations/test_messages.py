@@ -4,9 +4,9 @@ from datetime import timedelta
 
 import pytest
 
-from approvals.decide import approval_decide
-from approvals.expire import approval_sweep_overdue
+from approvals.expiry.expire import approval_sweep_overdue
 from approvals.models import ApprovalRequest
+from approvals.review.decide import approval_decide
 from contacts.transports import TransportError
 from integrations import blocks, slack
 from integrations.models import SlackMessage

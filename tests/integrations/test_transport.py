@@ -5,8 +5,8 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from approvals.decide import approval_decide
-from approvals.expire import approval_sweep_overdue
+from approvals.expiry.expire import approval_sweep_overdue
+from approvals.review.decide import approval_decide
 from contacts.models import Delivery
 from contacts.outbox import delivery_test_create
 from contacts.sending import deliveries_send_due
@@ -111,7 +111,7 @@ def test_send_test_reaches_the_slack_channel(fake_slack, slack_world):
 def test_a_halt_updates_the_messages_of_the_requests_it_rejects_and_asks_nothing_of_later_ones(
     fake_slack, slack_world, bob
 ):
-    from approvals.halts import run_halt
+    from approvals.halts.services import run_halt
 
     approval = register_gate(slack_world)
     deliveries_send_due()

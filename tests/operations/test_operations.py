@@ -10,9 +10,9 @@ import pytest
 from django.utils import timezone
 from prometheus_client.parser import text_string_to_metric_families
 
-from approvals.decide import approval_decide
-from approvals.expire import approval_sweep_overdue
-from approvals.waiting import slots
+from approvals.engine.waiting import slots
+from approvals.expiry.expire import approval_sweep_overdue
+from approvals.review.decide import approval_decide
 from tests.factories import make_approval
 from tests.helpers import make_config, travel
 

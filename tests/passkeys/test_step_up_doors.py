@@ -12,9 +12,9 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.test import Client
 
-from approvals.links import link_url_for
+from approvals.engine.register import approval_register
 from approvals.models import ApprovalRequest
-from approvals.register import approval_register
+from approvals.review.links import link_url_for
 from audit.models import AuditRecord
 from contacts.models import Delivery
 from contacts.sending import deliveries_send_due

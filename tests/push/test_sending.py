@@ -5,8 +5,8 @@ from cryptography.exceptions import InvalidTag
 from django.contrib.auth import get_user_model
 from http_ece import ECEException
 
-from approvals.decide import approval_decide
-from approvals.presenters import act_subject, review_url
+from approvals.presenters.channels import act_subject, review_url
+from approvals.review.decide import approval_decide
 from contacts.models import Delivery
 from contacts.sending import deliveries_send_due
 from push.models import PushSubscription

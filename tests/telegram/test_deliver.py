@@ -6,8 +6,8 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from approvals.decide import approval_decide
-from approvals.expire import approval_sweep_overdue
+from approvals.expiry.expire import approval_sweep_overdue
+from approvals.review.decide import approval_decide
 from contacts.models import Delivery
 from contacts.outbox import delivery_test_create
 from contacts.sending import deliveries_send_due

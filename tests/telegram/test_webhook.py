@@ -325,7 +325,7 @@ def test_a_press_costs_three_queries_more_than_the_decision_itself(fake_telegram
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
-    from approvals.decide import approval_decide
+    from approvals.review.decide import approval_decide
     from integrations.telegram_inbound import telegram_update
 
     with CaptureQueriesContext(connection) as deciding:

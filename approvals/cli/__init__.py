@@ -1,0 +1,1 @@
+"""The `hitl` subcommands of approvals: pending/approve/deny/answer, halts, receipt keys, the demo engine."""

@@ -1,0 +1,1 @@
+"""How a pending request ends without a person: past its deadline, or with nobody reachable."""

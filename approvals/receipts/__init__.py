@@ -1,0 +1,1 @@
+"""Signed receipts of decisions (docs/receipts.md): the keys, the signing, the JWKS."""

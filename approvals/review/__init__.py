@@ -1,0 +1,1 @@
+"""What reviewers do: the queue, deciding (page, API, links, "approve always"), the request page."""
