@@ -1,6 +1,6 @@
 """The NOTIFY channels that wake listeners (delivered when the sending transaction commits).
 
-The decide and expire statements send on CHANNEL themselves (pg_notify in the same statement).
+Every end of a pending request sends on CHANNEL itself (pg_notify in its statement: approvals/ending.py).
 """
 
 # A request was decided or expired (its public id).

@@ -162,21 +162,23 @@ def decision_to_unblocked(world: World, env: dict, samples: int, *, bare: bool =
 
 
 def register_for(world: World, session: str) -> str:
-    from approvals.engine.register import approval_register
+    from approvals.engine.register import Sent, register
 
     body = world.registration_body()
-    return approval_register(
+    return register(
         workspace=world.workspace,
         engine_key=world.engine_key,
-        kind="gate",
-        config_id=body["config_id"],
-        config_version=body["config_version"],
-        rule_id=body["rule_id"],
-        run_id=session,
-        thread_id=session,
-        caller="bench",
-        target="terraform destroy",
-        operation="terraform destroy",
+        sent=Sent(
+            kind="gate",
+            config_id=body["config_id"],
+            config_version=body["config_version"],
+            rule_id=body["rule_id"],
+            run_id=session,
+            thread_id=session,
+            caller="bench",
+            target="terraform destroy",
+            operation="terraform destroy",
+        ),
     ).approval.public_id
 
 

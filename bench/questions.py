@@ -105,21 +105,23 @@ def run(bench: Bench) -> list[dict]:
 
 
 def _registered_questions(world: World, count: int) -> list[str]:
-    from approvals.engine.register import approval_register
+    from approvals.engine.register import Sent, register
 
     body = question_body(world)
     return [
-        approval_register(
+        register(
             workspace=world.workspace,
             engine_key=world.engine_key,
-            kind="question",
-            config_id=body["config_id"],
-            config_version=body["config_version"],
-            run_id=f"run_bench_q{n}",
-            thread_id="",
-            caller=body["caller"],
-            title=body["title"],
-            questions=QUESTIONS,
+            sent=Sent(
+                kind="question",
+                config_id=body["config_id"],
+                config_version=body["config_version"],
+                run_id=f"run_bench_q{n}",
+                thread_id="",
+                caller=body["caller"],
+                title=body["title"],
+                questions=QUESTIONS,
+            ),
         ).approval.public_id
         for n in range(count)
     ]

@@ -19,7 +19,7 @@ Its contract with the core, and nothing else:
 - the actor: `workspaces.access.actor_for_token`;
 - one call per answer, the same ones DRF's views make: `approvals.engine.api.approval_poll`
   (read, the workspace scope, an overdue request expired) and `registration_answer` (validation
-  by the registration serializers, then `approvals.engine.register.approval_register`), `wait_of`
+  by the registration serializers, then `approvals.engine.register.register`), `wait_of`
   (the `wait` parameter's serializer);
 - the answer: `approval_as_dict` rendered by DRF's JSONRenderer; refusals: the one error
   mapper, `common.errors.api_exception_handler`; a failure: Django's own 500 handling

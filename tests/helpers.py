@@ -70,7 +70,7 @@ def register_gate(world: dict, **fields):
     """A gate request through the registration service, as the engine API makes it, in a world a conftest
     built: its workspace, config, published version and rule (and engine key, else the workspace's); the
     world's own `fields` (a summary, arguments) under the call's."""
-    from approvals.engine.register import approval_register
+    from approvals.engine.register import Sent, register
     from workspaces.models import ApiToken
 
     data = {
@@ -82,7 +82,7 @@ def register_gate(world: dict, **fields):
         **fields,
     }
     engine_key = world.get("engine_key") or ApiToken.objects.get(workspace=world["workspace"], kind="engine")
-    return approval_register(workspace=world["workspace"], engine_key=engine_key, **data).approval
+    return register(workspace=world["workspace"], engine_key=engine_key, sent=Sent(**data)).approval
 
 
 def chat_world(workspace, *, channel: str, approvers: tuple[str, str], leads: tuple[str, str]) -> dict:

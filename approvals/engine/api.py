@@ -21,7 +21,7 @@ from rest_framework.views import APIView
 
 from approvals.engine.outcome import approval_report_outcome, record_in_doubt_outcome
 from approvals.engine.policy import SHADOW, allowed_notice
-from approvals.engine.register import INERT_NOTICE, approval_register
+from approvals.engine.register import INERT_NOTICE, Sent, register
 from approvals.engine.serializers import (
     AllowedSerializer,
     GateRegistrationSerializer,
@@ -226,12 +226,12 @@ def registration_answer(*, actor: Actor | None, idempotency_header: str | None, 
     if actor is None or not actor.is_engine:
         raise PermissionDenied("Only an engine key may register approval requests.")
     idempotency_key = idempotency_key_of(idempotency_header)
-    registration = approval_register(
+    registration = register(
         workspace=actor.workspace,
         engine_key=actor.engine_key,
+        sent=Sent(**_validated_registration(body)),  # the serializer's fields are what an engine sent
         idempotency_key=idempotency_key,
         fingerprint=_fingerprint(body) if idempotency_key else "",
-        **_validated_registration(body),  # the serializer's fields are the service's keyword arguments
     )
     if registration.allowed:
         shadow = registration.allowed == SHADOW

@@ -37,14 +37,13 @@ class TooManyWaits(APIException):
 class WaitSlots:
     """The waits this process holds, in all and per key: the cap, and the `hitl_waiting_engines` figure.
 
-    A wait counts against its token (an engine key or a person's token) or, for a browser session,
-    against its user: HITL_MAX_WAITS_PER_KEY each. Per process, not per deployment: counting across
-    processes would cost a database round trip per wait, so a key may hold up to
-    HITL_MAX_WAITS_PER_KEY × (server processes) waits in all.
+    A wait counts against its token (an engine key or a person's token): HITL_MAX_WAITS_PER_KEY each.
+    Per process, not per deployment: counting across processes would cost a database round trip per
+    wait, so a key may hold up to HITL_MAX_WAITS_PER_KEY × (server processes) waits in all.
     """
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()  # WSGI threads and the ASGI event loop alike
+        self._lock = threading.Lock()  # safe from any thread, not only the hub's event loop
         self._per_key: Counter[tuple[str, int]] = Counter()
         self.total = 0
 
@@ -55,7 +54,7 @@ class WaitSlots:
         return ("user", user_id) if user_id is not None else None
 
     def take(self, token_id: int | None, user_id: int | None = None) -> None:
-        """Count one wait more for this token (else this session's user), or raise TooManyWaits."""
+        """Count one wait more for this token, or raise TooManyWaits."""
         limit = settings.HITL_MAX_WAITS_PER_KEY
         key = self._key(token_id, user_id)
         with self._lock:

@@ -1,16 +1,17 @@
 """Expiry: an overdue pending request becomes expired — one request as it is read, or the sweep's batch.
 
-Both go through one statement: claim, expire, audit and notify, in one round trip. `FOR UPDATE
+Both go through one statement (approvals/ending.py): claim, expire, audit and notify, in one round trip. `FOR UPDATE
 SKIP LOCKED` lets concurrent sweeps split the work instead of queueing on each other, and skips a
 row a reviewer is deciding right now (a reader still sees an overdue request expired, see
 ApprovalRequest.effective_status); the UPDATE re-checks `pending`, so a decided row is never
 overwritten.
 """
 
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
+from approvals.ending import end_pending, ending_statement
 from approvals.models import (
     EXPIRED_REASON,
     PLAN_EXPIRED_REASON,
@@ -19,43 +20,58 @@ from approvals.models import (
     ApprovalRequest,
     Status,
 )
-from approvals.notify import CHANNEL
 from audit.services import SYSTEM, record_cte
 from contacts.models import Delivery, DeliveryEvent, DeliveryStatus
 from contacts.outbox import QUESTION_KINDS, Resolved, deliveries_for_resolution, resolution_tells
 
 _TABLE = ApprovalRequest._meta.db_table
+# What the sweep reads back of each expired request: enough to tell its contacts (contacts.outbox.Resolved).
+_RESOLVED = ("id", "workspace_id", "rule_id", "config_id", "config_version", "kind")
 
-# {only} narrows the claim to given ids (one request as it is read); the sweep takes the oldest.
-_EXPIRE_SQL = f"""
-WITH claimed AS (
-    SELECT id FROM {_TABLE}
-    WHERE status = %(pending)s AND expires_at <= %(now)s{{only}}
-    ORDER BY expires_at
-    LIMIT %(batch)s
-    FOR UPDATE SKIP LOCKED
-), swept AS (
-    UPDATE {_TABLE} AS apr
-    SET status = %(expired)s, decided_at = apr.expires_at, decision_action = '',
+# One unsealed `approval.expired` record per expired row, by the system, at the statement's `now`;
+# its payload {"expires_at": <the UTC deadline as Python's datetime.isoformat() writes it>}:
+# microseconds only when there are some, and "+00:00" (tests/approvals/test_expiry.py compares).
+_EXPIRED_AUDIT = record_cte(
+    "audit_expired",
+    """SELECT workspace_id, %(now)s, %(actor)s, 'approval.expired', public_id, jsonb_build_object(
+        'expires_at', CASE WHEN right(at_utc, 7) = '.000000' THEN left(at_utc, 19) ELSE at_utc END || '+00:00'
+    )
+    FROM ended, to_char(expires_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US') AS at_utc""",
+)
+_EXPIRE_SET = """status = %(expired)s, decided_at = apr.expires_at, decision_action = '',
         reason = CASE apr.kind WHEN 'question' THEN %(question_reason)s WHEN 'plan' THEN %(plan_reason)s
-            ELSE %(reason)s END
-    FROM claimed
-    WHERE apr.id = claimed.id AND apr.status = %(pending)s
-    RETURNING apr.id, apr.workspace_id, apr.rule_id, apr.config_id, apr.config_version, apr.public_id, apr.expires_at,
-        apr.kind
-){{audit}}
-SELECT id, workspace_id, rule_id, config_id, config_version, kind, pg_notify(%(channel)s, public_id)
-FROM swept
-"""
-_ONLY_IDS = " AND id = ANY(%(ids)s)"
+            ELSE %(reason)s END"""
+_OVERDUE = f"SELECT id FROM {_TABLE}\n    WHERE status = %(pending)s AND expires_at <= %(now)s"
+_OLDEST_FIRST = "\n    ORDER BY expires_at\n    LIMIT %(batch)s"
+# The claim takes the oldest overdue requests (the sweep), or only given ids (one request as it is read).
+_EXPIRE_SQL = ending_statement(
+    set_=_EXPIRE_SET,
+    audit=_EXPIRED_AUDIT,
+    claim=_OVERDUE + _OLDEST_FIRST,
+    columns=_RESOLVED,
+    audited=("expires_at",),
+)
+_EXPIRE_IDS_SQL = ending_statement(
+    set_=_EXPIRE_SET,
+    audit=_EXPIRED_AUDIT,
+    claim=_OVERDUE + " AND id = ANY(%(ids)s)" + _OLDEST_FIRST,
+    columns=_RESOLVED,
+    audited=("expires_at",),
+)
 
-# Undeliverable (approvals/expiry/undeliverable.py): the same statement, its claim re-checking — under the
+# Undeliverable (approvals/expiry/undeliverable.py): the same end, its claim re-checking — under the
 # row lock — that nobody opened the request and none of its notifications went out or is still
 # about to (due, never tried); it ends now, before its deadline, marked so, with its own audit action.
 _DELIVERY_TABLE = Delivery._meta.db_table
-_UNDELIVERABLE_SQL = f"""
-WITH claimed AS (
-    SELECT id FROM {_TABLE} AS apr
+_UNDELIVERABLE_SQL = ending_statement(
+    set_="status = %(expired)s, decided_at = %(now)s, reason = %(reason)s, decision_action = '', undeliverable = true",
+    audit=record_cte(
+        "audit_undeliverable",
+        """SELECT workspace_id, %(now)s, %(actor)s, 'approval.undeliverable', public_id,
+        jsonb_build_object('reason', 'nobody could be reached', 'after_seconds', %(after)s::int)
+    FROM ended""",
+    ),
+    claim=f"""SELECT id FROM {_TABLE} AS apr
     WHERE status = %(pending)s AND expires_at > %(now)s AND opened_at IS NULL AND id = ANY(%(ids)s)
       AND NOT EXISTS (
         SELECT 1 FROM {_DELIVERY_TABLE} AS dlv
@@ -63,34 +79,8 @@ WITH claimed AS (
           AND (dlv.status = %(sent)s
                OR (dlv.status = %(pending)s AND dlv.attempts = 0 AND dlv.next_attempt_at <= %(now)s))
       )
-    LIMIT %(batch)s
-    FOR UPDATE SKIP LOCKED
-), swept AS (
-    UPDATE {_TABLE} AS apr
-    SET status = %(expired)s, decided_at = %(now)s, reason = %(reason)s, decision_action = '', undeliverable = true
-    FROM claimed
-    WHERE apr.id = claimed.id AND apr.status = %(pending)s
-    RETURNING apr.id, apr.workspace_id, apr.rule_id, apr.config_id, apr.config_version, apr.public_id, apr.expires_at
-){{audit}}
-SELECT id, workspace_id, rule_id, config_id, config_version, pg_notify(%(channel)s, public_id)
-FROM swept
-"""
-_UNDELIVERABLE_AUDIT = ",\n" + record_cte(
-    "audit_undeliverable",
-    """SELECT workspace_id, %(now)s, %(actor)s, 'approval.undeliverable', public_id,
-        jsonb_build_object('reason', 'nobody could be reached', 'after_seconds', %(after)s::int)
-    FROM swept""",
-)
-
-# One unsealed `approval.expired` record per expired row, by the system, at the statement's `now`;
-# its payload {"expires_at": <the UTC deadline as Python's datetime.isoformat() writes it>}:
-# microseconds only when there are some, and "+00:00" (tests/approvals/test_expiry.py compares).
-_EXPIRED_AUDIT = ",\n" + record_cte(
-    "audit_expired",
-    """SELECT workspace_id, %(now)s, %(actor)s, 'approval.expired', public_id, jsonb_build_object(
-        'expires_at', CASE WHEN right(at_utc, 7) = '.000000' THEN left(at_utc, 19) ELSE at_utc END || '+00:00'
-    )
-    FROM swept, to_char(expires_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US') AS at_utc""",
+    LIMIT %(batch)s""",
+    columns=_RESOLVED[:5],  # as the sweep reads them, without the kind (Resolved's default)
 )
 
 
@@ -108,18 +98,16 @@ def _expire(*, batch_size: int, ids: list[int] | None = None, undeliverable_afte
         "reason": EXPIRED_REASON,
         "question_reason": QUESTION_EXPIRED_REASON,
         "plan_reason": PLAN_EXPIRED_REASON,
-        "channel": CHANNEL,
         "actor": SYSTEM,
         "ids": ids,
     }
     if undeliverable_after is not None:
         params.update(reason=UNDELIVERABLE_REASON, sent=DeliveryStatus.SENT, after=undeliverable_after)
-        sql = _UNDELIVERABLE_SQL.format(audit=_UNDELIVERABLE_AUDIT)
+        sql = _UNDELIVERABLE_SQL
     else:
-        sql = _EXPIRE_SQL.format(only=_ONLY_IDS if ids is not None else "", audit=_EXPIRED_AUDIT)
-    with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        rows = cursor.fetchall()
+        sql = _EXPIRE_IDS_SQL if ids is not None else _EXPIRE_SQL
+    with transaction.atomic():
+        rows = end_pending(sql, params)
         # Only the requests whose rule tells someone go to the outbox, as plain rows, not models.
         # A question or plan has no rule: its kind stands in the rule's place (outbox.questions_rule).
         keys = {row[0]: (row[3], row[4], row[2] or (row[5] if row[5] in QUESTION_KINDS else "")) for row in rows}

@@ -11,13 +11,13 @@ lifted.
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.db import connection, transaction
+from django.db import transaction
 from django.utils import timezone
 
+from approvals.ending import end_pending, ending_statement
 from approvals.exceptions import ReasonTooLong, WrongDecision
 from approvals.grants.services import live_grants_until
 from approvals.models import Action, ApprovalKind, ApprovalRequest, Grant, Halt, Status
-from approvals.notify import CHANNEL
 from approvals.review.decide import REASON_MAX
 from audit.services import actor_of, audit_append, record_cte
 from common.listened import ListenedCache
@@ -158,25 +158,30 @@ def _halt(*, workspace: Workspace, user, run_id: str, config: Config | None, rea
 
 
 # The rejections, their audit records and the NOTIFY that wakes each one's waiting engines, in one
-# statement, as approvals/review/decide.py's _DECIDE_SQL for one request. {scope}: the run (and config), or
-# nothing more for a freeze.
-_REJECT_SQL = f"""
-WITH won AS (
-    UPDATE {ApprovalRequest._meta.db_table}
-    SET status = %(rejected)s,
+# statement (approvals/ending.py), as a decision is for one request. The scope: the run (and config),
+# or nothing more for a freeze.
+_REJECT_SET = """status = %(rejected)s,
         decision_action = CASE WHEN kind = %(token_cap)s THEN %(stop_run)s ELSE %(halt)s END,
-        decided_at = %(now)s, decided_by_id = %(user)s, decided_by_email = %(email)s, reason = %(reason)s
-    WHERE workspace_id = %(workspace)s AND status = %(pending)s AND expires_at > %(now)s{{scope}}
-    RETURNING id, public_id, decision_action
-){{audit}}
-SELECT id, pg_notify(%(channel)s, public_id) FROM won
-"""
-_REJECT_AUDIT = ",\n" + record_cte(
+        decided_at = %(now)s, decided_by_id = %(user)s, decided_by_email = %(email)s, reason = %(reason)s"""
+_REJECT_AUDIT = record_cte(
     "audit_record",
     "SELECT %(workspace)s, %(now)s, %(actor)s, 'approval.decided', public_id, "
     "jsonb_build_object('outcome', %(rejected)s, 'action', decision_action, 'reason', %(reason)s, 'halted', true) "
-    "FROM won",
+    "FROM ended",
 )
+_IN_WORKSPACE = "workspace_id = %(workspace)s AND expires_at > %(now)s"
+_REJECT_SQL = {
+    (run, config): ending_statement(
+        set_=_REJECT_SET,
+        where=_IN_WORKSPACE
+        + (" AND run_id = %(run)s" if run else "")
+        + (" AND config_id = %(config)s" if config else ""),
+        audit=_REJECT_AUDIT,
+        audited=("decision_action",),
+    )
+    for run in (False, True)
+    for config in (False, True)
+}
 
 
 def _reject_pending(*, workspace: Workspace, user, run_id: str, config: Config | None, reason: str, now: datetime):
@@ -190,21 +195,11 @@ def _reject_pending(*, workspace: Workspace, user, run_id: str, config: Config |
         "email": getattr(user, "email", "") or "",
         "reason": reason,
         "workspace": workspace.pk,
-        "pending": Status.PENDING,
-        "channel": CHANNEL,
         "run": run_id,
         "config": getattr(config, "pk", None),
     }
-    scope = ""
-    if run_id:
-        scope += " AND run_id = %(run)s"
-    if config is not None:
-        scope += " AND config_id = %(config)s"
     params["actor"] = actor_of(user=user)
-    sql = _REJECT_SQL.format(scope=scope, audit=_REJECT_AUDIT)
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        return [row[0] for row in cursor.fetchall()]
+    return [row[0] for row in end_pending(_REJECT_SQL[bool(run_id), config is not None], params)]
 
 
 def _lift(*, workspace: Workspace, user, run_id: str, action: str) -> int:

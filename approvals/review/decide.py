@@ -7,15 +7,15 @@ expired) lets exactly one decision through, and a quorum's votes queue on the re
 from datetime import datetime
 
 from django.contrib.auth.base_user import AbstractBaseUser
-from django.db import connection, transaction
+from django.db import transaction
 from django.utils import timezone
 
 from approvals.edits.checks import ApprovedCall, approved_call
+from approvals.ending import end_pending, ending_statement
 from approvals.exceptions import GrantNotAllowed, ReasonRequired, ReasonTooLong, SelfApproval, WrongDecision
 from approvals.expiry.expire import approval_expire_if_overdue
 from approvals.grants.services import grant_check, grant_create
 from approvals.models import Action, ApprovalKind, ApprovalRequest, Status, Vote
-from approvals.notify import CHANNEL
 from approvals.questions.validate import AUDIT_ACTIONS, QUESTION_DECISIONS, answers_check
 from approvals.review.links import LinkRefused, link_open
 from approvals.review.permissions import refuses_self_approval
@@ -115,27 +115,20 @@ def approval_decide(
     return approval, not won
 
 
-# The UPDATE, its audit record ({audit}, when the log is on) and the NOTIFY in one statement, so
-# auditing a decision costs no round trip (bench/audit.py). grant_id is only ever set by a decision
-# that grants (NULL otherwise, as every pending request has it). {condition}: a single decision must
-# not be overdue yet; a quorum's flip must have as many votes as it needs — the database compares.
-_DECIDE_SQL = f"""
-WITH won AS (
-    UPDATE {ApprovalRequest._meta.db_table}
-    SET status = %(status)s, decision_action = %(action)s, decided_at = %(now)s, decided_by_id = %(user)s,
+# The UPDATE, its audit record and the NOTIFY in one statement (approvals/ending.py), so auditing a
+# decision costs no round trip (bench/audit.py). grant_id is only ever set by a decision that grants
+# (NULL otherwise, as every pending request has it). A single decision must not be overdue yet; a
+# quorum's flip must have as many votes as it needs — the database compares.
+_DECIDE_SET = """status = %(status)s, decision_action = %(action)s, decided_at = %(now)s, decided_by_id = %(user)s,
         decided_by_email = %(email)s, reason = %(reason)s, grant_id = %(grant)s,
-        approved_arguments = %(approved_arguments)s::jsonb, approved_digest = %(approved_digest)s
-    WHERE id = %(id)s AND status = %(pending)s AND {{condition}}
-    RETURNING id
-){{audit}}
-SELECT pg_notify(%(channel)s, %(public_id)s) FROM won
-"""
-_NOT_OVERDUE = "expires_at > %(now)s"
-_QUORUM_MET = f"approvals_required <= (SELECT count(*) FROM {Vote._meta.db_table} WHERE approval_id = %(id)s)"
-_DECIDED_AUDIT = ",\n" + record_cte(
+        approved_arguments = %(approved_arguments)s::jsonb, approved_digest = %(approved_digest)s"""
+_DECIDED_AUDIT = record_cte(
     "audit_record",
-    "SELECT %(workspace)s, %(now)s, %(actor)s, 'approval.decided', %(public_id)s, %(data)s::jsonb FROM won",
+    "SELECT %(workspace)s, %(now)s, %(actor)s, 'approval.decided', %(public_id)s, %(data)s::jsonb FROM ended",
 )
+_DECIDE_SQL = ending_statement(set_=_DECIDE_SET, where="id = %(id)s AND expires_at > %(now)s", audit=_DECIDED_AUDIT)
+_QUORUM_MET = f"approvals_required <= (SELECT count(*) FROM {Vote._meta.db_table} WHERE approval_id = %(id)s)"
+_FLIP_SQL = ending_statement(set_=_DECIDE_SET, where=f"id = %(id)s AND {_QUORUM_MET}", audit=_DECIDED_AUDIT)
 
 
 def _decided(
@@ -170,7 +163,6 @@ def _decided(
         "grant": grant_id,
         "approved_arguments": canonical(approved.arguments) if edited else None,
         "approved_digest": approved.digest if edited else "",
-        "channel": CHANNEL,
         "public_id": approval.public_id,
     }
     params.update(
@@ -178,10 +170,7 @@ def _decided(
         actor=actor_of(user=user),
         data=canonical({"outcome": status, "action": action, "reason": reason, **_digests(approval, approved)}),
     )
-    sql = _DECIDE_SQL.format(condition=_QUORUM_MET if quorum else _NOT_OVERDUE, audit=_DECIDED_AUDIT)
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        return cursor.fetchone() is not None
+    return bool(end_pending(_FLIP_SQL if quorum else _DECIDE_SQL, params))
 
 
 def _digests(approval: ApprovalRequest, approved: ApprovedCall | None) -> dict:
@@ -236,21 +225,16 @@ def _approval_vote(*, approval: ApprovalRequest, user, reason: str, now) -> tupl
     return approval, True
 
 
-# A question's or a plan's answer: the same conditional UPDATE as _DECIDE_SQL (pending, not yet
-# overdue), which also records the answers, its audit record in its own words, and the NOTIFY.
-_ANSWER_SQL = f"""
-WITH won AS (
-    UPDATE {ApprovalRequest._meta.db_table}
-    SET status = %(status)s, decision_action = %(action)s, decided_at = %(now)s, decided_by_id = %(user)s,
-        decided_by_email = %(email)s, reason = %(reason)s, answers = %(answers)s::jsonb
-    WHERE id = %(id)s AND status = %(pending)s AND expires_at > %(now)s
-    RETURNING id
-){{audit}}
-SELECT pg_notify(%(channel)s, %(public_id)s) FROM won
-"""
-_ANSWER_AUDIT = ",\n" + record_cte(
-    "audit_record",
-    "SELECT %(workspace)s, %(now)s, %(actor)s, %(audit_action)s, %(public_id)s, %(data)s::jsonb FROM won",
+# A question's or a plan's answer: the same end as _DECIDE_SQL (pending, not yet overdue), which also
+# records the answers, with its audit record in its own words.
+_ANSWER_SQL = ending_statement(
+    set_="""status = %(status)s, decision_action = %(action)s, decided_at = %(now)s, decided_by_id = %(user)s,
+        decided_by_email = %(email)s, reason = %(reason)s, answers = %(answers)s::jsonb""",
+    where="id = %(id)s AND expires_at > %(now)s",
+    audit=record_cte(
+        "audit_record",
+        "SELECT %(workspace)s, %(now)s, %(actor)s, %(audit_action)s, %(public_id)s, %(data)s::jsonb FROM ended",
+    ),
 )
 
 
@@ -287,7 +271,6 @@ def question_decide(
         "email": getattr(user, "email", "") or "",
         "reason": reason,
         "answers": None if checked is None else canonical(checked),
-        "channel": CHANNEL,
         "public_id": approval.public_id,
     }
     data = {"outcome": status, "action": action, "reason": reason}
@@ -300,9 +283,7 @@ def question_decide(
         data=canonical(data),
     )
     with transaction.atomic():
-        with connection.cursor() as cursor:
-            cursor.execute(_ANSWER_SQL.format(audit=_ANSWER_AUDIT), params)
-            won = cursor.fetchone() is not None
+        won = bool(end_pending(_ANSWER_SQL, params))
         if won:
             deliveries_for_resolution(approvals=[approval], event=DeliveryEvent.DECIDED)
     if not won:

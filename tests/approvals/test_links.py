@@ -8,7 +8,7 @@ import requests
 from django.test import Client
 from django.urls import reverse
 
-from approvals.engine.register import approval_register
+from approvals.engine.register import Sent, register
 from approvals.models import ApprovalRequest
 from approvals.review.decide import approval_decide
 from approvals.review.links import link_url_for
@@ -28,18 +28,20 @@ def world(acme, alice, bob, monkeypatch):
     make_token(acme, engine="support-engine")
     from workspaces.models import ApiToken
 
-    approval = approval_register(
+    approval = register(
         workspace=acme,
         engine_key=ApiToken.objects.get(workspace=acme, kind="engine"),
-        kind="gate",
-        config_id=config.public_id,
-        config_version=version.number,
-        rule_id=rule.public_id,
-        run_id="run_1",
-        thread_id="thr_1",
-        caller="support-bot",
-        target="customer T-4821",
-        operation="delete",
+        sent=Sent(
+            kind="gate",
+            config_id=config.public_id,
+            config_version=version.number,
+            rule_id=rule.public_id,
+            run_id="run_1",
+            thread_id="thr_1",
+            caller="support-bot",
+            target="customer T-4821",
+            operation="delete",
+        ),
     ).approval
     delivery = Delivery.objects.get(approval=approval, event="requested")
     url = link_url_for(delivery=delivery, email="bob@acme.test")

@@ -21,23 +21,25 @@ TRIALS = int(os.environ.get("HITL_QUESTION_RACE_TRIALS", "60"))
 
 
 def _questions(config, count: int) -> list[ApprovalRequest]:
-    from approvals.engine.register import approval_register
+    from approvals.engine.register import Sent, register
     from workspaces.models import ApiToken
 
     make_token(config.workspace, engine="race-engine")
     key = ApiToken.objects.get(workspace=config.workspace, kind="engine")
     return [
-        approval_register(
+        register(
             workspace=config.workspace,
             engine_key=key,
-            kind="question",
-            config_id=config.public_id,
-            config_version=1,
-            run_id=f"run_{n}",
-            thread_id="",
-            caller="bot",
-            title="Which one?",
-            questions=QUESTIONS,
+            sent=Sent(
+                kind="question",
+                config_id=config.public_id,
+                config_version=1,
+                run_id=f"run_{n}",
+                thread_id="",
+                caller="bot",
+                title="Which one?",
+                questions=QUESTIONS,
+            ),
         ).approval
         for n in range(count)
     ]

@@ -4,7 +4,8 @@ from datetime import timedelta
 
 import pytest
 
-from approvals.engine.register import approval_register
+from approvals.engine import register as registration
+from approvals.engine.register import Sent
 from approvals.expiry.undeliverable import approval_sweep_undeliverable
 from approvals.models import UNDELIVERABLE_REASON, ApprovalRequest
 from approvals.tasks import sweep_overdue
@@ -42,19 +43,21 @@ def world(workspace, *, on_unreachable="reject", channel_ref="${HITL_ACME_NOBODY
 
 def register(w, **fields) -> ApprovalRequest:
     engine_key = ApiToken.objects.filter(workspace=w["workspace"], kind="engine").first()
-    return approval_register(
+    return registration.register(
         workspace=w["workspace"],
         engine_key=engine_key,
-        kind="gate",
-        config_id=w["config"].public_id,
-        config_version=w["version"].number,
-        rule_id=w["rule"].public_id,
-        run_id="run_1",
-        thread_id="thr_1",
-        caller="support-bot",
-        target="customer T-4821",
-        operation="delete",
-        **fields,
+        sent=Sent(
+            kind="gate",
+            config_id=w["config"].public_id,
+            config_version=w["version"].number,
+            rule_id=w["rule"].public_id,
+            run_id="run_1",
+            thread_id="thr_1",
+            caller="support-bot",
+            target="customer T-4821",
+            operation="delete",
+            **fields,
+        ),
     ).approval
 
 

@@ -11,7 +11,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from approvals.engine.register import approval_register
+from approvals.engine.register import Sent, register
 from approvals.models import ApprovalRequest
 from approvals.review.decide import approval_decide
 from contacts.models import Delivery
@@ -64,21 +64,23 @@ def world(monkeypatch):
     rule = make_rule(config, message=hostile("message"), notify=[mail.public_id])
     version = publish(config)
     make_token(acme, engine="support-engine")
-    approval = approval_register(
+    approval = register(
         workspace=acme,
         engine_key=ApiToken.objects.get(workspace=acme, kind="engine"),
-        kind="gate",
-        config_id=config.public_id,
-        config_version=version.number,
-        rule_id=rule.public_id,
-        run_id=hostile("run"),
-        thread_id="thr_1",
-        caller=hostile("caller"),
-        target=hostile("target"),
-        operation=hostile("operation"),
-        summary=hostile("summary"),
-        arguments={"path": hostile("argument")},
-        requested_by="carol@acme.test",
+        sent=Sent(
+            kind="gate",
+            config_id=config.public_id,
+            config_version=version.number,
+            rule_id=rule.public_id,
+            run_id=hostile("run"),
+            thread_id="thr_1",
+            caller=hostile("caller"),
+            target=hostile("target"),
+            operation=hostile("operation"),
+            summary=hostile("summary"),
+            arguments={"path": hostile("argument")},
+            requested_by="carol@acme.test",
+        ),
     ).approval
     return {"alice": alice, "bob": bob, "approval": approval}
 

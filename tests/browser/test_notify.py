@@ -20,7 +20,7 @@ def test_a_reviewer_follows_the_emails_link_to_the_confirm_page_and_approves(
     settings,
     monkeypatch,
 ):
-    from approvals.engine.register import approval_register
+    from approvals.engine.register import Sent, register
     from workspaces.models import ApiToken
 
     settings.HITL_BASE_URL = live_server.url
@@ -30,18 +30,20 @@ def test_a_reviewer_follows_the_emails_link_to_the_confirm_page_and_approves(
     rule = make_rule(config, message="Deletes of customer data need a second pair of eyes.", notify=[contact.public_id])
     version = publish(config)
     make_token(acme, engine="support-engine")
-    approval = approval_register(
+    approval = register(
         workspace=acme,
         engine_key=ApiToken.objects.get(workspace=acme, kind="engine"),
-        kind="gate",
-        config_id=config.public_id,
-        config_version=version.number,
-        rule_id=rule.public_id,
-        run_id="run_1",
-        thread_id="thr_1",
-        caller="support-bot",
-        target="customer T-4821",
-        operation="delete",
+        sent=Sent(
+            kind="gate",
+            config_id=config.public_id,
+            config_version=version.number,
+            rule_id=rule.public_id,
+            run_id="run_1",
+            thread_id="thr_1",
+            caller="support-bot",
+            target="customer T-4821",
+            operation="delete",
+        ),
     ).approval
     deliveries_send_due()  # what the cluster runs
 

@@ -110,7 +110,7 @@ def test_more_than_five_requests_a_minute_for_one_contact_go_out_as_one_digest(b
 
 
 def test_a_question_is_mailed_to_questions_notify_with_its_questions_and_a_link_to_its_page(by_email, mailbox):
-    from approvals.engine.register import approval_register
+    from approvals.engine.register import Sent, register
     from rules.services import config_update
 
     from ..approvals.question_support import QUESTIONS
@@ -119,17 +119,19 @@ def test_a_question_is_mailed_to_questions_notify_with_its_questions_and_a_link_
     bob_contact = config.contacts.get(name="Bob")
     config_update(config=config, questions_notify=[bob_contact.public_id])
     version = publish(config)
-    approval = approval_register(
+    approval = register(
         workspace=by_email["workspace"],
         engine_key=by_email["engine_key"],
-        kind="question",
-        config_id=config.public_id,
-        config_version=version.number,
-        run_id="run_q",
-        thread_id="",
-        caller="migration-bot",
-        title="Before the migration",
-        questions=QUESTIONS,
+        sent=Sent(
+            kind="question",
+            config_id=config.public_id,
+            config_version=version.number,
+            run_id="run_q",
+            thread_id="",
+            caller="migration-bot",
+            title="Before the migration",
+            questions=QUESTIONS,
+        ),
     ).approval
 
     deliveries_send_due()

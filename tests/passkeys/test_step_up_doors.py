@@ -12,7 +12,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.test import Client
 
-from approvals.engine.register import approval_register
+from approvals.engine.register import Sent, register
 from approvals.models import ApprovalRequest
 from approvals.review.links import link_url_for
 from audit.models import AuditRecord
@@ -35,18 +35,20 @@ def step_up_world(acme, alice, bob, monkeypatch, settings):
     rule = make_rule(config, require_passkey=True, notify=[contact.public_id])
     version = publish(config, alice)
     make_token(acme, engine="support-engine")
-    approval = approval_register(
+    approval = register(
         workspace=acme,
         engine_key=ApiToken.objects.get(workspace=acme, kind="engine"),
-        kind="gate",
-        config_id=config.public_id,
-        config_version=version.number,
-        rule_id=rule.public_id,
-        run_id="run_1",
-        thread_id="thr_1",
-        caller="support-bot",
-        target="customer T-4821",
-        operation="delete",
+        sent=Sent(
+            kind="gate",
+            config_id=config.public_id,
+            config_version=version.number,
+            rule_id=rule.public_id,
+            run_id="run_1",
+            thread_id="thr_1",
+            caller="support-bot",
+            target="customer T-4821",
+            operation="delete",
+        ),
     ).approval
     return {"config": config, "rule": rule, "approval": approval}
 
