@@ -8,7 +8,11 @@ class ApprovalsConfig(AppConfig):
     name = "approvals"
 
     def ready(self) -> None:
+        from approvals.presenters.notices import notice_for
+        from contacts.messages import compose_with
+
         checks.register(receipt_key_check)
+        compose_with(notice_for)  # contacts send notices; how a request reads in one is ours
 
 
 def receipt_key_check(app_configs, **kwargs) -> list[checks.CheckMessage]:

@@ -6,6 +6,9 @@ from common.exceptions import DomainError
 class ApprovalNotFound(DomainError):
     """No such request in this workspace; another workspace's request reads the same."""
 
+    status = 404
+    code = "not_found"
+
     def __init__(self, public_id: str) -> None:
         super().__init__(f"No approval request {public_id} in this workspace.")
         self.public_id = public_id
@@ -13,6 +16,9 @@ class ApprovalNotFound(DomainError):
 
 class GrantNotFound(DomainError):
     """No such run grant in this workspace; another workspace's grant reads the same."""
+
+    status = 404
+    code = "not_found"
 
     def __init__(self, public_id: str) -> None:
         super().__init__(f"No run grant {public_id} in this workspace.")
@@ -50,11 +56,17 @@ class ReasonRequired(WrongDecision):
 class SelfApproval(DomainError):
     """Four eyes: the person a run acts for (requested_by) may not approve it; rejecting is allowed."""
 
+    status = 403
+    code = "self_approval"
+
     default_message = "The run acts for you, so another reviewer must approve it; you may reject it."
 
 
 class IdempotencyKeyReused(DomainError):
     """The engine key used this Idempotency-Key before, with another body."""
+
+    status = 422
+    code = "idempotency_key_reused"
 
     default_message = "This Idempotency-Key was already used with a different body."
 
@@ -62,9 +74,15 @@ class IdempotencyKeyReused(DomainError):
 class NotApproved(DomainError):
     """An outcome reported for a request that is not approved (its call must not have run)."""
 
+    status = 409
+    code = "conflict"
+
 
 class NotInDoubt(DomainError):
     """A reviewer's outcome for a request whose engine did not leave it in doubt (not started, or reported)."""
+
+    status = 409
+    code = "conflict"
 
 
 class OutcomeDetailRequired(WrongDecision):

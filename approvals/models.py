@@ -6,7 +6,8 @@ from django.db.models import Q
 from django.utils import timezone
 
 from common.ids import PublicIdMixin
-from rules.models import Config, PassInformationLevel, RuleKind, RulePoint
+from rules.models import Config
+from rules.vocabulary import PassInformationLevel, RuleKind, RulePoint
 from workspaces.models import ApiToken, Workspace
 
 

@@ -1,7 +1,5 @@
 from django.db import models
 
-from workspaces.models import Workspace
-
 GENESIS_HASH = "0" * 64
 
 
@@ -14,7 +12,7 @@ class AuditRecord(models.Model):
     """
 
     # PROTECT: a workspace with history cannot be deleted (and the trigger refuses the cascade anyway).
-    workspace = models.ForeignKey(Workspace, on_delete=models.PROTECT, related_name="+", db_index=False)
+    workspace = models.ForeignKey("workspaces.Workspace", on_delete=models.PROTECT, related_name="+", db_index=False)
     seq = models.PositiveBigIntegerField(null=True)  # null until sealed
     at = models.DateTimeField()
     actor = models.CharField(max_length=300)
@@ -41,6 +39,8 @@ class AuditRecord(models.Model):
 class AuditHead(models.Model):
     """The end of a workspace's sealed chain: the row a sealer locks, so seq has no gaps."""
 
-    workspace = models.OneToOneField(Workspace, on_delete=models.CASCADE, primary_key=True, related_name="+")
+    workspace = models.OneToOneField(
+        "workspaces.Workspace", on_delete=models.CASCADE, primary_key=True, related_name="+"
+    )
     seq = models.PositiveBigIntegerField(default=0)
     hash = models.CharField(max_length=64, default=GENESIS_HASH)

@@ -9,21 +9,23 @@ later — every minute (audit.tasks), and before every export and verify.
 
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.db import connection, transaction
 from django.utils import timezone
 
-from workspaces.models import ApiToken
-
 from .chain import canonical, record_hash
 from .models import GENESIS_HASH, AuditHead, AuditRecord
+
+if TYPE_CHECKING:  # for the annotation only: the audit log sits below workspaces (docs/modules.md)
+    from workspaces.models import ApiToken
 
 SYSTEM = "system"
 SEAL_BATCH = 5000
 
 
-def actor_of(*, user: AbstractBaseUser | None = None, engine_key: ApiToken | None = None) -> str:
+def actor_of(*, user: AbstractBaseUser | None = None, engine_key: "ApiToken | None" = None) -> str:
     """Who did it, as the log names them: an email, `engine:<name>`, or `system`."""
     if engine_key is not None:
         return f"engine:{engine_key.name}"

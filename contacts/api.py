@@ -8,12 +8,12 @@ from rest_framework.response import Response
 from common.errors import ErrorSerializer
 from rules.api import BAD_INPUT, ERRORS, PAGE_PARAMS, AdminPagination, AdminView
 from rules.selectors import config_for
-from rules.serializers import ContactPage
+from rules.serializers import ContactPage, ContactSerializer
 
 from . import services
 from .models import Contact
 from .selectors import contact_for, contacts_of
-from .serializers import ContactCreateSerializer, ContactInputSerializer, ContactSerializer
+from .serializers import ContactCreateSerializer, ContactInputSerializer
 
 TAG = ["configs"]
 

@@ -6,16 +6,7 @@ from django.db.models import Q
 
 from common.ids import PublicIdMixin
 from rules.models import Config
-
-
-class Channel(models.TextChoices):
-    EMAIL = "email", "Email"
-    SLACK = "slack", "Slack"
-    WEBHOOK = "webhook", "Webhook"
-    PUSH = "push", "Web Push"
-    TELEGRAM = "telegram", "Telegram"
-    NONE = "none", "None"
-
+from rules.vocabulary import Channel
 
 # Only HITL_* variables: nobody can point a contact at SECRET_KEY or DATABASE_URL.
 PLACEHOLDER = re.compile(r"^\$\{(HITL_[A-Z0-9_]+)\}$")

@@ -19,8 +19,8 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from approvals.engine.versions import frozen_versions
 from common.ids import new_public_id
+from rules.versions import frozen_versions
 
 from .models import WHILE_PENDING, Channel, Contact, Delivery, DeliveryEvent, DeliveryStatus
 

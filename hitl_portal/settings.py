@@ -258,13 +258,13 @@ SPECTACULAR_SETTINGS = {
     "COMPONENT_SPLIT_REQUEST": True,
     # Several fields share a name ("kind", "status") across components: name each choice set.
     "ENUM_NAME_OVERRIDES": {
-        "RuleKindEnum": "rules.models.RuleKind",
+        "RuleKindEnum": "rules.vocabulary.RuleKind",
         "ApprovalKindEnum": "approvals.models.ApprovalKind",
         "ApprovalStatusEnum": "approvals.models.Status",
         "ExecutionStatusEnum": "approvals.models.ExecutionStatus",
-        "PassInformationLevelEnum": "rules.models.PassInformationLevel",
-        "RuleModeEnum": "rules.models.RuleMode",
-        "TokenCapModeEnum": "rules.models.TokenCapMode",
+        "PassInformationLevelEnum": "rules.vocabulary.PassInformationLevel",
+        "RuleModeEnum": "rules.vocabulary.RuleMode",
+        "TokenCapModeEnum": "rules.vocabulary.TokenCapMode",
         "GrantScopeEnum": "approvals.models.GrantScope",
         "TokenCapScopeEnum": "approvals.models.Scope",
         "RuleWindowScopeEnum": [("rule", "rule")],

@@ -4,7 +4,7 @@ from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularSwaggerSplitView
 
 from approvals.receipts.api import jwks_view
-from common import operations
+from insights import operations
 from integrations import telegram_account_views
 from push import views as push_views
 from workspaces import account
@@ -40,7 +40,7 @@ urlpatterns = [
     path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="schema"), name="api-docs"),
     path("api/v1/", include("rules.api_urls")),
     path("api/v1/", include("contacts.api_urls")),
-    path("api/v1/", include("audit.api_urls")),
+    path("api/v1/", include("insights.api_urls")),
     path("api/v1/", include("push.api_urls")),
     # Last: an /api/ path nothing above takes answers the JSON 404 whatever DEBUG is (with DEBUG on,
     # Django would answer its HTML debug page instead of calling handler404).

@@ -10,7 +10,8 @@ from rules.counts import workspace_rule_counts
 from workspaces.decorators import member_required
 
 from . import charts
-from .selectors import RUBBER_STAMP_SECONDS, delivery_health, insights_for, questions_for
+from .delivery_health import delivery_health
+from .selectors import RUBBER_STAMP_SECONDS, insights_for, questions_for
 
 
 @require_GET

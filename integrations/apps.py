@@ -5,3 +5,13 @@ class IntegrationsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
     name = "integrations"
     verbose_name = "Integrations (Slack)"
+
+    def ready(self) -> None:
+        from contacts.transports import transport_add
+        from integrations import slack_transport, telegram_transport
+        from integrations.passkey_notices import queue_passkey_notice
+        from passkeys.signals import passkey_changed
+
+        transport_add("slack", slack_transport.TRANSPORT)
+        transport_add("telegram", telegram_transport.TRANSPORT)
+        passkey_changed.connect(queue_passkey_notice, dispatch_uid="integrations.passkey_notices")

@@ -1,6 +1,6 @@
 """Slack, outbound: post a request's message, bring it up to date, reply in its thread.
 
-The outbox's Slack transport (contacts/transports/slack.py) calls slack_deliver for each event;
+The outbox's Slack transport (integrations/slack_transport.py) calls slack_deliver for each event;
 the buttons a message carries are answered by integrations.inbound.
 """
 

@@ -1,6 +1,6 @@
 """Telegram, outbound: post a request's message, edit it on every resolution, reply to it.
 
-The outbox's Telegram transport (contacts/transports/telegram.py) calls telegram_deliver for each
+The outbox's Telegram transport (integrations/telegram_transport.py) calls telegram_deliver for each
 event; the buttons a message carries are answered by integrations.telegram_inbound.
 """
 

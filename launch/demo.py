@@ -23,6 +23,7 @@ REVIEWER = ("reviewer@acme.test", "acme-reviewer-demo")
 
 
 def _seed() -> Workspace:
+    # Long: the demo workspace is one story (members, configs, rules, requests), seeded top to bottom.
     acme = ws_services.workspace_create(slug="acme", plan=Plan.PRO, name="Acme Support")
     hobby = ws_services.workspace_create(slug="hobby", plan=Plan.FREE, name="Hobby (Free plan)")
     admin = ws_services.member_add(workspace=acme, email=ADMIN[0], role="admin", password=ADMIN[1]).user

@@ -14,7 +14,6 @@ from django.conf import settings
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.db import IntegrityError, transaction
 from django.utils import timezone
-from django_q.tasks import async_task
 from webauthn import generate_registration_options, options_to_json, verify_registration_response
 from webauthn.helpers import base64url_to_bytes, bytes_to_base64url
 from webauthn.helpers.exceptions import WebAuthnException
@@ -34,6 +33,7 @@ from .ceremony import CEREMONY_TIMEOUT_MS, challenge_consume, challenge_issue, s
 from .exceptions import PasskeyInvalid, ReauthRequired
 from .models import Passkey, Purpose
 from .selectors import passkeys_of
+from .signals import passkey_changed
 
 NAME_MAX = Passkey._meta.get_field("name").max_length
 KNOWN_TRANSPORTS = {transport.value for transport in AuthenticatorTransport}
@@ -70,7 +70,7 @@ def descriptors(user: AbstractBaseUser) -> list[PublicKeyCredentialDescriptor]:
 
 
 def _tell(*, user: AbstractBaseUser, change: str, name: str) -> None:
-    transaction.on_commit(lambda: async_task("passkeys.tasks.passkey_changed_notify", user.pk, change, name))
+    transaction.on_commit(lambda: passkey_changed.send(sender=None, user_id=user.pk, change=change, name=name))
 
 
 def passkey_registration_options(*, user: AbstractBaseUser, confirmed_with: str) -> dict:

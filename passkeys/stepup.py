@@ -19,6 +19,7 @@ import hmac
 import json
 from dataclasses import dataclass
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.db import transaction
@@ -26,8 +27,6 @@ from webauthn import generate_authentication_options, options_to_json
 from webauthn.helpers import base64url_to_bytes
 from webauthn.helpers.structs import UserVerificationRequirement
 
-from approvals.models import ApprovalRequest
-from approvals.presenters.channels import review_url
 from audit.services import actor_of, audit_append
 
 from . import relying_party
@@ -37,6 +36,9 @@ from .exceptions import PasskeyInvalid, PasskeyRefused, PasskeyRequired
 from .models import Purpose
 from .policy import needs_passkey
 from .services import descriptors
+
+if TYPE_CHECKING:  # for the annotations only: passkeys sit below approvals (docs/modules.md)
+    from approvals.models import ApprovalRequest
 
 BINDING_CONTEXT = b"hitl-step-up\x00"
 BINDING_LENGTH = 32
@@ -49,14 +51,14 @@ class StepUp:
     credential: dict
 
 
-def binding(approval: ApprovalRequest, approved_digest: str) -> bytes:
+def binding(approval: "ApprovalRequest", approved_digest: str) -> bytes:
     """The challenge's last 32 bytes: SHA-256 over the request's id and the digest of the call being approved —
     the proposal's, or the reviewer's edit: an assertion approves exactly that call and no other."""
     material = BINDING_CONTEXT + approval.public_id.encode() + b"\x00" + approved_digest.encode()
     return hashlib.sha256(material).digest()
 
 
-def step_up_options(*, approval: ApprovalRequest, user: AbstractBaseUser, approved_digest: str) -> dict:
+def step_up_options(*, approval: "ApprovalRequest", user: AbstractBaseUser, approved_digest: str) -> dict:
     """navigator.credentials.get() options for approving this request's call with `approved_digest` (the
     proposal's call_digest, or an edit's), with a challenge bound to both."""
     allowed = descriptors(user)
@@ -96,17 +98,24 @@ def step_up_from(raw: str) -> StepUp | None:
 
 
 def step_up_check(
-    *, approval: ApprovalRequest, user: AbstractBaseUser, step_up: StepUp | None, approved_digest: str, now: datetime
+    *,
+    approval: "ApprovalRequest",
+    user: AbstractBaseUser,
+    step_up: StepUp | None,
+    approved_digest: str,
+    now: datetime,
+    page_url: str,
 ) -> None:
     """Pass when approving `approval` needs no passkey, or `step_up` proves one made for approving the call
-    with `approved_digest` (the proposal's or the reviewer's edit); else refuse, saying why.
+    with `approved_digest` (the proposal's or the reviewer's edit); else refuse, saying why (and naming
+    `page_url`, the request's page, where a passkey approves it).
 
     Only a still pending request is checked: a decided one answers with its first decision, as ever.
     """
     if not approval.is_pending(now) or not needs_passkey(approval):
         return
     if step_up is None:
-        url = review_url(approval)
+        url = page_url
         raise PasskeyRequired(
             f"Approving {approval.public_id} needs a passkey: its rule asks for step-up. Approve it on its page "
             f"in the portal, with your passkey: {url} — rejecting needs none.",

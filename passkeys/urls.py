@@ -9,5 +9,4 @@ urlpatterns = [
     path("account/passkeys/", views.register, name="register"),
     path("account/passkeys/<str:public_id>/rename/", views.rename, name="rename"),
     path("account/passkeys/<str:public_id>/remove/", views.remove, name="remove"),
-    path("approvals/<str:public_id>/decide/step-up/", views.step_up, name="step-up"),
 ]

@@ -1,37 +1,29 @@
-"""Passkey pages and their JSON steps: the account page's section (register, rename, remove) and a
-request page's step-up challenge. The browser side is static/js/passkeys.js."""
+"""Passkey pages and their JSON steps: the account page's section (register, rename, remove); a request
+page's step-up challenge is approvals/review/step_up.py. The browser side is static/js/passkeys.js."""
 
 import json
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
-from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
-from approvals.edits.checks import approved_call, parse_edited
-from approvals.exceptions import ApprovalNotFound
-from approvals.review import selectors as approval_selectors
-from approvals.review.permissions import DECIDERS_ONLY, may_decide
-from common.errors import DOMAIN_ERRORS, error_body
+from common.errors import error_body
 from common.exceptions import DomainError
-from workspaces.decorators import member_required
 
 from . import selectors, services
 from .reauth import assertion_from, reauth_check, reauth_options
-from .stepup import step_up_options
 
 ACCOUNT = "account"
 
 
-def _refused(exc: DomainError) -> JsonResponse:
-    status_code, code = next(answer for cls, answer in DOMAIN_ERRORS.items() if isinstance(exc, cls))
-    return JsonResponse(error_body(code, exc.message), status=status_code)
+def refusal_response(exc: DomainError) -> JsonResponse:
+    return JsonResponse(error_body(exc.code, exc.message), status=exc.status)
 
 
-def _json_body(request: HttpRequest) -> dict:
+def json_body(request: HttpRequest) -> dict:
     """The JSON object the page's script sent; {} for anything else (a form post, bad JSON, a list)."""
     if request.content_type != "application/json":
         return {}
@@ -49,14 +41,14 @@ def confirm_options(request: HttpRequest) -> JsonResponse:
     try:
         return JsonResponse(reauth_options(user=request.user))
     except DomainError as refused:
-        return _refused(refused)
+        return refusal_response(refused)
 
 
 @login_required
 @require_POST
 def registration_options(request: HttpRequest) -> JsonResponse:
     """The registration challenge, issued only with proof beyond the session: `password` or `assertion`."""
-    body = _json_body(request)
+    body = json_body(request)
     try:
         confirmed_with = reauth_check(
             request=request,
@@ -67,17 +59,17 @@ def registration_options(request: HttpRequest) -> JsonResponse:
         )
         return JsonResponse(services.passkey_registration_options(user=request.user, confirmed_with=confirmed_with))
     except DomainError as refused:
-        return _refused(refused)
+        return refusal_response(refused)
 
 
 @login_required
 @require_POST
 def register(request: HttpRequest) -> JsonResponse:
-    body = _json_body(request)
+    body = json_body(request)
     try:
         passkey = services.passkey_register(user=request.user, name=body.get("name"), credential=body.get("credential"))
     except DomainError as refused:
-        return _refused(refused)
+        return refusal_response(refused)
     messages.success(request, f"Passkey “{passkey.name}” registered: you may approve step-up requests with it.")
     return JsonResponse({"id": passkey.public_id, "name": passkey.name}, status=201)
 
@@ -113,33 +105,6 @@ def remove(request: HttpRequest, public_id: str) -> HttpResponse:
     else:
         messages.success(request, f"Passkey “{passkey.name}” removed: it approves nothing any more.")
     return redirect(ACCOUNT)
-
-
-@require_POST
-@member_required
-def step_up(request: HttpRequest, public_id: str) -> JsonResponse:
-    """A challenge bound to this request, for approving it with a passkey on its page."""
-    if not may_decide(request.actor):
-        raise PermissionDenied(DECIDERS_ONLY)
-    try:
-        approval = approval_selectors.approval_get(workspace=request.actor.workspace, public_id=public_id)
-    except ApprovalNotFound as missing:
-        raise Http404(missing.message) from None
-    try:
-        return JsonResponse(
-            step_up_options(approval=approval, user=request.user, approved_digest=_approved_digest(request, approval))
-        )
-    except DomainError as refused:
-        return _refused(refused)
-
-
-def _approved_digest(request: HttpRequest, approval) -> str:
-    """The digest of the call the reviewer is about to approve: the editor's arguments when the page sent them
-    (checked as the decision will check them), else the proposal's."""
-    text = _json_body(request).get("arguments")
-    if not isinstance(text, str):
-        return approved_call(approval=approval, decision="approve").digest
-    return approved_call(approval=approval, decision="approve", arguments=parse_edited(text), edit=True).digest
 
 
 def account_section(request: HttpRequest) -> dict:

@@ -1,7 +1,7 @@
 """Web Push: saving the browsers reviewers subscribe, and sending one message to one of them.
 
 `push_subscription_save` / `push_subscription_delete` are called by the account page's script
-(through push.api); `push_send` by the `push` contact channel (contacts/transports/push.py),
+(through push.api); `push_send` by the `push` contact channel (push/transport.py),
 which decides what a result means for the delivery. The message is encrypted to the browser's
 keys (RFC 8291, aes128gcm) and signed with the portal's VAPID key (RFC 8292) by `pywebpush`.
 """

@@ -2,7 +2,7 @@
 
 Compiled when a rule is saved (a refusal names the position and the unknown name), compiled again
 once per frozen version as the version is first used (kept on the cached ConfigVersion, so
-approvals.engine.versions.frozen_versions stays the one cache), and evaluated at registration against
+rules.versions.frozen_versions stays the one cache), and evaluated at registration against
 the contract's variables. The library is common-expression-language (Rust, cel-interpreter): it
 compiled and evaluated a typical condition an order of magnitude faster than the pure-Python
 cel-python (docs/policy.md has the measurement).

@@ -5,11 +5,12 @@ from django.urls import reverse
 from django.utils.safestring import mark_safe
 
 from .conditions import CONDITION_MAX
-from .models import ANY, MAX_APPROVALS_REQUIRED, Config, Rule, RuleKind, RuleMode
+from .models import Config, Rule
+from .vocabulary import ANY, MAX_APPROVALS_REQUIRED, RuleKind, RuleMode
 
 # The "Which one" legend and the selector's hint per kind; htmx swaps them in as the kind changes
 # (views.which_one, rules/_which_one.html), so this table is their only copy. Each says what the match is
-# compared with, as rules.models.MATCH_FIELDS does for the portal and the clients.
+# compared with, as rules.vocabulary.MATCH_FIELDS does for the portal and the clients.
 WHICH_ONE = {
     RuleKind.DELETE: (
         "Which delete operation",

@@ -6,13 +6,13 @@ from rest_framework import serializers
 
 from common.fields import JsonInput
 from common.pagination import page_serializer
-from contacts.serializers import ContactSerializer
 
 from .conditions import CONDITION_MAX
-from .models import (
+from .models import ConfigVersion
+from .vocabulary import (
     MAX_APPROVALS_REQUIRED,
     AskIn,
-    ConfigVersion,
+    Channel,
     OnReject,
     OnUnreachable,
     PassInformationLevel,
@@ -125,7 +125,7 @@ class RuleSerializer(serializers.Serializer):
 
 
 class ServedGateSerializer(RuleSerializer):
-    """A gate of the served table: the rule, and what its `match` is compared with (rules.models.MATCH_FIELDS)."""
+    """A gate of the served table: the rule, and what its `match` is compared with (rules.vocabulary.MATCH_FIELDS)."""
 
     match_field = serializers.SerializerMethodField(
         help_text="The field of a call `match` is compared with: `operation` for a delete rule (delete_file, "
@@ -187,6 +187,23 @@ class RuleInputSerializer(JsonInput):
         if "kind" in data and "match" not in data:
             data["match"] = ""
         return data
+
+
+# A contact as a version freezes it (Contact.frozen()): the versions' and the contacts API's shape.
+def channel_field(required_message: str = "", **kwargs) -> serializers.ChoiceField:
+    values = ", ".join(Channel.values)
+    messages = {"invalid_choice": f'"{{input}}" is not one of: {values}.'}
+    if required_message:
+        messages["required"] = required_message
+    return serializers.ChoiceField(choices=Channel.choices, error_messages=messages, **kwargs)
+
+
+class ContactSerializer(serializers.Serializer):
+    id = serializers.CharField()
+    name = serializers.CharField()
+    channel = channel_field()
+    channel_ref = serializers.CharField(allow_blank=True)
+    secret_ref = serializers.CharField(allow_blank=True)  # older versions: filled in as they load
 
 
 class VersionSerializer(serializers.Serializer):

@@ -31,7 +31,8 @@ from common.exceptions import DomainError
 
 from .conditions import ConditionFailed, ConditionInvalid, condition_compile, condition_holds
 from .counts import rule_counts, since_day
-from .models import Config, RuleCount, RuleMode
+from .models import Config, RuleCount
+from .vocabulary import RuleMode
 
 DAYS_MIN, DAYS_MAX = 1, 30
 # What each variable is in the stored request (its SQL), for grouping.
@@ -94,6 +95,7 @@ def _history_sql(reads: dict[str, list[str]]) -> tuple[str, list]:
 
 def config_simulate(*, config: Config, days: int, now: datetime.datetime | None = None) -> dict:
     """What the draft's rules would have done to the last `days` days (today included, UTC)."""
+    # Long: one pass over the days' requests for every draft rule and condition, under one deadline.
     if not DAYS_MIN <= days <= DAYS_MAX:
         raise SimulationTooLarge(f"days is from {DAYS_MIN} to {DAYS_MAX}.")
     now = now or timezone.now()

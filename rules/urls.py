@@ -18,7 +18,5 @@ urlpatterns = [
     path("configs/<str:cfg>/versions/<int:number>/", views.version, name="version"),
     path("configs/<str:cfg>/condition-check/", policy_views.condition_check, name="condition_check"),
     path("configs/<str:cfg>/dry-run/", policy_views.dry_run, name="dry_run"),
-    path("configs/<str:cfg>/windows/", policy_views.window_open, name="window_open"),
-    path("configs/<str:cfg>/windows/<str:grt>/close/", policy_views.window_close, name="window_close"),
     path("configs/<str:cfg>/proposals/<str:prp>/", policy_views.proposal_decide, name="proposal_decide"),
 ]

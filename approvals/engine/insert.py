@@ -272,6 +272,7 @@ def insert_request(approval: ApprovalRequest, *, engine_key: ApiToken, deliverie
     A request a live run grant or rule window covers goes in approved, one a halt covers goes in
     rejected (the halt wins), and then tells its contacts nothing: there is nothing left to ask them.
     """
+    # Long: the one INSERT's CTEs and parameters for each case (plain, granted, halted), kept in one place.
     approval.ensure_public_id()
     values = approval.__dict__
     stale = [name for name, fresh in _FRESH.items() if values[name] != fresh]

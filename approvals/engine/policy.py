@@ -10,7 +10,8 @@ import datetime
 from approvals.models import ApprovalRequest
 from rules.conditions import ConditionFailed, condition_holds, condition_of, variables_of
 from rules.counts import rule_count_add
-from rules.models import RuleCount, RuleMode
+from rules.models import RuleCount
+from rules.vocabulary import RuleMode
 
 ALLOWED = "allowed"
 SHADOW = "shadow"

@@ -15,13 +15,14 @@ from django.utils import timezone
 from approvals.engine.digest import call_digest
 from approvals.engine.insert import insert_request
 from approvals.engine.policy import registration_policy
-from approvals.engine.versions import frozen_versions
 from approvals.exceptions import IdempotencyKeyReused
 from approvals.models import ApprovalKind, ApprovalRequest, Scope
 from approvals.questions.validate import plan_validate, questions_validate, title_validate
 from contacts.outbox import deliveries_for_registration, kick_sender, questions_rule
 from rules.exceptions import ConfigNotFound
-from rules.models import ConfigVersion, PassInformationLevel, match_field, rule_gates
+from rules.models import ConfigVersion
+from rules.versions import frozen_versions
+from rules.vocabulary import PassInformationLevel, match_field, rule_gates
 from workspaces.models import ApiToken, Workspace
 
 INERT_NOTICE = "HITL: inert (Free plan or no enabled rules) — the call may proceed"

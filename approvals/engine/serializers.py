@@ -14,8 +14,8 @@ from approvals.presenters.api import ApprovalRequestSerializer, QuestionSerializ
 from approvals.questions.validate import PLAN_MAX, TITLE_MAX
 from common.fields import FieldsBoundOnce, StrictCharField, StrictIntegerField
 from common.query import QuerySerializer
-from rules.models import PassInformationLevel
 from rules.serializers import ServedGateSerializer, TokenCapsSerializer
+from rules.vocabulary import PassInformationLevel
 
 # Token counts are stored in a bigint; beyond it the database would refuse, so we refuse first.
 MAX_TOKENS = 2**63 - 1

@@ -22,11 +22,11 @@ from django.conf import settings
 from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
-from approvals.engine.versions import frozen_versions
 from approvals.expiry.expire import approvals_end_undeliverable
 from approvals.models import ApprovalRequest, Status
 from contacts.models import Delivery, DeliveryStatus
-from rules.models import OnUnreachable
+from rules.versions import frozen_versions
+from rules.vocabulary import OnUnreachable
 
 BATCH = 500
 

@@ -19,7 +19,7 @@ from approvals.models import (
 )
 from approvals.receipts.signing import receipt_of
 from approvals.review.selectors import approving_votes
-from rules.models import PassInformationLevel, RuleKind, RulePoint
+from rules.vocabulary import PassInformationLevel, RuleKind, RulePoint
 
 
 class OptionSerializer(serializers.Serializer):

@@ -15,7 +15,6 @@ from django.urls import reverse
 from django.utils.timezone import template_localtime
 
 from approvals.edits import checks as edits
-from approvals.engine.versions import frozen_versions
 from approvals.models import ApprovalKind, ApprovalRequest
 from approvals.presenters.facts import (
     card_title,
@@ -32,6 +31,7 @@ from approvals.questions.validate import option_label
 from approvals.review.always import always_suggestion
 from approvals.review.permissions import refuses_self_approval
 from approvals.review.selectors import may_still_approve
+from rules.versions import frozen_versions
 
 GRANT_DURATIONS = [(900, "15 minutes"), (3600, "1 hour"), (7200, "2 hours"), (14400, "4 hours"), (28800, "8 hours")]
 
@@ -79,6 +79,7 @@ def card(
     approval: ApprovalRequest, *, user, reviewers: list[str], urls: CardUrls | None = None, versions: dict | None = None
 ) -> dict:
     """Everything a pending request's card shows to `user`, worked out once (templates/approvals/_card.html)."""
+    # Long: one dict per card, a key for each value templates/approvals/_card.html places.
     urls = urls or CardUrls()
     config = approval.config
     token_cap = approval.is_token_cap

@@ -8,10 +8,10 @@ from django.contrib.auth.base_user import AbstractBaseUser
 from django.core.exceptions import ValidationError
 
 from approvals.engine.policy import variables_for
-from approvals.engine.versions import frozen_versions
 from approvals.models import ApprovalRequest, Status
 from rules.models import ConditionProposal, Rule
 from rules.proposals import FIELD, proposal_check, proposal_create, suggested_condition
+from rules.versions import frozen_versions
 
 
 def _frozen_condition(approval: ApprovalRequest, versions: dict | None = None) -> str:

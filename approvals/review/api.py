@@ -21,7 +21,7 @@ from common.fields import JsonInput
 from common.pagination import PAGE_PARAMETERS, CursorPagination, cursor_refused, page_serializer
 from common.query import QuerySerializer
 from rules.conditions import CONDITION_MAX
-from rules.models import RuleKind
+from rules.vocabulary import RuleKind
 
 KIND_FILTERS = [*ApprovalKind.values, *RuleKind.values]
 

@@ -16,6 +16,7 @@ from approvals.exceptions import GrantNotAllowed, ReasonRequired, ReasonTooLong,
 from approvals.expiry.expire import approval_expire_if_overdue
 from approvals.grants.services import grant_check, grant_create
 from approvals.models import Action, ApprovalKind, ApprovalRequest, Status, Vote
+from approvals.presenters.channels import review_url
 from approvals.questions.validate import AUDIT_ACTIONS, QUESTION_DECISIONS, answers_check
 from approvals.review.links import LinkRefused, link_open
 from approvals.review.permissions import refuses_self_approval
@@ -67,6 +68,7 @@ def approval_decide(
       and checks them); the request keeps its proposal, the decision records what was approved.
     - A question or a plan is answered once by whoever answers first (`question_decide`).
     """
+    # Long: its docstring states every rule of deciding; the body checks them in that order.
     if approval.is_question:
         if grant_ttl_seconds is not None:
             raise GrantNotAllowed("A question or a plan takes no run grant: answer it, or approve the plan alone.")
@@ -89,7 +91,14 @@ def approval_decide(
         )
     now = timezone.now()
     if status == Status.APPROVED:
-        step_up_check(approval=approval, user=user, step_up=step_up, approved_digest=approved.digest, now=now)
+        step_up_check(
+            approval=approval,
+            user=user,
+            step_up=step_up,
+            approved_digest=approved.digest,
+            now=now,
+            page_url=review_url(approval),
+        )
     if status == Status.APPROVED and approval.approvals_required > 1:
         return _approval_vote(approval=approval, user=user, reason=reason, now=now)
     grant_id = new_public_id("grt") if grant_ttl_seconds is not None else None

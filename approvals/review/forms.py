@@ -10,7 +10,8 @@ from approvals.questions.validate import QUESTION_WORDS
 from approvals.review.decide import DECISIONS
 from approvals.review.selectors import HistoryFilters
 from rules.conditions import CONDITION_MAX
-from rules.models import Config, RuleKind
+from rules.models import Config
+from rules.vocabulary import RuleKind
 
 
 class DecisionForm(forms.Form):

@@ -75,6 +75,7 @@ def queue_cards(request: HttpRequest) -> HttpResponse:
 @require_POST
 @member_required
 def decide(request: HttpRequest, public_id: str) -> HttpResponse:
+    # Long: one form post, and each answer the card gives (an error, a vote, a decision; htmx or not).
     if not may_decide(request.actor):
         raise PermissionDenied(DECIDERS_ONLY)
     try:

@@ -2,7 +2,9 @@
 
 A transport takes a `Notice` — what to say, already rendered from the request — and a
 `Recipient` — the frozen contact — and either returns (sent) or raises `TransportError`. A new
-channel (Slack, issue 11) is one more module here and one line in `TRANSPORTS`.
+channel is one more module with one `TRANSPORT`, added by its app when Django starts
+(`transport_add` in its AppConfig.ready): email and webhooks here, Slack and Telegram in
+integrations/, Web Push in push/ — the apps above contacts, which contacts never import.
 """
 
 from .base import Notice, Recipient, Transport, TransportError, resolve
@@ -15,20 +17,20 @@ __all__ = [
     "address_of",
     "release",
     "resolve",
+    "transport_add",
     "transport_for",
 ]
 
+TRANSPORTS: dict[str, Transport] = {}
+
+
+def transport_add(channel: str, transport: Transport) -> None:
+    """The channel's transport, added once by the app that implements it (its AppConfig.ready)."""
+    TRANSPORTS[channel] = transport
+
 
 def transport_for(channel: str) -> Transport | None:
-    from . import email, push, slack, telegram, webhook
-
-    return {
-        "webhook": webhook.TRANSPORT,
-        "email": email.TRANSPORT,
-        "slack": slack.TRANSPORT,
-        "push": push.TRANSPORT,
-        "telegram": telegram.TRANSPORT,
-    }.get(channel)
+    return TRANSPORTS.get(channel)
 
 
 def release() -> None:

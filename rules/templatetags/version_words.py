@@ -3,8 +3,7 @@
 from django import template
 from django.db.models import TextChoices
 
-from contacts.models import Channel
-from rules.models import PassInformationLevel, RuleKind, RulePoint, TokenCapMode
+from rules.vocabulary import Channel, PassInformationLevel, RuleKind, RulePoint, TokenCapMode
 
 register = template.Library()
 

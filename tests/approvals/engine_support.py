@@ -7,7 +7,7 @@ from django.db.backends import utils as db_utils
 
 from approvals.models import ApprovalRequest
 from approvals.review.decide import approval_decide
-from rules.models import match_field
+from rules.vocabulary import match_field
 
 from ..asgi import AsgiServer
 from ..factories import make_bulk

@@ -5,7 +5,7 @@ from django.test import Client
 from django.urls import reverse
 from django.utils.html import escape
 
-from rules.models import EDIT_NEEDS_FULL, EDIT_NEEDS_ONE_APPROVAL
+from rules.vocabulary import EDIT_NEEDS_FULL, EDIT_NEEDS_ONE_APPROVAL
 
 from ..helpers import make_config, make_rule, publish
 

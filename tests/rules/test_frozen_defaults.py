@@ -6,7 +6,8 @@ from django.urls import reverse
 from django.utils import timezone
 
 from contacts.services import contact_create
-from rules.models import FROZEN_CONTACT_DEFAULTS, FROZEN_RULE_DEFAULTS, ConfigVersion
+from rules.models import ConfigVersion
+from rules.vocabulary import FROZEN_CONTACT_DEFAULTS, FROZEN_RULE_DEFAULTS
 from tests.approvals.engine_support import gate_body
 
 from ..helpers import make_config, make_rule

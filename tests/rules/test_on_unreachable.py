@@ -94,7 +94,7 @@ def test_the_rules_tab_flags_a_rule_whose_contacts_all_lack_their_variables(admi
     flagged = page.split(f'data-rule="{nobody.public_id}"')[1].split("</tr>")[0]
     fine = page.split(f'data-rule="{somebody.public_id}"')[1].split("</tr>")[0]
     assert "Nobody can be told of this rule&#x27;s requests" in flagged
-    shown = flagged.replace("<wbr>", "")  # long names may break after an underscore (rules/templatetags/reach.py)
+    shown = flagged.replace("<wbr>", "")  # long names may break after an underscore (contacts/templatetags/reach.py)
     assert "HITL_ACME_TAB_HOOK" in shown and "HITL_ACME_TAB_SECRET" in shown
     assert "Nobody can be told" not in fine
 

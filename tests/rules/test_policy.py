@@ -6,7 +6,8 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import escape
 
-from rules.models import NO_GRANT_WITH_QUORUM, ConfigVersion, Rule
+from rules.models import ConfigVersion, Rule
+from rules.vocabulary import NO_GRANT_WITH_QUORUM
 
 from ..helpers import error_of, make_config, make_rule, publish
 

@@ -5,8 +5,7 @@ module names it to the chat transport (chat.py); its failures, SlackError, carry
 Retry-After to the outbox's retry.
 """
 
+from contacts.transports.chat import ChatTransport
 from integrations.outbound import slack_deliver, slack_digest
-
-from .chat import ChatTransport
 
 TRANSPORT = ChatTransport(deliver=slack_deliver, digest=slack_digest)

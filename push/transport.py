@@ -18,10 +18,9 @@ send thread whose connection the sender hands back (contacts.sending).
 from contextlib import suppress
 
 from contacts.batch import shared
+from contacts.transports.base import Notice, Recipient, TransportError
 from push.models import PushSubscription
 from push.services import Message, PushFailed, push_send, subscriptions_for_reviewers
-
-from .base import Notice, Recipient, TransportError
 
 
 class PushTransport:

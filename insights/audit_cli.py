@@ -7,11 +7,10 @@ from typing import Any
 
 from django.core.management.base import BaseCommand
 
+from audit.chain import first_broken
+from audit.selectors import audit_head, audit_records
+from audit.services import audit_seal
 from workspaces.cli import get_workspace
-
-from .chain import first_broken
-from .selectors import audit_head, audit_records
-from .services import audit_seal
 
 ANCHOR = re.compile(r"(?P<seq>\d+):(?P<hash>[0-9a-f]{16,64})")
 

@@ -12,13 +12,12 @@ from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.views import APIView
 
+from audit.chain import canonical
+from audit.selectors import FIELDS, audit_head, audit_records
+from audit.services import audit_seal
 from common.errors import ErrorSerializer
 from common.query import QuerySerializer
 from workspaces.permissions import IsAdmin
-
-from .chain import canonical
-from .selectors import FIELDS, audit_head, audit_records
-from .services import audit_seal
 
 ANCHOR_HEADER = "Audit-Chain-Head"
 MEDIA_TYPES = {"jsonl": "application/x-ndjson", "csv": "text/csv"}
