@@ -22,7 +22,7 @@ DATABASES = {
         conn_health_checks=True,
     )
 }
-pooled_under_asgi(DATABASES["default"])  # noqa: F405
+behind_transaction_pooler(pooled_under_asgi(DATABASES["default"]))  # noqa: F405
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     # No collectstatic in a benchmark: plain static storage renders {% static %} without a manifest.

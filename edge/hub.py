@@ -118,8 +118,10 @@ CONNECT_TIMEOUT = 5
 
 def conninfo() -> str:
     """Django's default database as a libpq connection string: its OPTIONS (sslmode, options with a
-    search_path, …) included, TCP keepalives and a connect timeout added where OPTIONS set none."""
-    db = settings.DATABASES["default"]
+    search_path, …) included, TCP keepalives and a connect timeout added where OPTIONS set none.
+    HITL_LISTEN_DATABASE_URL's instead when set: DATABASE_URL may be a transaction pooler, which
+    cannot LISTEN (hitl_portal/databases.py)."""
+    db = getattr(settings, "HITL_LISTEN_DATABASE", None) or settings.DATABASES["default"]
     parts = {"dbname": db["NAME"], "user": db.get("USER"), "password": db.get("PASSWORD"), "host": db.get("HOST")}
     parts["port"] = str(db["PORT"]) if db.get("PORT") else None
     parts.update({key: value for key, value in db.get("OPTIONS", {}).items() if key not in NOT_LIBPQ})
@@ -162,6 +164,7 @@ class WaitHub:
         self.listening = asyncio.Event()
         self.connects = 0  # how many times the listener has (re)connected: the fault tests watch it
         self.token_events = 0  # NOTIFYs heard of a token, user or workspace change
+        self.draining = False  # the server is shutting down: every wait ends at once (`release_all`)
         self._to_check: set[Waiter] = set()
         self._check_wanted = asyncio.Event()
         self._checker: psycopg.AsyncConnection | None = None
@@ -189,6 +192,8 @@ class WaitHub:
         waiter.token_id, waiter.user_id = token_id, user_id
         self._add(waiter)  # by its token and user too, now that they are known
         timer = asyncio.get_running_loop().call_later(seconds, waiter.time_up)
+        if self.draining:
+            waiter.time_up()
         try:
             if waiter.heard is None or waiter.heard != self._heard():
                 self._check([waiter])
@@ -199,6 +204,13 @@ class WaitHub:
 
     def forget(self, waiter: Waiter) -> None:
         self._remove(waiter)
+
+    def release_all(self) -> None:
+        """The server is shutting down: end every wait now, and every wait to come, as if its time
+        were up — answered 200 with the request as it stands, so its engine asks again elsewhere."""
+        self.draining = True
+        for waiter in self.all_waiters():
+            waiter.time_up()
 
     def _heard(self) -> tuple[int, int] | None:
         """Changes to it mean something may have gone unheard: a reconnection, a token or user change."""
@@ -369,6 +381,12 @@ def hub() -> WaitHub:
     return _hubs[loop]
 
 
+def release_waits(loop: asyncio.AbstractEventLoop) -> None:
+    """A graceful shutdown began (edge/server.py): every wait of `loop`'s hub is answered now."""
+    if loop in _hubs:
+        _hubs[loop].release_all()
+
+
 async def close_hubs() -> None:
     """At server shutdown (ASGI lifespan): close this loop's connections."""
     hub_ = _hubs.pop(asyncio.get_running_loop(), None)
@@ -376,4 +394,4 @@ async def close_hubs() -> None:
         await hub_.close()
 
 
-__all__ = ["APPLICATION_NAME", "WaitHub", "Waiter", "close_hubs", "hub"]
+__all__ = ["APPLICATION_NAME", "WaitHub", "Waiter", "close_hubs", "hub", "release_waits"]

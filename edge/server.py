@@ -47,6 +47,16 @@ class HeaderTimeoutProtocol(HttpToolsProtocol):
             self._header_timer.cancel()
             self._header_timer = None
 
+    def shutdown(self) -> None:
+        """uvicorn's graceful shutdown (SIGTERM: a deploy) calls this on every open connection, after it
+        stopped accepting. Held long-polls are answered now with the request as it stands (200, still
+        pending: edge/hub.py), and close after their answer, so their engines ask again — through the
+        proxy, on another node — instead of being cut off with a reset or a 502 at the graceful timeout."""
+        from edge.hub import release_waits  # Django is set up by now; not when gunicorn imports the worker
+
+        release_waits(self.loop)
+        super().shutdown()
+
     def _too_slow(self) -> None:
         self._header_timer = None
         if not self.transport.is_closing():

@@ -6,11 +6,11 @@ import re
 from datetime import timedelta
 from pathlib import Path
 
-import dj_database_url
 from csp.constants import NONE, SELF
 from django.core.exceptions import ImproperlyConfigured
 
-from launch import run_env
+from hitl_portal import databases
+from hitl_portal.databases import behind_transaction_pooler, pooled_under_asgi  # noqa: F401 (bench/settings.py)
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -110,41 +110,8 @@ TEMPLATES = [
     },
 ]
 
-# PostgreSQL only (psycopg 3): one database engine, so one form of every statement. `make run` and
-# `make test` start an embedded one and set DATABASE_URL when it is not set; a command in a second
-# shell finds the one a running `make run` uses (launch/run_env.py).
-if not os.environ.get("DATABASE_URL") and not run_env.load():
-    raise ImproperlyConfigured(
-        "DATABASE_URL is not set: give it a PostgreSQL database (postgres://user@host:5432/name), or use"
-        " `make run` / `make test`, which start an embedded PostgreSQL when it is not set (while `make run`"
-        " is up, commands in another shell use its database)."
-    )
-DATABASES = {
-    # Persistent connections: a request should not pay for a new connection.
-    "default": dj_database_url.config(conn_max_age=envint("CONN_MAX_AGE", "60"), conn_health_checks=True)
-}
-if DATABASES["default"]["ENGINE"] != "django.db.backends.postgresql":
-    raise ImproperlyConfigured(f"DATABASE_URL must name a PostgreSQL database, not {DATABASES['default']['ENGINE']}.")
-
-
-def pooled_under_asgi(database: dict) -> dict:
-    """Under the ASGI server (asgi.py sets HITL_ASGI) sync code runs on threads of the moment, so a
-    persistent connection per thread would pile up: PostgreSQL connections come from psycopg's pool
-    instead, at most HITL_DB_POOL_SIZE per server process (plus the two of edge/hub.py)."""
-    if os.environ.get("HITL_ASGI") and database["ENGINE"].endswith("postgresql"):
-        database["CONN_MAX_AGE"] = 0  # Django refuses a pool beside persistent connections
-        database.setdefault("OPTIONS", {})["pool"] = {
-            "min_size": 2,
-            "max_size": envint("HITL_DB_POOL_SIZE", "4"),
-            "timeout": 20,  # a request waits this long for a free connection before it fails
-        }
-    return database
-
-
-pooled_under_asgi(DATABASES["default"])
-# psycopg prepares a statement a cursor asks it to (`prepare=True`: the registration's, approvals/engine/insert.py);
-# Django's own cursors bind client-side and never do. None (Django's default) would turn preparing off.
-DATABASES["default"].setdefault("OPTIONS", {}).setdefault("prepare_threshold", 5)
+DATABASES = databases.databases()  # hitl_portal/databases.py: DATABASE_URL, the pool, a transaction pooler
+HITL_LISTEN_DATABASE = databases.listen_database()  # edge/hub.py
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # For the admin's forms and `hitl member add --password` alike. Not UserAttributeSimilarityValidator:

@@ -47,8 +47,8 @@ def server_command(port: int, workers: int = 1) -> list[str]:
 class AsgiServer:
     """`with AsgiServer(**env) as server:` … `server.url`; stopped (its whole process group) on exit."""
 
-    def __init__(self, *, database: str | None = None, workers: int = 1, **env: str) -> None:
-        self.port, self.workers = free_port(), workers
+    def __init__(self, *, database: str | None = None, workers: int = 1, port: int | None = None, **env: str) -> None:
+        self.port, self.workers = port or free_port(), workers
         self.url = f"http://127.0.0.1:{self.port}"
         self.env = {k: v for k, v in os.environ.items() if k != "DJANGO_SETTINGS_MODULE"}
         self.env.update(
