@@ -23,7 +23,7 @@ RUN_URL = http://localhost:$(PORT)
 INSTALL = { uv=$$(command -v uv || { $(PIP) install --quiet --disable-pip-version-check uv && echo $(VENV)/bin/uv; }) \
 	&& "$$uv" pip install --quiet --compile-bytecode --python $(PY) -r $(1); } || $(PIP) install --quiet --disable-pip-version-check -r $(1)
 
-.PHONY: run serve test lint format bench faults clean
+.PHONY: run serve cluster test lint format bench faults clean
 
 # Two stamps on one virtualenv: `make run` and `make serve` need what the portal imports
 # (requirements.txt) and nothing more; `make test` adds the test toolchain on top.
@@ -48,6 +48,11 @@ run: export HITL_DEMO_REVIEWER_EMAIL ?= reviewer@acme.test
 run: export EMAIL_BACKEND ?= django.core.mail.backends.console.EmailBackend
 run: $(VENV)/.runtime
 	@$(PY) -m launch.run --url $(RUN_URL)/ --serve '$(SERVE)'
+
+## make cluster: a two-node deployment on this machine (docs/deploy.md) — nginx on PORT in front of two nodes
+## (PORT+1, PORT+2), PgBouncer (6432) in front of DATABASE_URL's PostgreSQL, the django-q2 cluster. Ctrl-C stops it all.
+cluster: $(VENV)/.runtime
+	@$(PY) -m launch.two_nodes --port $(PORT) --nodes $$(($(PORT)+1)),$$(($(PORT)+2))
 
 ## make serve: the web server alone, as deployed (HOST, PORT, WORKERS from the environment); DATABASE_URL as set.
 ## From the active virtualenv (VIRTUAL_ENV) when there is one, else from .venv.

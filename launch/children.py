@@ -13,10 +13,10 @@ ROOT = Path(__file__).resolve().parent.parent
 STOP_GRACE_SECONDS = 8
 
 
-def start(command: list[str]) -> subprocess.Popen:
+def start(command: list[str], env: dict[str, str] | None = None) -> subprocess.Popen:
     # A process group of its own: the terminal's Ctrl-C, or a SIGTERM to our group, is not sent to it,
     # only our one SIGTERM to its leader.
-    return subprocess.Popen(command, cwd=ROOT, stdin=subprocess.DEVNULL, process_group=0)
+    return subprocess.Popen(command, cwd=ROOT, stdin=subprocess.DEVNULL, process_group=0, env=env)
 
 
 def stop_all(children: list[subprocess.Popen]) -> None:
