@@ -9,6 +9,11 @@ the connection, for a client that sends nothing), else the connection is closed.
 own httptools protocol, given to uvicorn through its public `http` setting (CONFIG_KWARGS); the
 worker is otherwise uvicorn-worker's, unchanged. A proxy in front (docs/deploy.md) can bound
 both as well.
+
+The same protocol answers held waits at a graceful shutdown (its public `shutdown()`, which
+uvicorn calls on every connection once it has stopped accepting): a deploy's SIGTERM would
+otherwise hold each long-poll to its end, up to 30 s, and cut off the rest at gunicorn's
+graceful timeout.
 """
 
 import os

@@ -61,3 +61,13 @@ def test_a_truncated_listened_table_is_heard(table, channel):
             cursor.execute(f"TRUNCATE {table} CASCADE")
         heard = [(n.channel, n.payload) for n in listener.notifies(timeout=5, stop_after=1)]
     assert (channel, f"truncate:{table}") in heard
+
+
+def test_the_hub_listens_on_hitl_listen_database_url_when_database_url_is_a_pooler(db, monkeypatch):
+    """Through a transaction pooler LISTEN hears nothing: HITL_LISTEN_DATABASE_URL names the direct way."""
+    direct = {**settings.DATABASES["default"], "HOST": "db.direct.test", "PORT": 5433, "OPTIONS": {}}
+    monkeypatch.setattr(settings, "HITL_LISTEN_DATABASE", direct, raising=False)
+    info = psycopg.conninfo.conninfo_to_dict(conninfo())
+    assert (info["host"], info["port"]) == ("db.direct.test", "5433")
+    monkeypatch.setattr(settings, "HITL_LISTEN_DATABASE", None)
+    assert psycopg.conninfo.conninfo_to_dict(conninfo())["host"] == settings.DATABASES["default"]["HOST"]
