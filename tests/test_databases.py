@@ -1,35 +1,39 @@
-"""hitl_portal/databases.py: DATABASE_URL as a transaction pooler (PgBouncer) or direct."""
+"""Settings' DATABASES (hitl_portal/databases.py) with DATABASE_URL a transaction pooler (PgBouncer) or direct,
+read from the settings a fresh process loads from the environment."""
 
-import pytest
-from django.core.exceptions import ImproperlyConfigured
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
-from hitl_portal import databases
-
+ROOT = Path(__file__).resolve().parents[1]
 URL = "postgres://hitl@127.0.0.1:6432/hitl"
+READ = (
+    "import json, django; from django.conf import settings; django.setup(); d = settings.DATABASES['default'];"
+    " print(json.dumps({'prepare': d['OPTIONS'].get('prepare_threshold', 'unset'),"
+    " 'no_cursors': d.get('DISABLE_SERVER_SIDE_CURSORS', False),"
+    " 'listen': (settings.HITL_LISTEN_DATABASE or {}).get('HOST')}))"
+)
 
 
-def test_a_transaction_pooler_gets_no_prepared_statement_and_no_server_side_cursor(monkeypatch):
-    monkeypatch.setenv("DATABASE_URL", URL)
-    monkeypatch.setenv("HITL_DB_TRANSACTION_POOLER", "true")
-    default = databases.databases()["default"]
-    assert default["OPTIONS"]["prepare_threshold"] is None and default["DISABLE_SERVER_SIDE_CURSORS"] is True
+def settings_with(**env: str) -> subprocess.CompletedProcess:
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("HITL_")}
+    environ.update(DJANGO_SETTINGS_MODULE="hitl_portal.settings", DATABASE_URL=URL, **env)
+    return subprocess.run([sys.executable, "-c", READ], cwd=ROOT, env=environ, capture_output=True, text=True)
 
 
-def test_direct_the_registration_may_prepare_and_cursors_are_djangos(monkeypatch):
-    monkeypatch.setenv("DATABASE_URL", URL)
-    monkeypatch.delenv("HITL_DB_TRANSACTION_POOLER", raising=False)
-    default = databases.databases()["default"]
-    assert default["OPTIONS"]["prepare_threshold"] == 5 and not default.get("DISABLE_SERVER_SIDE_CURSORS")
+def test_a_transaction_pooler_gets_no_prepared_statement_no_server_side_cursor_and_a_direct_listen():
+    read = settings_with(HITL_DB_TRANSACTION_POOLER="true", HITL_LISTEN_DATABASE_URL="postgres://hitl@db.internal/hitl")
+    assert json.loads(read.stdout) == {"prepare": None, "no_cursors": True, "listen": "db.internal"}
 
 
-def test_the_listen_database_is_direct_when_named_and_must_be_postgresql(monkeypatch):
-    monkeypatch.delenv("HITL_LISTEN_DATABASE_URL", raising=False)
-    assert databases.listen_database() is None
-    monkeypatch.setenv("HITL_LISTEN_DATABASE_URL", "postgres://hitl@db.internal:5432/hitl")
-    assert databases.listen_database()["HOST"] == "db.internal"
-    monkeypatch.setenv("HITL_LISTEN_DATABASE_URL", "sqlite:///x.db")
-    with pytest.raises(ImproperlyConfigured, match="HITL_LISTEN_DATABASE_URL must name a PostgreSQL database"):
-        databases.listen_database()
-    monkeypatch.setenv("HITL_DB_TRANSACTION_POOLER", "sometimes")
-    with pytest.raises(ImproperlyConfigured, match="HITL_DB_TRANSACTION_POOLER must be true or false"):
-        databases.behind_transaction_pooler({})
+def test_direct_the_registration_may_prepare_and_the_hub_listens_on_database_url():
+    assert json.loads(settings_with().stdout) == {"prepare": 5, "no_cursors": False, "listen": None}
+
+
+def test_wrong_values_are_refused_by_name():
+    pooler = settings_with(HITL_DB_TRANSACTION_POOLER="sometimes")
+    assert "HITL_DB_TRANSACTION_POOLER must be true or false" in pooler.stderr
+    listen = settings_with(HITL_LISTEN_DATABASE_URL="sqlite:///x.db")
+    assert "HITL_LISTEN_DATABASE_URL must name a PostgreSQL database" in listen.stderr
