@@ -3,12 +3,15 @@ engines waiting through it on the Python asyncio client: a rolling restart (SIGT
 deploy does) and a node lost (SIGKILL) — every wait is answered once its request is decided, none errors."""
 
 import asyncio
+import json
 import logging
 import os
 import signal
+import subprocess
 import threading
 import time
 
+import pytest
 import requests
 from django.db import transaction
 from hitl_client import AsyncHitlClient
@@ -16,7 +19,7 @@ from hitl_client import AsyncHitlClient
 from approvals.models import ApprovalRequest
 from approvals.review.decide import approval_decide
 from tests.asgi import AsgiServer
-from tests.loopback import free_port
+from tests.loopback import ROOT, free_port
 from tests.proxies import Nginx
 
 from .conftest import wait_for
@@ -81,6 +84,22 @@ class Engines:
         return len(self.answers) + len(self.errors) == len(self.ids)
 
 
+TS_ENGINES = ROOT / "tests" / "faults" / "typescript_engines.mjs"
+TS_DIST = ROOT / "clients" / "typescript" / "dist" / "index.js"
+
+
+def typescript_engines(url: str, token: str, ids: list[str]) -> subprocess.Popen:
+    """The same waits through the TypeScript client, in Node (tests/faults/typescript_engines.mjs)."""
+    if not TS_DIST.exists():
+        subprocess.run(["npm", "run", "build"], cwd=TS_DIST.parents[1], check=True, capture_output=True)
+    node = subprocess.Popen(
+        ["node", str(TS_ENGINES), url, token], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    node.stdin.write("\n".join(ids) + "\n")
+    node.stdin.close()
+    return node
+
+
 def waiting(node: AsgiServer) -> int:
     """The long-polls the node (one worker) holds now, from its /metrics."""
     try:
@@ -114,13 +133,18 @@ def terminate(server: AsgiServer) -> float:
 
 
 def test_a_rolling_restart_answers_every_wait_and_surfaces_no_error(world):
-    ids = pending_requests(world, 2_000)
+    if not (ROOT / "clients" / "typescript" / "node_modules").is_dir():
+        pytest.fail("run `npm ci` in clients/typescript (make test does)")
+    ids = pending_requests(world, 2_100)
+    ids, ts_ids = ids[:2_000], ids[2_000:]  # 2,000 engines in Python (asyncio), 100 in TypeScript
     ports = [free_port(), free_port()]
     nodes = [node(ports[0]).__enter__(), node(ports[1]).__enter__()]
     try:
         with Nginx(ports) as proxy:
             engines = Engines(proxy.url, world["engine_token"], ids).start()
-            wait_for(lambda: sum(map(waiting, nodes)) == len(ids), timeout=90, what="every wait held", every=0.5)
+            ts_engines = typescript_engines(proxy.url, world["engine_token"], ts_ids)
+            everyone = len(ids) + len(ts_ids)
+            wait_for(lambda: sum(map(waiting, nodes)) == everyone, timeout=90, what="every wait held", every=0.5)
             assert min(map(waiting, nodes)) > 500  # spread over both nodes
 
             for index in range(2):
@@ -129,22 +153,26 @@ def test_a_rolling_restart_answers_every_wait_and_surfaces_no_error(world):
                 nodes[index] = node(ports[index]).__enter__()
                 # Its waits answered as they stood (still pending) and asked again, through nginx, elsewhere.
                 wait_for(
-                    lambda: sum(map(waiting, nodes)) == len(ids),
+                    lambda: sum(map(waiting, nodes)) == everyone,
                     timeout=90,
                     what=f"the {held} waits of node {index} to wait again",
                     every=0.5,
                 )
             assert not engines.answers and not engines.errors
 
-            decided = decide_all(world, ids)
+            decided = decide_all(world, ids + ts_ids)
             wait_for(engines.done, timeout=120, what=lambda: f"every answer ({len(engines.answers)})", every=0.2)
+            ts_out = ts_engines.stdout.read()  # its one line, once every wait has ended (at most 240 s)
+            ts_engines.wait(timeout=30)
     finally:
         for server in nodes:
             server.__exit__()
     assert engines.errors == {}
     assert {status for status, _ in engines.answers.values()} == {"approved"}
+    ts = json.loads(ts_out)
+    assert ts["errors"] == {} and set(ts["answers"]) == set(ts_ids) and set(ts["answers"].values()) == {"approved"}
     # Never a reset or a 502: not one wait had to reconnect.
-    assert engines.reconnects.records == []
+    assert engines.reconnects.records == [] and ts["reconnects"] == []
     delays = sorted(at - decided for _, at in engines.answers.values())
     assert delays[int(len(delays) * 0.99)] < 10
 
