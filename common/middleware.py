@@ -1,11 +1,11 @@
 import logging
 from collections.abc import Callable
 
-from asgiref.sync import iscoroutinefunction, markcoroutinefunction
+from asgiref.sync import iscoroutinefunction, markcoroutinefunction, sync_to_async
 from django.conf import settings
 from django.core.exceptions import DisallowedHost
 from django.core.handlers.asgi import ASGIRequest
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest, StreamingHttpResponse
 from django.http.multipartparser import MultiPartParserError
 
 from .errors import json_error
@@ -186,3 +186,48 @@ class NulGuardMiddleware:
 
 def _has_nul(data) -> bool:
     return any("\x00" in key or any("\x00" in value for value in values) for key, values in data.lists())
+
+
+class AsyncStreamingMiddleware:
+    """Under ASGI, a streaming answer with a sync iterator (WhiteNoise's files, the audit export) is read
+    chunk by chunk off the event loop, instead of Django reading it whole into memory with a warning.
+
+    Placed before WhiteNoise in MIDDLEWARE, so the files it answers with pass through here on their way out.
+    Django runs the chain sync when a middleware below is sync-only, even under ASGI: so the request, not
+    the chain's mode, says whether the answer will be sent by the ASGI handler. Under WSGI it is left as is.
+    """
+
+    sync_capable = True
+    async_capable = True
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+        self.async_mode = iscoroutinefunction(get_response)
+        if self.async_mode:
+            markcoroutinefunction(self)
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        if self.async_mode:
+            return self._acall(request)
+        return self._streamed(request, self.get_response(request))
+
+    async def _acall(self, request):
+        return self._streamed(request, await self.get_response(request))
+
+    @staticmethod
+    def _streamed(request: HttpRequest, response: HttpResponse) -> HttpResponse:
+        if isinstance(request, ASGIRequest) and isinstance(response, StreamingHttpResponse) and not response.is_async:
+            # The response keeps its closers (the open file), which the handler calls once it is sent.
+            response.streaming_content = _read_in_thread(response.streaming_content)
+        return response
+
+
+_DONE = object()
+
+
+async def _read_in_thread(chunks):
+    """A sync iterator's chunks, each read in the request's sync thread (where its database cursor lives)."""
+    iterator = iter(chunks)
+    read = sync_to_async(next, thread_sensitive=True)
+    while (chunk := await read(iterator, _DONE)) is not _DONE:
+        yield chunk

@@ -74,6 +74,7 @@ MIDDLEWARE = [
     "common.middleware.ApiEnvelopeMiddleware",  # first: a bad Host is refused before anyone asks for it
     "django.middleware.security.SecurityMiddleware",
     "csp.middleware.CSPMiddleware",
+    "common.middleware.AsyncStreamingMiddleware",  # before WhiteNoise: its files are streamed as ASGI wants
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "common.middleware.ApiBodyLimitMiddleware",
     "common.middleware.NulGuardMiddleware",

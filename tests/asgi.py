@@ -45,10 +45,21 @@ def server_command(port: int, workers: int = 1) -> list[str]:
 
 
 class AsgiServer:
-    """`with AsgiServer(**env) as server:` … `server.url`; stopped (its whole process group) on exit."""
+    """`with AsgiServer(**env) as server:` … `server.url`; stopped (its whole process group) on exit.
 
-    def __init__(self, *, database: str | None = None, workers: int = 1, port: int | None = None, **env: str) -> None:
-        self.port, self.workers = port or free_port(), workers
+    Its output goes to `log` when given (a test reading what the server said), else test-artifacts/.
+    """
+
+    def __init__(
+        self,
+        *,
+        database: str | None = None,
+        workers: int = 1,
+        port: int | None = None,
+        log: Path | None = None,
+        **env: str,
+    ) -> None:
+        self.port, self.workers, self.log_path = port or free_port(), workers, log
         self.url = f"http://127.0.0.1:{self.port}"
         self.env = {k: v for k, v in os.environ.items() if k != "DJANGO_SETTINGS_MODULE"}
         self.env.update(
@@ -58,7 +69,7 @@ class AsgiServer:
         self.process: subprocess.Popen | None = None
 
     def __enter__(self) -> "AsgiServer":
-        log = ROOT / "test-artifacts" / "asgi-server.log"
+        log = self.log_path or ROOT / "test-artifacts" / "asgi-server.log"
         self.log = open(log, "a") if log.parent.is_dir() else subprocess.DEVNULL
         self.process = subprocess.Popen(
             server_command(self.port, self.workers),

@@ -1,7 +1,9 @@
 """Claude's tool calls as gated calls, and the portal's verdict as Claude's permission decision.
 
-One table for every way Claude runs tools — the Claude Code hook (`hitl-hook claude-code`) and the
-Claude Agent SDK's `can_use_tool` (claude_agent_sdk.py) — so a rule means the same in both
+The table itself is data: tool_patterns.json (clients/conformance/tool_patterns.json, shipped in this package),
+read by the Claude Code hook (`hitl-hook claude-code`), the Claude Agent SDK's `can_use_tool`
+(claude_agent_sdk.py) and the TypeScript `canUseTool` adapter alike, and held to
+clients/conformance/tool_cases.json by both clients' tests — so a rule means the same everywhere
 (docs/api.md, "Coding agents"):
 
 - `mcp__<server>__<tool>` → `mcp_server`, target `mcp_<server>`, operation the tool;
@@ -15,9 +17,10 @@ Claude Agent SDK's `can_use_tool` (claude_agent_sdk.py) — so a rule means the 
 
 A map file (`--map FILE`, `ToolTable.extended`) adds tools and patterns:
 `{"tools": {"WebFetch": {"kind": "worker", "target": "web", "operation": "fetch"}},
-"patterns": [{"name": "helm uninstall", "regex": "\\\\bhelm\\\\s+uninstall\\\\s+(?P<object>\\\\S+)"}]}`
-— a pattern's regex (Python syntax) may capture the object as `object`; `tools` (default `["Bash"]`)
-says whose text it reads; `ignore_case` defaults to false.
+"patterns": [{"name": "helm uninstall", "regex": "\\\\bhelm\\\\s+uninstall\\\\s+(?<object>\\\\S+)"}]}`
+— a pattern's regex may capture the object as `object` (`(?<object>…)`, or Python's `(?P<object>…)`);
+`tools` (default `["Bash"]`) says whose text it reads; `ignore_case` defaults to false; `"replace": true`
+drops the built-in patterns. Regexes match ASCII classes (`\\w`, `\\b`), as JavaScript's do.
 
 Standard library only, and cheap to import: the hook imports it for every tool call.
 """
@@ -25,6 +28,7 @@ Standard library only, and cheap to import: the hook imports it for every tool c
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections import namedtuple
 
@@ -33,15 +37,19 @@ if TYPE_CHECKING:
     from typing import Any
 
 CALLER = "claude-code"
-TARGET_MAX = 500
 KINDS = ("delete", "mcp_server", "cell", "worker")
-# Where a shell command starts a word: not inside a name, a path or an option (`docker run --rm`).
-_WORD = r"(?<![\w./=-])"
-_END = r"(?![\w.-])"  # …and ends there (`rm`, not `rmdir`)
-# One operand: up to the next space or shell separator.
-_OPERAND = r"[^\s;&|<>]+"  # `$(…)` stays in its word: a substitution is never a plain path
-_OPERANDS = rf"(?P<object>(?:\s+{_OPERAND})*)"
-_SQL_NAME = r"(?P<object>[\w.\"`\[\]]+)"
+TABLE_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "tool_patterns.json")
+# `(?<name>` is JavaScript's (and the table's) named group; Python spells it `(?P<name>`.
+_JS_GROUP = re.compile(r"\(\?<(?=[A-Za-z_])")
+
+
+def _read_table() -> dict:
+    with open(TABLE_FILE, encoding="utf-8") as handle:
+        return json.load(handle)
+
+
+_TABLE = _read_table()
+TARGET_MAX: int = _TABLE["target_max"]
 
 
 # Named tuples, not dataclasses: `dataclasses` imports `inspect`, a good part of an ungated call's start.
@@ -55,32 +63,17 @@ class Pattern(namedtuple("Pattern", "name regex tools")):
 
     @classmethod
     def of(cls, name: str, regex: str, *, tools: tuple[str, ...] = ("Bash",), ignore_case: bool = False) -> Pattern:
-        return cls(name, re.compile(regex, re.IGNORECASE if ignore_case else 0), tuple(tools))
+        flags = re.ASCII | (re.IGNORECASE if ignore_case else 0)
+        return cls(name, re.compile(_JS_GROUP.sub("(?P<", regex), flags), tuple(tools))
 
-
-_SHELL_AND_FILES = ("Bash", "Write", "Edit", "MultiEdit")
-
-# The contract's minimum (docs/api.md, "Coding agents"); a map file adds to it.
-PATTERNS: tuple[Pattern, ...] = (
-    Pattern.of("rm", rf"{_WORD}rm{_END}(?:\s+-{{1,2}}[\w-]+)*{_OPERANDS}"),
-    Pattern.of("rmdir", rf"{_WORD}rmdir{_END}(?:\s+-{{1,2}}[\w-]+)*{_OPERANDS}"),
-    Pattern.of("git clean", r"\bgit(?:\s+-C\s+\S+)?\s+clean\b[^;&|]*"),
-    Pattern.of("git push --force", r"\bgit\s+push\b[^;&|]*?(?:\s--force(?:-with-lease)?\b|\s-f\b|\s\+\S)[^;&|]*"),
-    Pattern.of("git reset --hard", r"\bgit\s+reset\b[^;&|]*?\s--hard\b[^;&|]*"),
-    Pattern.of(
-        "DROP",
-        r"\bDROP\s+(?:TABLE|DATABASE|SCHEMA|VIEW|MATERIALIZED\s+VIEW|INDEX|SEQUENCE|FUNCTION|TYPE|ROLE|USER|"
-        rf"TRIGGER|EXTENSION|COLUMN)\s+(?:IF\s+EXISTS\s+)?{_SQL_NAME}",
-        tools=_SHELL_AND_FILES,
-        ignore_case=True,
-    ),
-    Pattern.of(
-        "TRUNCATE", rf"\bTRUNCATE\s+(?:TABLE\s+)?(?:ONLY\s+)?{_SQL_NAME}", tools=_SHELL_AND_FILES, ignore_case=True
-    ),
-    Pattern.of("DELETE FROM", rf"\bDELETE\s+FROM\s+{_SQL_NAME}", tools=_SHELL_AND_FILES, ignore_case=True),
-    Pattern.of("kubectl delete", r"\bkubectl\b[^;&|]*?\sdelete(?P<object>(?:\s+[^\s;&|]+)+)"),
-    Pattern.of("terraform destroy", r"\bterraform\b[^;&|]*?\sdestroy\b[^;&|]*"),
-)
+    @classmethod
+    def from_spec(cls, spec: dict) -> Pattern:
+        return cls.of(
+            str(spec["name"]),
+            str(spec["regex"]),
+            tools=tuple(spec.get("tools") or ("Bash",)),
+            ignore_case=bool(spec.get("ignore_case")),
+        )
 
 
 class ToolCall(namedtuple("ToolCall", "kind target operation")):
@@ -89,27 +82,33 @@ class ToolCall(namedtuple("ToolCall", "kind target operation")):
     __slots__ = ()
 
 
-class ToolTable:
-    """Claude tool name (and input) → the gated call it is, or None when nothing gates it."""
+# The table's own (docs/api.md, "Coding agents": the contract's minimum); a map file adds to it.
+PATTERNS: tuple[Pattern, ...] = tuple(Pattern.from_spec(spec) for spec in _TABLE["patterns"])
+TOOLS: dict[str, dict] = _TABLE["tools"]
+MCP: dict[str, str] = _TABLE["mcp"]
+TEXTS: dict[str, str] = _TABLE["texts"]
 
-    def __init__(self, tools: dict[str, ToolCall] | None = None, patterns: tuple[Pattern, ...] = PATTERNS):
-        self.tools = dict(tools or {})
+
+class ToolTable:
+    """Claude tool name (and input) → the gated call it is, or None when nothing gates it.
+
+    `tools`: tool name → its spec as in the table (`kind`, `target`, `operation`: a fixed string or
+    `{"input": field, "default": …}`), or a fixed ToolCall.
+    """
+
+    def __init__(self, tools: dict[str, Any] | None = None, patterns: tuple[Pattern, ...] = PATTERNS):
+        self.tools = {**TOOLS, **(tools or {})}
         self.patterns = patterns
 
     def call_of(self, tool_name: str, tool_input: Any) -> ToolCall | None:
         tool_input = tool_input if isinstance(tool_input, dict) else {}
         if tool_name in self.tools:
-            return self.tools[tool_name]
-        if tool_name.startswith("mcp__"):
-            parts = tool_name.split("__", 2)
-            if len(parts) == 3 and parts[1] and parts[2]:
-                return ToolCall("mcp_server", _clip(f"mcp_{parts[1]}"), _clip(parts[2]))
+            return _fixed_call(self.tools[tool_name], tool_name, tool_input)
+        if tool_name.startswith(MCP["prefix"]):
+            parts = tool_name[len(MCP["prefix"]) :].split(MCP["separator"], 1)
+            if len(parts) == 2 and parts[0] and parts[1]:
+                return ToolCall(MCP["kind"], _clip(MCP["target_prefix"] + parts[0]), _clip(parts[1]))
             return None
-        if tool_name in ("Task", "Agent"):
-            return ToolCall("worker", _clip(_text(tool_input.get("subagent_type")) or "general-purpose"), tool_name)
-        if tool_name == "NotebookEdit":
-            notebook = _text(tool_input.get("notebook_path")) or "notebook"
-            return ToolCall("cell", _clip(notebook), _clip(_text(tool_input.get("edit_mode")) or "replace"))
         return self.destructive(tool_name, tool_input)
 
     def destructive(self, tool_name: str, tool_input: dict) -> ToolCall | None:
@@ -135,32 +134,27 @@ class ToolTable:
         """This table with a map file's tools and patterns added; ValueError says what is wrong in it."""
         if not isinstance(document, dict):
             raise ValueError("the map file must hold a JSON object with `tools` and/or `patterns`")
-        unknown = set(document) - {"tools", "patterns"}
+        unknown = set(document) - {"tools", "patterns", "replace"}
         if unknown:
-            raise ValueError(f"the map file has unknown keys: {', '.join(sorted(unknown))} (expected tools, patterns)")
+            raise ValueError(
+                f"the map file has unknown keys: {', '.join(sorted(unknown))} (expected tools, patterns, replace)"
+            )
         tools = dict(self.tools)
         for name, spec in (document.get("tools") or {}).items():
             if not isinstance(spec, dict) or spec.get("kind") not in KINDS:
                 raise ValueError(f"tools.{name}: needs `kind`, one of {', '.join(KINDS)}")
-            tools[name] = ToolCall(
-                spec["kind"], _clip(str(spec.get("target") or name)), str(spec.get("operation") or name)
-            )
-        patterns = list(self.patterns)
+            tools[name] = spec
+        patterns = [] if document.get("replace") is True else list(self.patterns)
         for index, spec in enumerate(document.get("patterns") or []):
             if not isinstance(spec, dict) or not spec.get("name") or not spec.get("regex"):
                 raise ValueError(f"patterns[{index}]: needs `name` and `regex`")
             try:
-                patterns.append(
-                    Pattern.of(
-                        str(spec["name"]),
-                        str(spec["regex"]),
-                        tools=tuple(spec.get("tools") or ("Bash",)),
-                        ignore_case=bool(spec.get("ignore_case")),
-                    )
-                )
+                patterns.append(Pattern.from_spec(spec))
             except re.error as error:
                 raise ValueError(f"patterns[{index}].regex: {error}") from None
-        return ToolTable(tools, tuple(patterns))
+        table = ToolTable(patterns=tuple(patterns))
+        table.tools = tools
+        return table
 
 
 def load_table(path: str | None) -> ToolTable:
@@ -173,6 +167,23 @@ def load_table(path: str | None) -> ToolTable:
     except (OSError, ValueError) as error:
         raise ValueError(f"the map file {path} could not be read: {error}") from None
     return ToolTable().extended(document)
+
+
+def _fixed_call(spec: Any, tool_name: str, tool_input: dict) -> ToolCall:
+    """A tool the table names: its kind, and its target and operation, fixed or read from the input."""
+    if isinstance(spec, ToolCall):
+        return spec
+    return ToolCall(
+        spec["kind"],
+        _clip(_value(spec.get("target"), tool_name, tool_input)),
+        _clip(_value(spec.get("operation"), tool_name, tool_input)),
+    )
+
+
+def _value(spec: Any, tool_name: str, tool_input: dict) -> str:
+    if isinstance(spec, dict):
+        return _text(tool_input.get(spec.get("input"))) or str(spec.get("default") or tool_name)
+    return str(spec or tool_name)
 
 
 def call_id_of(tool_name: str, tool_input: Any, tool_use_id: Any) -> str:
@@ -230,18 +241,17 @@ def permission_of(verdict: Any, *, waited: float | None = None) -> Permission:
 
 
 def _text_of(tool_name: str, tool_input: dict) -> str:
-    """The text a destructive pattern is looked for in: the command, or what is written into a file."""
-    if tool_name == "Bash":
-        return _text(tool_input.get("command"))
-    if tool_name == "Write":
-        return _text(tool_input.get("content"))
-    if tool_name == "Edit":
-        return _text(tool_input.get("new_string"))
-    if tool_name == "MultiEdit":
-        edits = tool_input.get("edits")
-        if isinstance(edits, list):
-            return "\n".join(_text(edit.get("new_string")) for edit in edits if isinstance(edit, dict))
-    return ""
+    """The text a destructive pattern is looked for in (the table's `texts`): the command, or what is written."""
+    where = TEXTS.get(tool_name)
+    if not where:
+        return ""
+    if "[]." in where:  # a list of items, each with the field: their texts, a line each
+        items, field = where.split("[].", 1)
+        listed = tool_input.get(items)
+        if not isinstance(listed, list):
+            return ""
+        return "\n".join(_text(item.get(field)) for item in listed if isinstance(item, dict))
+    return _text(tool_input.get(where))
 
 
 def _objects(match: re.Match[str]) -> list[str]:

@@ -3,10 +3,10 @@
 //   const gates = new HitlClaude(client, served, { runId: sessionId });
 //   for await (const message of query({ prompt, options: { canUseTool: gates.canUseTool, hooks: gates.hooks } })) …
 //
-// A tool call maps to a gated call as `hitl-hook` maps Claude Code's (docs/api.md, "Coding agents"): MCP tools
-// (`mcp__<server>__<tool>`) to `mcp_server` with target `mcp_<server>`, `Task`/`Agent` to `worker`,
-// `NotebookEdit` to `cell`, a destructive shell command to `delete` (`patterns` extends the table), and
-// `kinds` names any other tool's kind; a call no served rule gates is allowed at once. A gated call waits
+// A tool call maps to a gated call by the table `hitl-hook` reads too (claude-tools.ts, docs/api.md "Coding
+// agents"): MCP tools (`mcp__<server>__<tool>`) to `mcp_server` with target `mcp_<server>`, `Task`/`Agent` to
+// `worker`, `NotebookEdit` to `cell`, a destructive shell command or SQL written to a file to `delete` (`map`
+// extends the table), and `kinds` names any other tool's kind; a call no served rule gates is allowed at once. A gated call waits
 // for a person: allowed (with `updatedInput` when they edited it) or denied with their words. The SDK's own
 // question tool (`AskUserQuestion`) goes to the portal as questions, and the answers come back as the
 // tool's `answers`. `hooks` (PostToolUse, PostToolUseFailure) report what an approved call did.
@@ -15,72 +15,37 @@ import type { CanUseTool, HookCallbackMatcher, HookEvent, PermissionResult } fro
 import type { HitlClient } from "../client.js";
 import { findGate, wouldGate } from "../core.js";
 import type { Question, Served } from "../types.js";
+import { ClaudeToolTable, type ToolCall, type ToolMap } from "./claude-tools.js";
 import { ToolGates, type Kind } from "./tools.js";
-
-/** A destructive shell command: its operation name, and the pattern that finds it (the object, if any, in group 1). */
-export interface DestructivePattern {
-  operation: string;
-  pattern: RegExp;
-}
-
-export const DESTRUCTIVE: DestructivePattern[] = [
-  { operation: "rm", pattern: /(?:^|[;&|]\s*|\s)(?:sudo\s+)?rm\s+(?:-\S+\s+)*(\S+)/ },
-  { operation: "rmdir", pattern: /(?:^|[;&|]\s*|\s)rmdir\s+(?:-\S+\s+)*(\S+)/ },
-  { operation: "git_clean", pattern: /\bgit\s+clean\b/ },
-  { operation: "git_push_force", pattern: /\bgit\s+push\b.*\s(?:--force\b|--force-with-lease\b|-f\b)/ },
-  { operation: "git_reset_hard", pattern: /\bgit\s+reset\s+--hard\b/ },
-  { operation: "drop", pattern: /\bDROP\s+(?:TABLE|DATABASE|SCHEMA|INDEX|VIEW)\s+(?:IF\s+EXISTS\s+)?([\w."]+)/i },
-  { operation: "truncate", pattern: /\bTRUNCATE\s+(?:TABLE\s+)?([\w."]+)/i },
-  { operation: "delete_from", pattern: /\bDELETE\s+FROM\s+([\w."]+)/i },
-  { operation: "kubectl_delete", pattern: /\bkubectl\s+delete\s+(\S+(?:\s+[^-\s]\S*)?)/ },
-  { operation: "terraform_destroy", pattern: /\bterraform\s+destroy\b/ },
-];
 
 export interface ClaudeGateOptions {
   /** The run these calls belong to: the session id, or your own run id. */
   runId: string;
   caller?: string; // default "claude-agent-sdk"
-  /** Tool name → rule kind for tools the table does not map (your own SDK MCP tools map as MCP tools). */
+  /** Tool name → rule kind for tools the table does not map (target and operation: the tool's name). */
   kinds?: Record<string, Kind>;
-  /** More destructive shell commands, tried before the built-in ones. */
-  patterns?: DestructivePattern[];
+  /** Extends the tool table as `hitl-hook --map FILE` does: more tools, more patterns, or `replace: true`. */
+  map?: ToolMap;
   waitTimeout?: number;
-}
-
-interface Mapped {
-  kind: Kind;
-  target: string;
-  operation: string;
 }
 
 export class HitlClaude {
   readonly gates: ToolGates;
-  private readonly patterns: DestructivePattern[];
+  readonly table: ClaudeToolTable;
 
   constructor(
     readonly client: HitlClient,
     readonly served: Served,
     readonly options: ClaudeGateOptions,
   ) {
-    this.patterns = [...(options.patterns ?? []), ...DESTRUCTIVE];
+    const kinds = Object.fromEntries(Object.entries(options.kinds ?? {}).map(([tool, kind]) => [tool, { kind }]));
+    this.table = new ClaudeToolTable({ ...options.map, tools: { ...kinds, ...options.map?.tools } });
     this.gates = new ToolGates(client, served, { caller: options.caller ?? "claude-agent-sdk", waitTimeout: options.waitTimeout });
   }
 
-  /** The gated call a tool call is, or null for one the table does not gate by its kind. */
-  map(toolName: string, input: Record<string, unknown>): Mapped | null {
-    const mcp = /^mcp__(.+?)__(.+)$/.exec(toolName);
-    if (mcp) return { kind: "mcp_server", target: `mcp_${mcp[1]}`, operation: mcp[2] };
-    if (toolName === "Task" || toolName === "Agent") return { kind: "worker", target: String(input.subagent_type ?? toolName), operation: toolName };
-    if (toolName === "NotebookEdit") return { kind: "cell", target: String(input.notebook_path ?? toolName), operation: toolName };
-    if (toolName === "Bash" && typeof input.command === "string") {
-      for (const { operation, pattern } of this.patterns) {
-        const found = pattern.exec(input.command);
-        if (found) return { kind: "delete", target: found[1] ?? input.command, operation };
-      }
-      return null;
-    }
-    const kind = this.options.kinds?.[toolName];
-    return kind ? { kind, target: toolName, operation: toolName } : null;
+  /** The gated call a tool call is (clients/conformance/tool_patterns.json), or null when nothing gates it. */
+  map(toolName: string, input: Record<string, unknown>): ToolCall | null {
+    return this.table.callOf(toolName, input);
   }
 
   /** `canUseTool` for `query()`: allow, allow with the reviewer's edit, or deny with what the person said. */
