@@ -109,3 +109,12 @@ class EditedArgumentsInvalid(WrongDecision):
         self.fields = dict(fields)
         self.field, message = next(iter(self.fields.items()))
         super().__init__(message)
+
+
+class RequestHalted(DomainError):
+    """Approving (or answering) a request a halt or a freeze covers: it is the halt's to reject, nobody's to approve."""
+
+    status = 409
+    code = "conflict"
+
+    default_message = "This request's run is halted, or its workspace frozen: no approval until it is lifted."

@@ -144,6 +144,8 @@ class DeliveryStatus(models.TextChoices):
     PENDING = "pending", "Pending"
     SENT = "sent", "Sent"
     FAILED = "failed", "Failed"
+    # Not sent, and never will be: its request was decided (or expired) before its turn came.
+    SKIPPED = "skipped", "Skipped"
 
 
 # Sent only while the request still waits: a request decided meanwhile sends neither.
@@ -199,6 +201,11 @@ class Delivery(PublicIdMixin, models.Model):
         ]
         indexes = [
             models.Index(fields=["next_attempt_at"], condition=Q(status="pending"), name="dlv_due"),
+            # Fair claiming (contacts/claiming.py): the (workspace, channel) groups with pending rows by a
+            # skip scan, then each group's due rows in order.
+            models.Index(
+                fields=["workspace", "channel", "next_attempt_at"], condition=Q(status="pending"), name="dlv_due_fair"
+            ),
             models.Index(fields=["workspace", "-created_at", "-id"], name="dlv_log"),
             models.Index(fields=["contact_public_id", "-created_at"], name="dlv_contact"),
         ]

@@ -132,8 +132,8 @@ def questions_rule(version: ConfigVersion) -> dict:
 
 def deliveries_for_resolution(*, approvals: list[ApprovalRequest | Resolved], event: str) -> int:
     """`decided` or `expired` to each notified contact (and to escalation contacts already told),
-    and the pending reminders and escalations of those requests dropped: a request decided
-    meanwhile sends neither. Call inside the resolving transaction.
+    the pending reminders and escalations of those requests dropped and their unsent `requested`
+    rows `skipped`: a request decided meanwhile sends none of them. Call inside the resolving transaction.
 
     A request whose rule tells nobody costs no query here (its frozen version is cached).
     """
@@ -143,6 +143,10 @@ def deliveries_for_resolution(*, approvals: list[ApprovalRequest | Resolved], ev
     now = timezone.now()
     ids = list(rules)
     Delivery.objects.filter(approval_id__in=ids, event__in=WHILE_PENDING, status=DeliveryStatus.PENDING).delete()
+    # A `requested` message not sent yet would only arrive late now (a burst, a halt of thousands).
+    Delivery.objects.filter(approval_id__in=ids, event=DeliveryEvent.REQUESTED, status=DeliveryStatus.PENDING).update(
+        status=DeliveryStatus.SKIPPED
+    )
     told = set()
     if any(rule["escalate_to"] for rule in rules.values()):
         told = set(

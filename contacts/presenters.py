@@ -4,7 +4,12 @@ from collections.abc import Iterable
 
 from .models import Delivery, DeliveryStatus
 
-STATUS_BADGE = {DeliveryStatus.SENT: "ok", DeliveryStatus.FAILED: "danger", DeliveryStatus.PENDING: ""}
+STATUS_BADGE = {
+    DeliveryStatus.SENT: "ok",
+    DeliveryStatus.FAILED: "danger",
+    DeliveryStatus.PENDING: "",
+    DeliveryStatus.SKIPPED: "",
+}
 
 
 def delivery_rows(deliveries: Iterable[Delivery]) -> list[dict]:

@@ -1,11 +1,14 @@
 """The notification outbox, sending: claim due rows, send them, record what happened, retry.
 
-Called by contacts.tasks in the django-q2 cluster. `deliveries_send_due` claims due rows with
-FOR UPDATE SKIP LOCKED, moving each a lease ahead, so a worker killed mid-send leaves rows that
-come due again by themselves: a send may repeat (with the same delivery id, for receivers to
-deduplicate), never be lost. Claiming a request's first `requested` row also writes its
-follow-ups (reminders, escalations), in the claim's transaction. What a message says is
-contacts.messages'; the rows are written by contacts.outbox.
+Called by contacts.tasks in the django-q2 cluster. `deliveries_send_due` claims due rows fairly
+(contacts.claiming: SKIP LOCKED, a lease, per workspace and channel), sorts them by the fatigue rule
+(contacts.fatigue) and sends them on a fixed pool of threads: at most MAX_IN_FLIGHT sends at once,
+PER_CONTACT_IN_FLIGHT to one contact and PER_CHANNEL_IN_FLIGHT on one channel, and a contact or channel
+that has its share is left out of the next claim — so an endpoint that never answers holds only its
+own rows, never a batch. A run claims for RUN_SECONDS at most, so the task ends well within
+django-q2's timeout; what is left is the next run's. A row whose request was decided before its turn
+is `skipped`, never sent late. A send may repeat (same delivery id, for receivers to deduplicate),
+never be lost. What a message says is contacts.messages'; the rows are written by contacts.outbox.
 """
 
 from __future__ import annotations
@@ -13,78 +16,71 @@ from __future__ import annotations
 import contextvars
 import logging
 import os
+import queue
 import random
 import threading
+import time
+from collections import Counter
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db import connections, transaction
-from django.db.models import Count, F, OuterRef, Q, Subquery
-from django.db.models.functions import Coalesce, TruncMinute
+from django.db import connections
+from django.db.models import F
 from django.utils import timezone
 
 from common.warm import warm_urls
 
 from .batch import batch_scope
+from .claiming import CLAIM_BATCH, deliveries_claim
+from .fatigue import fatigue_sort
 from .messages import notice_for
-from .models import WHILE_PENDING, Channel, Delivery, DeliveryEvent, DeliveryStatus
-from .outbox import followups_write
+from .models import Channel, Delivery, DeliveryEvent, DeliveryStatus
 from .refs import send_refusal
 from .transports import Notice, Recipient, TransportError, release, transport_for
 
 logger = logging.getLogger(__name__)
 
-# Channels that reach people: the fatigue rule (digest) applies to them; machines get every event.
-PEOPLE_CHANNELS = (Channel.EMAIL, Channel.SLACK, Channel.PUSH, Channel.TELEGRAM)
-FATIGUE_LIMIT = 5  # more requests than this for one contact within a minute → the rest as one digest
-CLAIM_BATCH = 50
 # Sends in flight at once per worker: endpoints are slow far more often than we are.
 SEND_THREADS = 8
+MAX_IN_FLIGHT = 12  # claimed and not yet recorded: SEND_THREADS sending, the rest next in line
+PER_CONTACT_IN_FLIGHT = 3
+PER_CHANNEL_IN_FLIGHT = 5
+# A run stops claiming after this long (its sends then finish, each bounded by its transport's
+# timeout), so the task ends within django-q2's timeout however large the backlog.
+RUN_SECONDS = 30
+# Events that are only worth sending while their request waits for a person.
+WHILE_UNDECIDED = (DeliveryEvent.REQUESTED, DeliveryEvent.REMINDER, DeliveryEvent.ESCALATED)
 
 
-def deliveries_claim(*, limit: int = CLAIM_BATCH, now: datetime | None = None) -> list[Delivery]:
-    """Take up to `limit` due rows for this worker: each moves a lease ahead and counts an attempt.
-
-    SKIP LOCKED lets several workers split the rows instead of queueing on each other; the lease
-    makes a row whose worker died come due again without anyone noticing the death. A `requested`
-    row claimed for the first time schedules its request's follow-ups in the same transaction, so
-    a claim that commits has written them and one that does not will be made again.
-    """
-    now = now or timezone.now()
-    lease = now + timedelta(seconds=settings.HITL_DELIVERY_LEASE_SECONDS)
-    with transaction.atomic():
-        due = Delivery.objects.filter(status=DeliveryStatus.PENDING, next_attempt_at__lte=now).order_by(
-            "next_attempt_at"
-        )
-        due = due.select_for_update(skip_locked=True)
-        ids = list(due.values_list("pk", flat=True)[:limit])
-        if not ids:
-            return []
-        Delivery.objects.filter(pk__in=ids, status=DeliveryStatus.PENDING).update(
-            next_attempt_at=lease, attempts=F("attempts") + 1
-        )
-        claimed = list(Delivery.objects.filter(pk__in=ids).select_related("approval__config", "workspace"))
-        followups_write(
-            [d.approval for d in claimed if d.event == DeliveryEvent.REQUESTED and d.attempts == 1], now=now
-        )
-    return claimed
-
-
-def deliveries_send_due(*, max_batches: int = 1000) -> int:
-    """Claim and send due rows until none is left; returns how many were sent or failed for good."""
-    done = 0
+def deliveries_send_due(*, seconds: float = RUN_SECONDS) -> int:
+    """Claim and send due rows until none is left (or `seconds` have passed); returns how many were
+    sent or failed for good."""
+    run = _Run()
+    deadline = time.monotonic() + seconds
     try:
-        for _ in range(max_batches):
-            claimed = deliveries_claim()
-            if not claimed:
+        while True:
+            run.settle()
+            if run.in_flight >= MAX_IN_FLIGHT:
+                run.wait()
+                continue
+            claimed = []
+            if time.monotonic() < deadline:
+                claimed = deliveries_claim(
+                    limit=CLAIM_BATCH, busy_contacts=run.busy_contacts(), busy_channels=run.busy_channels()
+                )
+            if claimed:
+                run.start(claimed)
+            elif run.in_flight:
+                run.wait()
+            else:
                 break
-            done += _send_batch(claimed)
     finally:
+        run.drain()
         _release_senders()
-    return done
+    return run.done
 
 
 @dataclass
@@ -96,32 +92,106 @@ class _Send:
     error: TransportError | None = None
 
 
-def _send_batch(claimed: list[Delivery]) -> int:
-    """Prepare and send each message on a few threads (a message's reads overlap another's send),
-    then record the whole batch: one UPDATE for the sent, one per failure."""
-    now = timezone.now()
-    earlier = _earlier_in_minute(claimed)
+class _Run:
+    """One run's sends in flight, and their results as they finish (recorded by the run's own thread)."""
 
-    def prepare_and_send(delivery: Delivery) -> _Send | None:
-        send = _prepare(
-            delivery=delivery, now=now, earlier=earlier.get(delivery.pk, 0), refused=refused.get(delivery.pk)
+    def __init__(self) -> None:
+        self.done = 0
+        self.in_flight = 0
+        self.contacts: Counter[str] = Counter()
+        self.channels: Counter[str] = Counter()
+        self.finished: queue.Queue[tuple[Delivery, _Send | None]] = queue.Queue()
+
+    def busy_contacts(self) -> list[str]:
+        return [contact for contact, n in self.contacts.items() if n >= PER_CONTACT_IN_FLIGHT]
+
+    def busy_channels(self) -> list[str]:
+        return [channel for channel, n in self.channels.items() if n >= PER_CHANNEL_IN_FLIGHT]
+
+    def start(self, claimed: list[Delivery]) -> None:
+        """Sort the claimed rows (decided → skipped, the fatigue rule) and hand the rest to the send threads."""
+        now = timezone.now()
+        undecided = _skip_decided(claimed, now=now)
+        sends = fatigue_sort(undecided, now=now)
+        rows = [d for d in undecided if d.pk in sends]
+        # The claim's sends share their alike reads (contacts.batch), each on its thread.
+        with batch_scope(requests={d.approval_id for d in rows if d.approval_id is not None}):
+            refused = _refusals(rows)
+            pool = _senders()
+            for delivery in rows:
+                self.in_flight += 1
+                self.contacts[delivery.contact_public_id] += 1
+                self.channels[delivery.channel] += 1
+                job = (delivery, sends[delivery.pk], refused.get(delivery.pk), now)
+                future = pool.submit(contextvars.copy_context().run, _prepare_and_send, *job)
+                future.add_done_callback(lambda f, d=delivery: self.finished.put((d, _result(f))))
+
+    def wait(self) -> None:
+        """Until one send finishes (or a moment has passed: new rows may have come due)."""
+        try:
+            self.finished.put(self.finished.get(timeout=0.2))
+        except queue.Empty:
+            pass
+
+    def settle(self) -> None:
+        """Record every finished send: one UPDATE for those sent, one per failure."""
+        sends = []
+        while True:
+            try:
+                delivery, send = self.finished.get_nowait()
+            except queue.Empty:
+                break
+            self.in_flight -= 1
+            self.contacts[delivery.contact_public_id] -= 1
+            self.channels[delivery.channel] -= 1
+            if send is not None:
+                sends.append(send)
+        if sends:
+            self.done += _record(sends)
+
+    def drain(self) -> None:
+        while self.in_flight:
+            self.wait()
+            self.settle()
+
+
+def _result(future: Future) -> _Send | None:
+    try:
+        return future.result()
+    except Exception:  # a bug preparing a message must not stop the run; the row comes due again
+        logger.exception("Preparing a delivery failed")
+        return None
+
+
+def _prepare_and_send(delivery: Delivery, digest: list[Delivery], refused: str | None, now: datetime) -> _Send:
+    send = _prepare(delivery=delivery, digest=digest, refused=refused)
+    _attempt(send)
+    return send
+
+
+def _skip_decided(claimed: list[Delivery], *, now: datetime) -> list[Delivery]:
+    """Mark `skipped` the rows whose request no longer waits (decided, expired): sent now they would
+    only be late. Returns the rest."""
+    late = [
+        d.pk
+        for d in claimed
+        if d.approval is not None and d.event in WHILE_UNDECIDED and not d.approval.is_pending(now)
+    ]
+    if late:
+        Delivery.objects.filter(pk__in=late, status=DeliveryStatus.PENDING).update(
+            status=DeliveryStatus.SKIPPED, attempts=F("attempts") - 1
         )
-        if send is not None:
-            _attempt(send)
-        return send
+    return [d for d in claimed if d.pk not in late]
 
-    # The batch's sends share their alike reads (contacts.batch), each on its thread.
-    with batch_scope(requests={d.approval_id for d in claimed if d.approval_id is not None}):
-        refused = _refusals(claimed)
-        pool = _senders()
-        futures = [pool.submit(contextvars.copy_context().run, prepare_and_send, d) for d in claimed]
-        sends = [send for send in (f.result() for f in futures) if send is not None]
+
+def _record(sends: list[_Send]) -> int:
     sent = [d.pk for s in sends if s.error is None for d in (s.digest or [s.delivery])]
     if sent:
         Delivery.objects.filter(pk__in=sent, status=DeliveryStatus.PENDING).update(
             status=DeliveryStatus.SENT, sent_at=timezone.now(), last_error=""
         )
     settled = len(sent)
+    now = timezone.now()
     for send in sends:
         if send.error is not None:
             settled += _record_failure(delivery=send.delivery, error=send.error, now=now, also=send.digest)
@@ -201,22 +271,14 @@ def _on_every_sender(job: Callable[[], object], *, pool: ThreadPoolExecutor) -> 
         future.result()
 
 
-def _prepare(*, delivery: Delivery, now: datetime, earlier: int, refused: str | None = None) -> _Send | None:
-    """What to send for one claimed row, or None when nothing is to be sent now. `earlier`: for a first
-    `requested` row to a person, how many came before it for its contact in its minute; `refused`: why
-    the contact may not use a variable it names (contacts.refs), failing it for good."""
-    approval = delivery.approval
-    if approval is not None and delivery.event in WHILE_PENDING and not approval.is_pending(now):
-        Delivery.objects.filter(pk=delivery.pk, status=DeliveryStatus.PENDING).delete()
-        return None
+def _prepare(*, delivery: Delivery, digest: list[Delivery], refused: str | None = None) -> _Send:
+    """What to send for one claimed row: its notice (alone, or `digest`'s), or why it cannot be sent.
+    `refused`: why the contact may not use a variable it names (contacts.refs), failing it for good."""
     send = _Send(
-        delivery=delivery, recipient=Recipient.from_frozen({**delivery.recipient, "id": delivery.contact_public_id})
+        delivery=delivery,
+        recipient=Recipient.from_frozen({**delivery.recipient, "id": delivery.contact_public_id}),
+        digest=digest,
     )
-    if delivery.event == DeliveryEvent.REQUESTED and delivery.channel in PEOPLE_CHANNELS:
-        held = _fatigue(delivery=delivery, now=now, earlier=earlier)
-        if held is None:
-            return None  # held back for the digest at the end of its minute
-        send.digest = held
     if transport_for(delivery.channel) is None:
         send.error = TransportError(f"the {delivery.channel} channel cannot send yet", permanent=True)
         return send
@@ -260,60 +322,3 @@ def retry_delay(attempts: int) -> timedelta:
     """Exponential backoff with ±20% jitter: 1, 2, 4, 8, 16 min… (five attempts span at least 12 min)."""
     base = settings.HITL_DELIVERY_RETRY_BASE_SECONDS * 2 ** max(0, attempts - 1)
     return timedelta(seconds=min(base, 6 * 3600) * random.uniform(0.8, 1.2))
-
-
-def _minute_of(moment: datetime) -> tuple[datetime, datetime]:
-    start = moment.replace(second=0, microsecond=0)
-    return start, start + timedelta(minutes=1)
-
-
-def _earlier_in_minute(claimed: list[Delivery]) -> dict[int, int]:
-    """For each first `requested` row to a person among `claimed`, how many `requested` rows to its
-    contact came before it in its minute (by time, then id): the fatigue rule's count, one query a batch."""
-    first = [
-        d.pk for d in claimed if d.event == DeliveryEvent.REQUESTED and d.channel in PEOPLE_CHANNELS and not d.digest
-    ]
-    if not first:
-        return {}
-    before = Delivery.objects.filter(
-        contact_public_id=OuterRef("contact_public_id"),
-        event=DeliveryEvent.REQUESTED,
-        created_at__gte=OuterRef("minute"),
-    ).filter(Q(created_at__lt=OuterRef("created_at")) | Q(created_at=OuterRef("created_at"), pk__lt=OuterRef("pk")))
-    count = before.order_by().values("contact_public_id").annotate(n=Count("pk")).values("n")
-    rows = Delivery.objects.filter(pk__in=first).annotate(minute=TruncMinute("created_at", tzinfo=UTC))
-    return dict(rows.annotate(n=Coalesce(Subquery(count), 0)).values_list("pk", "n"))
-
-
-def _fatigue(*, delivery: Delivery, now: datetime, earlier: int) -> list[Delivery] | None:
-    """[] to send this request on its own; None to hold it for the digest; else the digest's rows.
-
-    The first FATIGUE_LIMIT requests of a minute for one contact go out one by one (`earlier`:
-    _earlier_in_minute's count); the rest of that minute wait for its end and go out as one digest,
-    sent by the digest's oldest row.
-    """
-    start, end = _minute_of(delivery.created_at)
-    same_minute = Delivery.objects.filter(
-        contact_public_id=delivery.contact_public_id,
-        event=DeliveryEvent.REQUESTED,
-        created_at__gte=start,
-        created_at__lt=end,
-    )
-    if not delivery.digest:
-        if earlier < FATIGUE_LIMIT:
-            return []
-        Delivery.objects.filter(pk=delivery.pk).update(digest=True, next_attempt_at=end, attempts=delivery.attempts - 1)
-        return None
-    if now < end:
-        Delivery.objects.filter(pk=delivery.pk).update(next_attempt_at=end, attempts=delivery.attempts - 1)
-        return None
-    rows = list(
-        same_minute.filter(digest=True, status=DeliveryStatus.PENDING).select_related("approval__config").order_by("pk")
-    )
-    if not rows or rows[0].pk != delivery.pk:
-        # Not the oldest: its digest is the oldest row's to send; look again shortly.
-        Delivery.objects.filter(pk=delivery.pk, status=DeliveryStatus.PENDING).update(
-            next_attempt_at=now + timedelta(seconds=5), attempts=delivery.attempts - 1
-        )
-        return None
-    return rows

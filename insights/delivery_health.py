@@ -22,6 +22,7 @@ class ChannelHealth:
     delivered: int = 0
     failed: int = 0
     pending: int = 0
+    skipped: int = 0  # not sent: the request was decided first
     attempts: list = field(default_factory=list)  # (attempts, how many finished deliveries took that many)
 
     @property
@@ -82,6 +83,9 @@ def delivery_health(*, workspace: Workspace, now: datetime | None = None) -> Del
             health.delivered += n
         elif status == DeliveryStatus.FAILED:
             health.failed += n
+        elif status == DeliveryStatus.SKIPPED:
+            health.skipped += n
+            continue  # no attempt to count
         else:
             health.pending += n
         if status != DeliveryStatus.PENDING:

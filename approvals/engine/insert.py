@@ -16,13 +16,12 @@ from django.db import connection
 from django.db.models import DateField, DateTimeField, Field
 
 from approvals.grants.services import grant_may_approve, may_have_live_grant
-from approvals.halts.services import may_be_halted
-from approvals.models import Action, ApprovalKind, ApprovalRequest, Grant, Halt, Status
+from approvals.halts.covering import COVERING_SQL
+from approvals.models import Action, ApprovalKind, ApprovalRequest, Grant, Status
 from approvals.questions.validate import ASKED_ACTIONS
 from audit.chain import canonical
 from audit.services import APPEND_CTE, AuditEntry, actor_of, append_params, record_cte
 from contacts.models import Delivery
-from rules.models import Config
 from workspaces.models import ApiToken
 
 # The INSERT the ORM would send for a new request, written once: on the registration hot path,
@@ -123,8 +122,8 @@ def _registered(approval: ApprovalRequest, *, engine_key: ApiToken) -> AuditEntr
 
 # A request that may fall under a grant inserts through this form of the same statement: a CTE reads
 # the live run grant of (config, rule, run) or rule window of (config, rule), and the row goes in
-# already approved when there is one. Still
-# one statement and one round trip, so a request no grant covers pays only an index probe (bench/policy.py).
+# already approved when there is one (and no halt covers it). Still one statement and one round trip,
+# so a request no grant covers pays only an index probe (bench/policy.py).
 # The grant's columns are scalar subqueries of `live` inside a plain VALUES row: an INSERT … SELECT
 # joined to `live` costs PostgreSQL more to plan and run (bench/policy.py).
 # The reason a grant's approval records: a rule window's own reason, or the run grant's.
@@ -133,16 +132,6 @@ _GRANT_REASON = (
     " || public_id || '): ' || reason ELSE 'Approved for the rest of this run by ' || granted_by_email || ' ('"
     " || public_id || ')' END FROM live)"
 )
-_GRANTED = {
-    "status": f"COALESCE((SELECT '{Status.APPROVED.value}'::varchar FROM live), {_literal(_FRESH['status'])})",
-    "grant_id": "(SELECT public_id FROM live)",
-    "decided_at": "(SELECT %s::timestamptz FROM live)",  # bound: now
-    "decided_by_id": "(SELECT granted_by_id FROM live)",
-    "decided_by_email": f"COALESCE((SELECT granted_by_email FROM live), {_literal(_FRESH['decided_by_email'])})",
-    "decision_action": f"COALESCE((SELECT '{Action.RESUME.value}'::varchar FROM live), "
-    f"{_literal(_FRESH['decision_action'])})",
-    "reason": f"COALESCE({_GRANT_REASON}, {_literal(_FRESH['reason'])})",
-}
 _RETURNING = "RETURNING id, status, grant_id, decided_at, decided_by_id, decided_by_email, decision_action, reason"
 _LIVE_CTE = f"""
 live AS (
@@ -153,21 +142,14 @@ live AS (
     LIMIT 1
 )"""
 
-# A workspace with a halt in force (approvals/halts/services.py) registers through this form: a CTE reads the halt
-# that covers the request — the workspace frozen, or its run halted (under any config, or its own) — and
-# the row goes in already rejected with the halt's reason and halter. A halt wins over a run grant (it
-# revoked them, but one made since must not approve a halted run). Bound: the config (its workspace is
-# read through it) and the run — two values, so the form with the grant probe stays within psycopg's
-# 50-parameter parse cache; the halt's action is a literal (one form per action), and decided_at
-# shares the one bound `now` with the grant's.
-_HALT_CTE = f"""
-halt AS (
-    SELECT h.halted_by_id, h.halted_by_email, h.reason FROM {Halt._meta.db_table} h, (SELECT %s::bigint AS id) cfg
-    WHERE h.workspace_id = (SELECT workspace_id FROM {Config._meta.db_table} WHERE id = cfg.id)
-      AND h.lifted_at IS NULL AND (h.run_id = '' OR (h.run_id = %s AND (h.config_id IS NULL OR h.config_id = cfg.id)))
-    ORDER BY h.created_at, h.id
-    LIMIT 1
-)"""
+# Every registration goes through this form: a CTE reads the halt that covers the request — the workspace
+# frozen, or its run halted (under any config, or its own) — through hitl_halt_covering, which first
+# takes the workspace's halt lock shared (approvals/halts/covering.py), so a halt committing meanwhile is
+# either seen here or sees this row. Covered, the row goes in already rejected with the halt's reason and
+# halter. A halt wins over a run grant (it revoked them, but one made since must not approve a halted
+# run). Bound: the config (its workspace is read through it) and the run; the halt's action is a literal (one form per
+# action), and decided_at shares the one bound `now` with the grant's.
+_HALT_CTE = "\nhalt AS (" + COVERING_SQL + ")"
 
 
 def _halted(action: str) -> dict[str, str]:
@@ -213,8 +195,6 @@ class _Form:
             for field in _INSERT_FIELDS
             if field.attname not in self.constant or field.column == "decided_at"
         ]
-        self.plain = "apr AS (" + self._insert({}, returning="RETURNING id") + ")"
-        self.granted = _LIVE_CTE + ", apr AS (" + self._insert(_GRANTED) + ")"
         self.halted = {a: _HALT_CTE + ", apr AS (" + self._insert(_halted(a)) + ")" for a in _HALT_ACTIONS}
         self.halted_granted = {
             a: _HALT_CTE + ", " + _LIVE_CTE + ", apr AS (" + self._insert(_halted_granted(a)) + ")"
@@ -263,7 +243,6 @@ _AUDIT_WITH_GRANT_USED_CTE = record_cte(
 # A halt in force: the grant was not used.
 _UNLESS_HALTED = " WHERE NOT EXISTS (SELECT FROM halt)"
 _AUDIT_WITH_GRANT_USED_UNLESS_HALTED_CTE = _AUDIT_WITH_GRANT_USED_CTE.replace("{halted}", _UNLESS_HALTED)
-_AUDIT_WITH_GRANT_USED_CTE = _AUDIT_WITH_GRANT_USED_CTE.replace("{halted}", "")
 
 
 def insert_request(approval: ApprovalRequest, *, engine_key: ApiToken, deliveries: list[Delivery] = (), now) -> None:
@@ -272,7 +251,6 @@ def insert_request(approval: ApprovalRequest, *, engine_key: ApiToken, deliverie
     A request a live run grant or rule window covers goes in approved, one a halt covers goes in
     rejected (the halt wins), and then tells its contacts nothing: there is nothing left to ask them.
     """
-    # Long: the one INSERT's CTEs and parameters for each case (plain, granted, halted), kept in one place.
     approval.ensure_public_id()
     values = approval.__dict__
     stale = [name for name, fresh in _FRESH.items() if values[name] != fresh]
@@ -283,27 +261,21 @@ def insert_request(approval: ApprovalRequest, *, engine_key: ApiToken, deliverie
     probe = (
         approval.kind == ApprovalKind.GATE and grant_may_approve(approval) and may_have_live_grant(approval, now=now)
     )
-    halted = may_be_halted(approval)
     # A halt stops the whole run: its questions and plans too, with the gate's action (approvals/halts/services.py).
     halt_action = Action.STOP_RUN if approval.is_token_cap else Action.HALT
+    params = [approval.config_id, approval.run_id]  # the halt's CTE, first in every form
     if probe:
         # A grant never approves for the person the run acts for when the rule wants four eyes.
         run_id = approval.run_id if approval.allow_run_grant else ""
-        lookup = [approval.config_id, approval.rule_id, run_id, now]
-        lookup += [approval.self_approval or not approval.requested_by, approval.requested_by]
-        ctes = [form.halted_granted[halt_action] if halted else form.granted]
-        params = lookup + form.params(values, now=now)
-    elif halted:
-        ctes = [form.halted[halt_action]]
-        params = form.params(values, now=now)  # now at decided_at, as in the grant's form
+        params += [approval.config_id, approval.rule_id, run_id, now]
+        params += [approval.self_approval or not approval.requested_by, approval.requested_by]
+        ctes = [form.halted_granted[halt_action]]
     else:
-        ctes = [form.plain]
-        params = form.params(values)
-    if halted:
-        params = [approval.config_id, approval.run_id] + params
+        ctes = [form.halted[halt_action]]
+    params += form.params(values, now=now)  # now at decided_at
     params += append_params(_registered(approval, engine_key=engine_key))
     if probe:
-        ctes.append(_AUDIT_WITH_GRANT_USED_UNLESS_HALTED_CTE if halted else _AUDIT_WITH_GRANT_USED_CTE)
+        ctes.append(_AUDIT_WITH_GRANT_USED_UNLESS_HALTED_CTE)
         params += [
             approval.workspace_id,
             now,
@@ -313,21 +285,20 @@ def insert_request(approval: ApprovalRequest, *, engine_key: ApiToken, deliverie
     else:
         ctes.append(APPEND_CTE)
     if deliveries:
-        ctes.append(_DELIVERIES_CTE_GRANTED if probe or halted else _DELIVERIES_CTE)
+        ctes.append(_DELIVERIES_CTE_UNDECIDED)
         params.append(_deliveries_json(deliveries))
     sql = "WITH " + ", ".join(ctes) + " SELECT * FROM apr"
     row = _execute_prepared(sql, params)
     approval.pk = row[0]
-    if probe or halted:
-        (
-            approval.status,
-            approval.grant_id,
-            approval.decided_at,
-            approval.decided_by_id,
-            approval.decided_by_email,
-            approval.decision_action,
-            approval.reason,
-        ) = row[1:]
+    (
+        approval.status,
+        approval.grant_id,
+        approval.decided_at,
+        approval.decided_by_id,
+        approval.decided_by_email,
+        approval.decision_action,
+        approval.reason,
+    ) = row[1:]
 
 
 class _PreparingCursor(psycopg.Cursor):
@@ -372,8 +343,7 @@ _DELIVERIES_CTE = (
     + ", ".join(f'"{field.column}" {field.db_type(connection)}' for field in _DELIVERY_FIELDS)
     + ") {where})"
 )
-_DELIVERIES_CTE_GRANTED = _DELIVERIES_CTE.format(where=f"WHERE apr.status = '{Status.PENDING.value}'")
-_DELIVERIES_CTE = _DELIVERIES_CTE.format(where="")
+_DELIVERIES_CTE_UNDECIDED = _DELIVERIES_CTE.format(where=f"WHERE apr.status = '{Status.PENDING.value}'")
 
 
 def _deliveries_json(deliveries: list[Delivery]) -> str:

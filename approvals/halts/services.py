@@ -1,11 +1,11 @@
 """Halting a run, freezing a workspace (docs/api.md, "Halting"; docs/halting.md): one service for the
 API, the CLI and the pages.
 
-A halt rejects every pending request it covers in one statement — the UPDATE, each request's
-`approval.decided` record and the NOTIFY that wakes its waiting engines, as a decision does
-(approvals/review/decide.py) — revokes the run grants it covers, and stays in force: the registration
-statement (approvals/engine/insert.py) stores every later request it covers already rejected, until it is
-lifted.
+A halt takes its workspace's halt lock (approvals/halts/covering.py), rejects every pending request it
+covers in one statement — the UPDATE, each request's `approval.decided` record and the NOTIFY that wakes
+its waiting engines, as a decision does (approvals/review/decide.py) — revokes the run grants it covers,
+and stays in force: the registration statement (approvals/engine/insert.py) stores every later request
+it covers already rejected, and no approval goes through, until it is lifted.
 """
 
 from dataclasses import dataclass
@@ -17,6 +17,7 @@ from django.utils import timezone
 from approvals.ending import end_pending, ending_statement
 from approvals.exceptions import ReasonTooLong, WrongDecision
 from approvals.grants.services import live_grants_until
+from approvals.halts.covering import halt_lock
 from approvals.models import Action, ApprovalKind, ApprovalRequest, Grant, Halt, Status
 from approvals.review.decide import REASON_MAX
 from audit.services import actor_of, audit_append, record_cte
@@ -107,6 +108,7 @@ def _halt(*, workspace: Workspace, user, run_id: str, config: Config | None, rea
     now = timezone.now()
     email = getattr(user, "email", "") or ""
     with transaction.atomic():
+        halt_lock(workspace.pk)  # before anything is read: see approvals/halts/covering.py
         halt = Halt.objects.create(
             workspace=workspace,
             run_id=run_id,
@@ -226,16 +228,9 @@ def _lift(*, workspace: Workspace, user, run_id: str, action: str) -> int:
 
 
 # Per process, while it hears every halt made or lifted (NOTIFY on HALTS_CHANNEL, approvals/migrations/0010):
-# workspace id → whether any halt is in force there. A registration in a workspace with none goes
-# through the statement without the halt probe. Were it ever wrong (a halt not heard of yet), that one
-# request would pend for a person instead of being stored rejected — and the halt has already
-# rejected every request pending when it was made.
+# workspace id → whether any halt is in force there, for the frozen banner every page shows. Never for
+# what a request becomes: the registration and every approval ask the database (approvals/halts/covering.py).
 halts_in_force = ListenedCache()
-
-
-def may_be_halted(approval: ApprovalRequest) -> bool:
-    """False only when this process knows the request's workspace has no halt in force."""
-    return _halts_possible(approval.workspace_id)
 
 
 def _halts_possible(workspace_id: int) -> bool:

@@ -217,6 +217,7 @@ class DecisionView(APIView):
                 "a passkey, on the request's page (`error.url`)."
             ),
             404: _error("No such request in this workspace."),
+            409: _error("`conflict`: approving or answering a request that a halt or a freeze in force covers."),
         },
     )
     def post(self, request: Request, apr: str) -> Response:

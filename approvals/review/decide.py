@@ -12,9 +12,17 @@ from django.utils import timezone
 
 from approvals.edits.checks import ApprovedCall, approved_call
 from approvals.ending import end_pending, ending_statement
-from approvals.exceptions import GrantNotAllowed, ReasonRequired, ReasonTooLong, SelfApproval, WrongDecision
+from approvals.exceptions import (
+    GrantNotAllowed,
+    ReasonRequired,
+    ReasonTooLong,
+    RequestHalted,
+    SelfApproval,
+    WrongDecision,
+)
 from approvals.expiry.expire import approval_expire_if_overdue
 from approvals.grants.services import grant_check, grant_create
+from approvals.halts.covering import NOT_HALTED, halt_covering
 from approvals.models import Action, ApprovalKind, ApprovalRequest, Status, Vote
 from approvals.presenters.channels import review_url
 from approvals.questions.validate import AUDIT_ACTIONS, QUESTION_DECISIONS, answers_check
@@ -121,6 +129,8 @@ def approval_decide(
     if not won:
         approval_expire_if_overdue(approval=approval)
     approval.refresh_from_db()
+    if not won:
+        _refuse_if_halted(approval)
     return approval, not won
 
 
@@ -136,8 +146,15 @@ _DECIDED_AUDIT = record_cte(
     "SELECT %(workspace)s, %(now)s, %(actor)s, 'approval.decided', %(public_id)s, %(data)s::jsonb FROM ended",
 )
 _DECIDE_SQL = ending_statement(set_=_DECIDE_SET, where="id = %(id)s AND expires_at > %(now)s", audit=_DECIDED_AUDIT)
+# An approval also needs no halt in force over the request (approvals/halts/covering.py): asked by the
+# database under the halt lock, so a halt committing meanwhile is seen.
+_APPROVE_SQL = ending_statement(
+    set_=_DECIDE_SET, where=f"id = %(id)s AND expires_at > %(now)s AND {NOT_HALTED}", audit=_DECIDED_AUDIT
+)
 _QUORUM_MET = f"approvals_required <= (SELECT count(*) FROM {Vote._meta.db_table} WHERE approval_id = %(id)s)"
-_FLIP_SQL = ending_statement(set_=_DECIDE_SET, where=f"id = %(id)s AND {_QUORUM_MET}", audit=_DECIDED_AUDIT)
+_FLIP_SQL = ending_statement(
+    set_=_DECIDE_SET, where=f"id = %(id)s AND {_QUORUM_MET} AND {NOT_HALTED}", audit=_DECIDED_AUDIT
+)
 
 
 def _decided(
@@ -179,7 +196,14 @@ def _decided(
         actor=actor_of(user=user),
         data=canonical({"outcome": status, "action": action, "reason": reason, **_digests(approval, approved)}),
     )
-    return bool(end_pending(_FLIP_SQL if quorum else _DECIDE_SQL, params))
+    statement = _FLIP_SQL if quorum else _APPROVE_SQL if status == Status.APPROVED else _DECIDE_SQL
+    return bool(end_pending(statement, params))
+
+
+def _refuse_if_halted(approval: ApprovalRequest) -> None:
+    """A request left pending by an approval the database refused, because a halt covers it: say so."""
+    if approval.status == Status.PENDING and halt_covering(config_id=approval.config_id, run_id=approval.run_id):
+        raise RequestHalted()
 
 
 def _digests(approval: ApprovalRequest, approved: ApprovedCall | None) -> dict:
@@ -228,6 +252,8 @@ def _approval_vote(*, approval: ApprovalRequest, user, reason: str, now) -> tupl
             if flipped:
                 deliveries_for_resolution(approvals=[approval], event=DeliveryEvent.DECIDED)
             approval.refresh_from_db()
+            if not flipped:
+                _refuse_if_halted(approval)
             return approval, False
     approval_expire_if_overdue(approval=approval)
     approval.refresh_from_db()
@@ -239,7 +265,7 @@ def _approval_vote(*, approval: ApprovalRequest, user, reason: str, now) -> tupl
 _ANSWER_SQL = ending_statement(
     set_="""status = %(status)s, decision_action = %(action)s, decided_at = %(now)s, decided_by_id = %(user)s,
         decided_by_email = %(email)s, reason = %(reason)s, answers = %(answers)s::jsonb""",
-    where="id = %(id)s AND expires_at > %(now)s",
+    where=f"id = %(id)s AND expires_at > %(now)s AND {NOT_HALTED}",
     audit=record_cte(
         "audit_record",
         "SELECT %(workspace)s, %(now)s, %(actor)s, %(audit_action)s, %(public_id)s, %(data)s::jsonb FROM ended",
@@ -298,6 +324,8 @@ def question_decide(
     if not won:
         approval_expire_if_overdue(approval=approval)
     approval.refresh_from_db()
+    if not won:
+        _refuse_if_halted(approval)
     return approval, not won
 
 
