@@ -5,7 +5,8 @@ from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 from rest_framework.views import APIView
 
-from approvals.models import ApprovalRequest
+from approvals.models import ApprovalKind, ApprovalRequest
+from rules.versions import frozen_versions
 from workspaces.access import Actor
 from workspaces.permissions import actor_of
 
@@ -33,6 +34,15 @@ def refuses_self_approval(*, approval: ApprovalRequest, user: AbstractBaseUser |
         return False
     email = email or getattr(user, "email", "") or ""
     return email.casefold() == approval.requested_by.casefold()
+
+
+def approver_groups_of(approval: ApprovalRequest) -> list[str]:
+    """The approver groups (grp_…) the request's frozen rule names; empty: every reviewer may decide it."""
+    if approval.kind != ApprovalKind.GATE or not approval.rule_id:
+        return []
+    version = frozen_versions.get(approval.config_id, approval.config_version)
+    rule = version.rule(approval.rule_id) if version is not None else None
+    return list(rule.get("approver_groups") or []) if rule else []
 
 
 class MayDecide(BasePermission):
