@@ -13,7 +13,7 @@ from datetime import datetime
 from django.contrib.auth.base_user import AbstractBaseUser
 
 from people.exceptions import NotAnApprover
-from people.selectors import delegators_of, group_member_ids, group_names
+from people.selectors import delegate_ids_for, delegators_of, group_member_ids, group_names
 
 
 @dataclass(frozen=True)
@@ -44,6 +44,13 @@ def decider_check(
         f"Only members of {', '.join(group_names(workspace_id=workspace_id, ids=groups))} may decide this request "
         "(its rule's approver groups). Ask one of them, or an admin to add you to a group."
     )
+
+
+def decider_ids(*, workspace_id: int, groups: list[str]) -> set[int]:
+    """Who may decide under `groups`: their members and whoever stands in for one right now (whom a rule's
+    notifications reach)."""
+    members = group_member_ids(workspace_id=workspace_id, ids=groups)
+    return members | delegate_ids_for(workspace_id=workspace_id, delegator_ids=members)
 
 
 def may_decide_groups(*, workspace_id: int, user: AbstractBaseUser, groups: list[str]) -> bool:

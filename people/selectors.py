@@ -88,6 +88,22 @@ def delegators_of(*, workspace_id: int, user_id: int | None, now: datetime | Non
     )
 
 
+def delegate_ids_for(*, workspace_id: int, delegator_ids: set[int], now: datetime | None = None) -> set[int]:
+    """Who stands in for any of `delegator_ids` right now, still a member of the workspace."""
+    if not delegator_ids:
+        return set()
+    return set(
+        Delegation.objects.live(now or timezone.now())
+        .filter(
+            workspace_id=workspace_id,
+            delegator_id__in=delegator_ids,
+            delegate__is_active=True,
+            delegate__memberships__workspace_id=workspace_id,
+        )
+        .values_list("delegate_id", flat=True)
+    )
+
+
 def delegate_emails_for(*, workspace_id: int, emails: list[str], now: datetime | None = None) -> list[str]:
     """Who stands in for any of `emails` right now (their notifications go to the delegates too)."""
     if not emails:

@@ -6,7 +6,7 @@ from rest_framework.request import Request
 from rest_framework.views import APIView
 
 from approvals.models import ApprovalKind, ApprovalRequest
-from rules.versions import frozen_versions
+from rules.versions import rule_approver_groups
 from workspaces.access import Actor
 from workspaces.permissions import actor_of
 
@@ -38,11 +38,9 @@ def refuses_self_approval(*, approval: ApprovalRequest, user: AbstractBaseUser |
 
 def approver_groups_of(approval: ApprovalRequest) -> list[str]:
     """The approver groups (grp_…) the request's frozen rule names; empty: every reviewer may decide it."""
-    if approval.kind != ApprovalKind.GATE or not approval.rule_id:
+    if approval.kind != ApprovalKind.GATE:
         return []
-    version = frozen_versions.get(approval.config_id, approval.config_version)
-    rule = version.rule(approval.rule_id) if version is not None else None
-    return list(rule.get("approver_groups") or []) if rule else []
+    return rule_approver_groups(config_pk=approval.config_id, number=approval.config_version, rule_id=approval.rule_id)
 
 
 class MayDecide(BasePermission):
