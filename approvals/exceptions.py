@@ -109,3 +109,11 @@ class EditedArgumentsInvalid(WrongDecision):
         self.fields = dict(fields)
         self.field, message = next(iter(self.fields.items()))
         super().__init__(message)
+
+
+class ApprovalsNotFound(DomainError):
+    """Ids of a batch that name no request of this workspace (another workspace's read the same): all named."""
+
+    status = 404
+    code = "not_found"
+    field = "ids"
