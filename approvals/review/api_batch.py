@@ -57,7 +57,7 @@ class BatchDecisionView(APIView):
     permission_classes = [MayDecide]
 
     @extend_schema(
-        tags=["approvals"],
+        tags=["reviewers"],
         operation_id="approvals_decide_batch",
         summary="Decide several requests at once",
         description="Each request is decided through the same service as `POST /api/v1/approvals/{apr}/decision`, "
