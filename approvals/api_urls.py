@@ -5,9 +5,11 @@ from approvals.engine import api as api_engine
 from approvals.grants import api as api_grants
 from approvals.halts import api as api_halts
 from approvals.review import api as api_reviewer
+from approvals.review import api_batch
 
 urlpatterns = [
     path("approvals", api.ApprovalCollectionView.as_view(), name="api-approvals"),
+    path("approvals/decide", api_batch.BatchDecisionView.as_view(), name="api-approvals-decide"),
     path("approvals/<str:apr>", api_engine.ApprovalDetailView.as_view(), name="api-approval"),
     path("approvals/<str:apr>/outcome", api_engine.ApprovalOutcomeView.as_view(), name="api-approval-outcome"),
     path("configs/<str:cfg>/served", api_engine.ServedConfigView.as_view(), name="api-config-served"),

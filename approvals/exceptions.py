@@ -118,3 +118,11 @@ class RequestHalted(DomainError):
     code = "conflict"
 
     default_message = "This request's run is halted, or its workspace frozen: no approval until it is lifted."
+
+
+class ApprovalsNotFound(DomainError):
+    """Ids of a batch that name no request of this workspace (another workspace's read the same): all named."""
+
+    status = 404
+    code = "not_found"
+    field = "ids"

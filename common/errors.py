@@ -39,6 +39,7 @@ DOMAIN_CODES = (
     "invalid",
     "plan_required",
     "self_approval",
+    "not_an_approver",
     "passkey_required",
     "passkey_refused",
     "reauthentication_required",

@@ -60,6 +60,7 @@ INSTALLED_APPS = [
     "django_htmx",
     "django_q",
     "workspaces",
+    "people",
     "rules",
     "contacts",
     "approvals",

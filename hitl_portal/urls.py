@@ -39,6 +39,7 @@ urlpatterns = [
     # The split view serves its start-up script as a file: no inline script, so the CSP holds here too.
     path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="schema"), name="api-docs"),
     path("api/v1/", include("rules.api_urls")),
+    path("api/v1/", include("people.api_urls")),
     path("api/v1/", include("contacts.api_urls")),
     path("api/v1/", include("insights.api_urls")),
     path("api/v1/", include("push.api_urls")),

@@ -19,17 +19,29 @@ from contextlib import suppress
 
 from contacts.batch import shared
 from contacts.transports.base import Notice, Recipient, TransportError
+from people.deciders import decider_ids
 from push.models import PushSubscription
 from push.services import Message, PushFailed, push_send, subscriptions_for_reviewers
+from rules.versions import rule_approver_groups
 
 
 class PushTransport:
     def notify(self, notice: Notice, recipient: Recipient) -> None:
         workspace_id = notice.workspace_id
         # Read once per outbox batch (contacts.batch); a browser found gone leaves the shared list too.
-        subscriptions = shared(("push_subscriptions", workspace_id), lambda: subscriptions_for_reviewers(workspace_id))
+        everyone = shared(("push_subscriptions", workspace_id), lambda: subscriptions_for_reviewers(workspace_id))
+        subscriptions = everyone
         if not subscriptions:
             raise TransportError("no reviewer of the workspace has subscribed a browser to push", permanent=True)
+        deciders = _deciders(notice)
+        if deciders is not None:
+            subscriptions = [s for s in everyone if s.user_id in deciders]
+            if not subscriptions:
+                raise TransportError(
+                    "no member of the rule's approver groups (nor anyone standing in for one) has subscribed a "
+                    "browser to push",
+                    permanent=True,
+                )
         message = message_for(notice)
         reached, gone, failures = 0, [], []
         for subscription in list(subscriptions):  # a copy: another send may drop one meanwhile
@@ -41,7 +53,7 @@ class PushTransport:
                     gone.append(failure)
                     PushSubscription.objects.filter(pk=subscription.pk).delete()
                     with suppress(ValueError):  # another send of the batch found it gone first
-                        subscriptions.remove(subscription)
+                        everyone.remove(subscription)
                 else:
                     failures.append(failure)
         transient = [f for f in failures if not f.permanent]
@@ -56,6 +68,16 @@ class PushTransport:
         raise TransportError(
             f"every subscribed browser was gone ({gone[0].message}); the subscriptions were dropped", permanent=True
         )
+
+
+def _deciders(notice: Notice) -> set[int] | None:
+    """Under a rule naming approver groups, only those who may decide are told: the groups' members and their
+    live delegates (people/deciders.py). None: every reviewer."""
+    row = notice.request
+    if row is None or notice.workspace_id is None:
+        return None
+    groups = rule_approver_groups(config_pk=row.config_id, number=row.config_version, rule_id=row.rule_id)
+    return decider_ids(workspace_id=notice.workspace_id, groups=groups) if groups else None
 
 
 def message_for(notice: Notice) -> Message:

@@ -9,6 +9,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from common.ids import PublicIdMixin
+from people.selectors import unknown_groups
 from workspaces.models import Workspace
 
 from .conditions import condition_error
@@ -203,6 +204,9 @@ class Rule(PublicIdMixin, models.Model):
         default=False,
         help_text="May a reviewer approve a call with changed arguments (one approval, level full only)?",
     )
+    # Approver group public ids (grp_…) of the same workspace: only their members (and their live
+    # delegates) decide this rule's requests (people/deciders.py); empty is every reviewer.
+    approver_groups = models.JSONField(default=list, blank=True)
     # Fixed for now, stored so the model can grow.
     ask_in = models.CharField(max_length=16, choices=AskIn.choices, default=AskIn.CONSOLE, editable=False)
     on_reject = models.CharField(max_length=16, choices=OnReject.choices, default=OnReject.HALT, editable=False)
@@ -235,6 +239,8 @@ class Rule(PublicIdMixin, models.Model):
         if error := match_error(self.kind, self.match):
             errors["match"] = error
         errors.update(self._contact_errors())
+        if error := self._groups_error():
+            errors["approver_groups"] = error
         if self.allow_run_grant and (self.approvals_required or 1) > 1:
             errors["allow_run_grant"] = NO_GRANT_WITH_QUORUM
         elif self.allow_run_grant and self.require_passkey:
@@ -278,6 +284,20 @@ class Rule(PublicIdMixin, models.Model):
             )
         return errors
 
+    def _groups_error(self) -> str:
+        """approver_groups must name groups of this workspace (each once)."""
+        ids = self.approver_groups
+        if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+            return "approver_groups must be a list of group ids (grp_…)"
+        self.approver_groups = list(dict.fromkeys(ids))
+        unknown = unknown_groups(workspace_id=self.config.workspace_id, ids=self.approver_groups) if ids else []
+        if unknown:
+            return (
+                f"{', '.join(unknown[:5])} {'is' if len(unknown) == 1 else 'are'} not a group of this workspace: "
+                "create it on the People tab first, or name one that is there"
+            )
+        return ""
+
     def names_contact(self, contact_id: str) -> bool:
         return contact_id in (self.notify or []) or contact_id in (self.escalate_to or [])
 
@@ -304,6 +324,7 @@ class Rule(PublicIdMixin, models.Model):
             "condition": self.condition,
             "mode": self.mode,
             "allow_edit": self.allow_edit,
+            "approver_groups": list(self.approver_groups or []),
         }
 
 

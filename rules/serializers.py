@@ -122,6 +122,11 @@ class RuleSerializer(serializers.Serializer):
         help_text="Whether a reviewer may approve a call with edited arguments (only with approvals_required 1 "
         "and pass information level full).",
     )
+    approver_groups = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="Approver groups (grp_…): only their members (and their live delegates) decide this rule's "
+        "requests; others get 403 `not_an_approver`. Empty: every reviewer.",
+    )
 
 
 class ServedGateSerializer(RuleSerializer):
@@ -177,6 +182,9 @@ class RuleInputSerializer(JsonInput):
         return value or ""
 
     allow_edit = serializers.BooleanField(required=False)
+    approver_groups = serializers.ListField(
+        child=serializers.CharField(max_length=24, trim_whitespace=False), max_length=20, required=False
+    )
 
     def validate_match(self, value: str | None) -> str:
         return value or ""

@@ -32,6 +32,7 @@ RULE_FIELDS = (
     "condition",
     "mode",
     "allow_edit",
+    "approver_groups",
 )
 CONFIG_FIELDS = ("name", "pass_information_level", "token_cap_per_turn", "token_cap_mode", "questions_notify")
 

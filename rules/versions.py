@@ -81,3 +81,10 @@ class FrozenVersions:
 
 
 frozen_versions = FrozenVersions()
+
+
+def rule_approver_groups(*, config_pk: int, number: int, rule_id: str) -> list[str]:
+    """The approver groups (grp_…) a published rule names: empty for every reviewer (or no such rule)."""
+    version = frozen_versions.get(config_pk, number) if rule_id else None
+    rule = version.rule(rule_id) if version is not None else None
+    return list(rule.get("approver_groups") or []) if rule else []

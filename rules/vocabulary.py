@@ -137,6 +137,7 @@ FROZEN_RULE_DEFAULTS = {
     "condition": "",
     "mode": "gate",
     "allow_edit": False,
+    "approver_groups": [],
 }
 FROZEN_CONTACT_DEFAULTS = {"secret_ref": ""}
 

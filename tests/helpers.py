@@ -152,6 +152,9 @@ class Api:
     def patch(self, path: str, json=None, **kwargs) -> requests.Response:
         return self.request("PATCH", path, json=json, **kwargs)
 
+    def put(self, path: str, json=None, **kwargs) -> requests.Response:
+        return self.request("PUT", path, json=json, **kwargs)
+
     def delete(self, path: str, **kwargs) -> requests.Response:
         return self.request("DELETE", path, **kwargs)
 
@@ -204,6 +207,9 @@ class ClientApi:
     def patch(self, path: str, json=None, **kwargs) -> ClientResponse:
         return self.request("PATCH", path, json=json, **kwargs)
 
+    def put(self, path: str, json=None, **kwargs) -> ClientResponse:
+        return self.request("PUT", path, json=json, **kwargs)
+
     def delete(self, path: str, **kwargs) -> ClientResponse:
         return self.request("DELETE", path, **kwargs)
 
@@ -236,6 +242,7 @@ APP_PACKAGES = (
     "integrations",
     "launch",
     "passkeys",
+    "people",
     "push",
     "rules",
     "workspaces",

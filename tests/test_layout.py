@@ -26,6 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 LAYERS: list[tuple[str, ...]] = [
     ("common", "audit"),
     ("workspaces",),
+    ("people",),
     ("rules", "passkeys"),
     ("contacts",),
     ("approvals", "push"),

@@ -28,9 +28,11 @@ from approvals.presenters.facts import (
 from approvals.presenters.text import duration, visible
 from approvals.questions.validate import answer_from_text
 from approvals.review import selectors
+from approvals.review.batch import BATCH_MAX, approvals_decide_batch
 from approvals.review.decide import approval_decide
 from approvals.review.permissions import may_decide
 from passkeys.exceptions import PasskeyRequired
+from people.exceptions import NotAnApprover
 from workspaces.access import actor_for_user
 from workspaces.cli import get_user, get_workspace
 
@@ -105,7 +107,7 @@ def _decide(
         )
     except EditedArgumentsInvalid as invalid:
         raise CommandError("; ".join(f"{path}: {message}" for path, message in invalid.fields.items())) from None
-    except (ReasonTooLong, PasskeyRequired, EditNotAllowed) as refused:
+    except (ReasonTooLong, PasskeyRequired, EditNotAllowed, NotAnApprover) as refused:
         raise CommandError(refused.message) from None
     except (SelfApproval, WrongDecision) as refused:
         named = (refused.field or "").startswith("answers")  # which answer, as the API names it
@@ -130,6 +132,35 @@ def _decide(
         cmd.stdout.write(answer_line)
     if edits.was_edited(approval):
         cmd.stdout.write(f"Approved with edits: the engine runs call digest {edits.decision_digest(approval)}.")
+
+
+def batch(cmd: BaseCommand, options: dict[str, Any], *, decision: str, reason: str) -> None:
+    """`hitl approve|deny APR APR …`: the API's batch (approvals/review/batch.py), one line per request.
+
+    Gate requests only (approve / reject); a token cap, a question or a plan is decided alone. Exit 2 when
+    any request was not decided by this call, after every line is printed.
+    """
+    ids = list(dict.fromkeys(options["ids"]))
+    if len(ids) > BATCH_MAX:
+        raise CommandError(f"A batch decides at most {BATCH_MAX} requests; you named {len(ids)}.")
+    approvals = ApprovalRequest.objects.filter(public_id__in=ids).select_related("workspace")
+    workspaces = {approval.workspace for approval in approvals}
+    missing = sorted(set(ids) - {approval.public_id for approval in approvals})
+    if missing:
+        raise CommandError(f"No approval request {', '.join(missing)}; nothing was decided.")
+    if len(workspaces) > 1:
+        raise CommandError("The requests belong to several workspaces: decide each workspace's in its own batch.")
+    [workspace] = workspaces
+    user = get_user(options["as_email"])
+    if not may_decide(actor_for_user(user=user, workspace=workspace)):
+        raise CommandError(f"{user.email} is not a reviewer or admin of {workspace.slug}; they cannot decide.")
+    results = approvals_decide_batch(workspace=workspace, user=user, ids=ids, decision=decision, reason=reason)
+    for result in results:
+        said = f": {result.code} — {result.message}" if result.code else ""
+        cmd.stdout.write(f"{result.id}\t{result.status}{said}")
+    undecided = [result for result in results if result.code]
+    if undecided:
+        raise CommandError(f"{len(undecided)} of {len(results)} requests were not decided by this call (see above).")
 
 
 def _answers_given(approval: ApprovalRequest, settings: list[str]) -> dict:
@@ -163,11 +194,25 @@ def decline(cmd: BaseCommand, options: dict[str, Any]) -> None:
 
 
 def approve(cmd: BaseCommand, options: dict[str, Any]) -> None:
-    _decide(cmd, options, yes=True, reason=options.get("note") or "", edited=options.get("arguments"))
+    if len(options["ids"]) > 1:
+        if options.get("arguments") is not None:
+            raise CommandError("--arguments edits one request: name one APR with it.")
+        batch(cmd, options, decision="approve", reason=options.get("note") or "")
+        return
+    _decide(
+        cmd,
+        {**options, "id": options["ids"][0]},
+        yes=True,
+        reason=options.get("note") or "",
+        edited=options.get("arguments"),
+    )
 
 
 def deny(cmd: BaseCommand, options: dict[str, Any]) -> None:
-    _decide(cmd, options, yes=False, reason=options["reason"])
+    if len(options["ids"]) > 1:
+        batch(cmd, options, decision="reject", reason=options["reason"])
+        return
+    _decide(cmd, {**options, "id": options["ids"][0]}, yes=False, reason=options["reason"])
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -176,7 +221,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=pending)
 
     a = subparsers.add_parser("approve", help="approve a request (proceed past cap, for a token cap request)")
-    a.add_argument("id", metavar="APR")
+    a.add_argument("ids", metavar="APR", nargs="+", help="one request, or several (each decided as if alone)")
     a.add_argument("--as", dest="as_email", metavar="EMAIL", required=True, help="the reviewer deciding")
     a.add_argument("--note", default="", help="an optional note, recorded with the decision")
     a.add_argument(
@@ -187,7 +232,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     a.set_defaults(handler=approve)
 
     d = subparsers.add_parser("deny", help="reject a request (stop the run, for a token cap request)")
-    d.add_argument("id", metavar="APR")
+    d.add_argument("ids", metavar="APR", nargs="+", help="one request, or several (each decided as if alone)")
     d.add_argument("--as", dest="as_email", metavar="EMAIL", required=True, help="the reviewer deciding")
     d.add_argument("--reason", required=True, help="why; passed back to the agent")
     d.set_defaults(handler=deny)

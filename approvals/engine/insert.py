@@ -36,6 +36,7 @@ _FRESH = {
     "decided_at": None,
     "decided_by_id": None,
     "decided_by_email": "",
+    "on_behalf_of": "",
     "decision_action": "",
     "reason": "",
     "grant_id": None,

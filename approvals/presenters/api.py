@@ -72,6 +72,10 @@ class DecisionSerializer(serializers.Serializer):
     action = serializers.ChoiceField(choices=Action.choices)
     # A plain string: an address on a `.test` or internal domain must not fail a strict client's `format: email`.
     decided_by = serializers.CharField(allow_null=True, help_text="the decider's email, or null")
+    on_behalf_of = serializers.CharField(
+        allow_null=True,
+        help_text="when a delegate decided: the delegator's email, for whom the decider stood in; else null",
+    )
     decided_at = serializers.DateTimeField()
     reason = serializers.CharField(allow_blank=True)
     expired = serializers.BooleanField()
@@ -92,6 +96,7 @@ class DecisionSerializer(serializers.Serializer):
 
 class ApprovingVoteSerializer(serializers.Serializer):
     by = serializers.EmailField(allow_null=True)
+    on_behalf_of = serializers.CharField(allow_null=True, help_text="the delegator a delegate voted for, or null")
     at = serializers.DateTimeField()
     reason = serializers.CharField(allow_blank=True)
 
@@ -184,6 +189,7 @@ def _decision(approval: ApprovalRequest, now) -> dict | None:
             "outcome": "expired" if approval.kind == ApprovalKind.QUESTION else "rejected",
             "action": approval.expired_action,
             "decided_by": None,
+            "on_behalf_of": None,
             # An undeliverable request ended when it was found so, before its deadline.
             "decided_at": _iso(approval.decided_at if undeliverable else approval.expires_at),
             "reason": UNDELIVERABLE_REASON if undeliverable else expired_reason(approval.kind),
@@ -199,6 +205,7 @@ def _decision(approval: ApprovalRequest, now) -> dict | None:
         "outcome": status,
         "action": approval.decision_action,
         "decided_by": approval.decided_by_email or None,
+        "on_behalf_of": approval.on_behalf_of or None,
         "decided_at": _iso(approval.decided_at),
         "reason": approval.reason,
         "expired": False,

@@ -119,7 +119,8 @@ def decided_by(approval: ApprovalRequest) -> str:
         return "nobody answered; counted as rejected"
     if approval.is_pending():
         return ""
-    return f"by {approval.decided_by_email or 'a deleted user'} at {when(approval.decided_at)}"
+    on_behalf = f" on behalf of {approval.on_behalf_of}" if approval.on_behalf_of else ""
+    return f"by {approval.decided_by_email or 'a deleted user'}{on_behalf} at {when(approval.decided_at)}"
 
 
 def decision_line(approval: ApprovalRequest) -> str:

@@ -58,6 +58,8 @@ def receipt_payload(approval: ApprovalRequest, decision: dict, *, status: str) -
         "decided_by": decision["decided_by"],
         "decided_at": decision["decided_at"],
         "grant_id": decision["grant_id"],
+        # A delegate's decision names whom it stood in for; absent otherwise, so older receipts read the same.
+        **({"on_behalf_of": decision["on_behalf_of"]} if decision.get("on_behalf_of") else {}),
         "iat": int(datetime.fromisoformat(decision["decided_at"]).timestamp()),
     }
 

@@ -27,13 +27,14 @@ from approvals.models import Action, ApprovalKind, ApprovalRequest, Status, Vote
 from approvals.presenters.channels import review_url
 from approvals.questions.validate import AUDIT_ACTIONS, QUESTION_DECISIONS, answers_check
 from approvals.review.links import LinkRefused, link_open
-from approvals.review.permissions import refuses_self_approval
+from approvals.review.permissions import approver_groups_of, refuses_self_approval
 from audit.chain import canonical
 from audit.services import actor_of, audit_append, record_cte
 from common.ids import new_public_id
 from contacts.models import Delivery, DeliveryEvent
 from contacts.outbox import deliveries_for_resolution
 from passkeys.stepup import StepUp, step_up_check
+from people.deciders import Decider, decider_check
 
 # The decision words, once: word → (the kind it decides, resulting status, the action the engine takes).
 DECISIONS: dict[str, tuple[str, str, str]] = {
@@ -75,8 +76,12 @@ def approval_decide(
     - `edit`: approve `arguments` instead of the proposal (approvals/edits/checks.py says where that is allowed
       and checks them); the request keeps its proposal, the decision records what was approved.
     - A question or a plan is answered once by whoever answers first (`question_decide`).
+    - Approver groups and delegations (people/deciders.py): only a member of the rule's groups, or a live
+      delegate of one (recorded `on_behalf_of` them), decides (NotAnApprover); a delegate never approves
+      what its delegator requested (SelfApproval).
     """
     # Long: its docstring states every rule of deciding; the body checks them in that order.
+    decider = decider_check(workspace_id=approval.workspace_id, user=user, groups=approver_groups_of(approval))
     if approval.is_question:
         if grant_ttl_seconds is not None:
             raise GrantNotAllowed("A question or a plan takes no run grant: answer it, or approve the plan alone.")
@@ -97,6 +102,11 @@ def approval_decide(
             f"{approval.public_id} acts for {approval.requested_by}, and its rule needs another reviewer's "
             "approval (four eyes). You may reject it; ask another reviewer to approve it."
         )
+    if status == Status.APPROVED and decider.requested_by_delegator(approval.requested_by):
+        raise SelfApproval(
+            f"{approval.public_id} was requested by {approval.requested_by}, for whom you stand in: a delegate "
+            "never approves its delegator's requests (four eyes). You may reject it; ask another reviewer."
+        )
     now = timezone.now()
     if status == Status.APPROVED:
         step_up_check(
@@ -108,7 +118,7 @@ def approval_decide(
             page_url=review_url(approval),
         )
     if status == Status.APPROVED and approval.approvals_required > 1:
-        return _approval_vote(approval=approval, user=user, reason=reason, now=now)
+        return _approval_vote(approval=approval, user=user, reason=reason, now=now, decider=decider)
     grant_id = new_public_id("grt") if grant_ttl_seconds is not None else None
     with transaction.atomic():
         won = _decided(
@@ -120,6 +130,7 @@ def approval_decide(
             now=now,
             grant_id=grant_id,
             approved=approved if status == Status.APPROVED else None,
+            on_behalf_of=decider.on_behalf_of,
         )
         if won:
             if grant_id:
@@ -139,7 +150,7 @@ def approval_decide(
 # (NULL otherwise, as every pending request has it). A single decision must not be overdue yet; a
 # quorum's flip must have as many votes as it needs — the database compares.
 _DECIDE_SET = """status = %(status)s, decision_action = %(action)s, decided_at = %(now)s, decided_by_id = %(user)s,
-        decided_by_email = %(email)s, reason = %(reason)s, grant_id = %(grant)s,
+        decided_by_email = %(email)s, on_behalf_of = %(on_behalf_of)s, reason = %(reason)s, grant_id = %(grant)s,
         approved_arguments = %(approved_arguments)s::jsonb, approved_digest = %(approved_digest)s"""
 _DECIDED_AUDIT = record_cte(
     "audit_record",
@@ -168,6 +179,7 @@ def _decided(
     grant_id: str | None = None,
     quorum: bool = False,
     approved: ApprovedCall | None = None,
+    on_behalf_of: str = "",
 ) -> bool:
     """Decide a pending request if it still is one; returns whether this call decided it.
 
@@ -185,6 +197,7 @@ def _decided(
         "now": now,
         "user": getattr(user, "pk", None),
         "email": getattr(user, "email", "") or "",
+        "on_behalf_of": on_behalf_of,
         "reason": reason,
         "grant": grant_id,
         "approved_arguments": canonical(approved.arguments) if edited else None,
@@ -194,7 +207,15 @@ def _decided(
     params.update(
         workspace=approval.workspace_id,
         actor=actor_of(user=user),
-        data=canonical({"outcome": status, "action": action, "reason": reason, **_digests(approval, approved)}),
+        data=canonical(
+            {
+                "outcome": status,
+                "action": action,
+                "reason": reason,
+                **({"on_behalf_of": on_behalf_of} if on_behalf_of else {}),
+                **_digests(approval, approved),
+            }
+        ),
     )
     statement = _FLIP_SQL if quorum else _APPROVE_SQL if status == Status.APPROVED else _DECIDE_SQL
     return bool(end_pending(statement, params))
@@ -217,7 +238,9 @@ def _digests(approval: ApprovalRequest, approved: ApprovedCall | None) -> dict:
     }
 
 
-def _approval_vote(*, approval: ApprovalRequest, user, reason: str, now) -> tuple[ApprovalRequest, bool]:
+def _approval_vote(
+    *, approval: ApprovalRequest, user, reason: str, now, decider: Decider
+) -> tuple[ApprovalRequest, bool]:
     """Record one reviewer's approval of a quorum request; the N-th flips it, exactly once.
 
     The request's row lock queues every vote behind the one before, so each sees all earlier votes
@@ -230,13 +253,21 @@ def _approval_vote(*, approval: ApprovalRequest, user, reason: str, now) -> tupl
             if Vote.objects.filter(approval_id=approval.pk, reviewer=user).exists():
                 approval.refresh_from_db()
                 return approval, True  # already voted: nothing changes
-            Vote.objects.create(approval_id=approval.pk, reviewer=user, reviewer_email=user.email, at=now, note=reason)
+            Vote.objects.create(
+                approval_id=approval.pk,
+                reviewer=user,
+                reviewer_email=user.email,
+                at=now,
+                note=reason,
+                on_behalf_of=decider.on_behalf_of,
+            )
+            on_behalf = {"on_behalf_of": decider.on_behalf_of} if decider.on_behalf_of else {}
             audit_append(
                 workspace_id=approval.workspace_id,
                 actor=actor_of(user=user),
                 action="approval.voted",
                 object=approval.public_id,
-                data={"vote": "approve", "reason": reason, "call_digest": approval.call_digest},
+                data={"vote": "approve", "reason": reason, "call_digest": approval.call_digest, **on_behalf},
                 at=now,
             )
             flipped = _decided(
@@ -248,6 +279,7 @@ def _approval_vote(*, approval: ApprovalRequest, user, reason: str, now) -> tupl
                 now=now,
                 quorum=True,
                 approved=approved_call(approval=approval, decision="approve"),  # a quorum approves as proposed
+                on_behalf_of=decider.on_behalf_of,
             )
             if flipped:
                 deliveries_for_resolution(approvals=[approval], event=DeliveryEvent.DECIDED)

@@ -5,7 +5,8 @@ from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 from rest_framework.views import APIView
 
-from approvals.models import ApprovalRequest
+from approvals.models import ApprovalKind, ApprovalRequest
+from rules.versions import rule_approver_groups
 from workspaces.access import Actor
 from workspaces.permissions import actor_of
 
@@ -33,6 +34,13 @@ def refuses_self_approval(*, approval: ApprovalRequest, user: AbstractBaseUser |
         return False
     email = email or getattr(user, "email", "") or ""
     return email.casefold() == approval.requested_by.casefold()
+
+
+def approver_groups_of(approval: ApprovalRequest) -> list[str]:
+    """The approver groups (grp_…) the request's frozen rule names; empty: every reviewer may decide it."""
+    if approval.kind != ApprovalKind.GATE:
+        return []
+    return rule_approver_groups(config_pk=approval.config_id, number=approval.config_version, rule_id=approval.rule_id)
 
 
 class MayDecide(BasePermission):

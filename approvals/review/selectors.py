@@ -90,9 +90,19 @@ def approving_votes(approval: ApprovalRequest, now: datetime | None = None) -> l
     queue, the history and the list — `with_votes` — one query otherwise).
     """
     if approval.approvals_required > 1:
-        return [{"by": vote.reviewer_email, "at": vote.at, "reason": vote.note} for vote in approval.votes.all()]
+        return [
+            {"by": vote.reviewer_email, "on_behalf_of": vote.on_behalf_of or None, "at": vote.at, "reason": vote.note}
+            for vote in approval.votes.all()
+        ]
     if approval.effective_status(now) == Status.APPROVED:
-        return [{"by": approval.decided_by_email or None, "at": approval.decided_at, "reason": approval.reason}]
+        return [
+            {
+                "by": approval.decided_by_email or None,
+                "on_behalf_of": approval.on_behalf_of or None,
+                "at": approval.decided_at,
+                "reason": approval.reason,
+            }
+        ]
     return []
 
 

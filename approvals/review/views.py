@@ -33,6 +33,7 @@ from contacts.presenters import delivery_rows
 from passkeys.exceptions import PasskeyRefused, PasskeyRequired
 from passkeys.policy import needs_passkey
 from passkeys.stepup import step_up_from
+from people.exceptions import NotAnApprover
 from rules.selectors import configs_for
 from workspaces.decorators import member_required
 
@@ -109,7 +110,7 @@ def decide(request: HttpRequest, public_id: str) -> HttpResponse:
             error = f"{invalid.field}: {invalid.message}"  # the path in the arguments, as the API names it
         except WrongDecision as wrong:
             error = wrong.message
-        except (SelfApproval, PasskeyRequired, PasskeyRefused) as refused:
+        except (SelfApproval, NotAnApprover, PasskeyRequired, PasskeyRefused) as refused:
             error = refused.message
         except ValidationError as refused:  # the proposed condition (approvals/review/always.py)
             error = " ".join(refused.messages)

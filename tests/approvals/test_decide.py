@@ -105,6 +105,7 @@ def test_it_answers_a_decision_after_the_deadline_with_the_expired_state(bob_api
         "outcome": "rejected",
         "action": "halt",
         "decided_by": None,
+        "on_behalf_of": None,
         "decided_at": body["expires_at"],
         "reason": EXPIRED_REASON,
         "expired": True,

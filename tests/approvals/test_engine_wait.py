@@ -123,6 +123,7 @@ def test_it_sees_expiry_on_read_with_no_worker(engine_api, bob_api, pending):
         "outcome": "rejected",
         "action": "halt",
         "decided_by": None,
+        "on_behalf_of": None,
         "decided_at": pending["expires_at"],
         "reason": EXPIRED_REASON,
         "expired": True,

@@ -74,6 +74,7 @@ def test_halting_a_run_rejects_its_pending_requests_and_stores_its_later_ones_re
             "outcome": "rejected",
             "action": "halt",
             "decided_by": "bob@acme.test",
+            "on_behalf_of": None,
             "decided_at": None,
             "reason": REASON,
             "expired": False,

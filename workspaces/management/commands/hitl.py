@@ -25,6 +25,7 @@ CLI_MODULES = [
     "push.cli",
     "integrations.cli",
     "contacts.cli",
+    "people.cli",
 ]
 
 
