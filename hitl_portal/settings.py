@@ -63,6 +63,7 @@ INSTALLED_APPS = [
     "rules",
     "contacts",
     "approvals",
+    "collaboration",
     "integrations",
     "audit",
     "insights",

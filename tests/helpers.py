@@ -228,6 +228,7 @@ def error_of(response: "requests.Response | ClientResponse") -> dict:
 APP_PACKAGES = (
     "approvals",
     "audit",
+    "collaboration",
     "common",
     "contacts",
     "edge",

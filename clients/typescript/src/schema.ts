@@ -74,6 +74,51 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/approvals/{apr}/claim": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * "I'm on it": claim a pending request
+         * @description One claimant: another reviewer's claim answers 409 `conflict` naming them. A claim never stops another reviewer deciding. Claiming it again answers 200 with `already_claimed: true`.
+         */
+        post: operations["approval_claim"];
+        /**
+         * Release the claim
+         * @description By its claimant or an admin (another reviewer: 409 `conflict`). No claim: 204 as well.
+         */
+        delete: operations["approval_unclaim"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/approvals/{apr}/comments": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A request's comments, oldest first */
+        get: operations["approval_comments_list"];
+        put?: never;
+        /**
+         * Comment on a request
+         * @description Reviewers and the requester (a member) comment; a comment never decides. Audited (`approval.commented`).
+         */
+        post: operations["approval_comments_add"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/approvals/{apr}/decision": {
         parameters: {
             query?: never;
@@ -108,6 +153,26 @@ export interface paths {
          * @description Engines: `started` just before the approved call runs, then `executed` or `failed`. Each is recorded once, like a decision: a second `started` (or a second final outcome) answers 200 with the request unchanged and `already_reported: true` — an engine that gets that for its `started` must not run the call. `execution.status: started` without a final outcome is *in doubt*. Only an approved request takes an outcome (409 otherwise). Reviewers (a user token): `executed` or `failed` with `detail` on an in-doubt request only (409 otherwise), audited as theirs.
          */
         post: operations["approvals_outcome"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/approvals/{apr}/snooze": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * "Not now": hide a pending request from my pending list until a time
+         * @description Only the caller's queue and `status=pending` list; nothing is decided, and others still see it.
+         */
+        post: operations["approval_snooze"];
         delete?: never;
         options?: never;
         head?: never;
@@ -491,6 +556,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/runs/{run_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A run's story: every request of the run, oldest first
+         * @description Gates, questions, plans and token caps, each with its decision and execution; 1,000 a page (`next`).
+         */
+        get: operations["run_story"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/runs/halt": {
         parameters: {
             query?: never;
@@ -677,7 +762,7 @@ export interface components {
              * @description discriminator enum property added by openapi-typescript
              * @enum {string}
              */
-            status: "pending" | "approved" | "rejected" | "expired" | "answered" | "declined";
+            status: "pending" | "approved" | "rejected" | "expired" | "answered" | "declined" | "withdrawn";
             config_id: string;
             config_version: number;
             rule_id: string | null;
@@ -741,7 +826,7 @@ export interface components {
             receipt: string | null;
         };
         /** @enum {string} */
-        ApprovalStatusEnum: "pending" | "approved" | "rejected" | "expired" | "answered" | "declined";
+        ApprovalStatusEnum: "pending" | "approved" | "rejected" | "expired" | "answered" | "declined" | "withdrawn";
         ApprovingVote: {
             /** Format: email */
             by: string | null;
@@ -753,6 +838,36 @@ export interface components {
         AskInEnum: "console";
         /** @enum {string} */
         ChannelEnum: "email" | "slack" | "webhook" | "push" | "telegram" | "none";
+        Claim: {
+            /** @description the request (apr_…) */
+            id: string;
+            /** @description the claimant's email, or null */
+            claimed_by: string | null;
+            /** Format: date-time */
+            claimed_at: string | null;
+            /** @description true when this reviewer had claimed it before */
+            already_claimed: boolean;
+        };
+        Comment: {
+            /** @description cmt_… */
+            id: string;
+            approval_id: string;
+            /** @description the author's email */
+            author: string;
+            /** @description as written; shown escaped and bidi-safe */
+            text: string;
+            /** @description page, api, cli, slack or telegram */
+            via: string;
+            /** Format: date-time */
+            created_at: string;
+        };
+        CommentInputRequest: {
+            /** @description at most 2,000 characters; never decides */
+            text: string;
+        };
+        CommentList: {
+            results: components["schemas"]["Comment"][];
+        };
         Config: {
             id: string;
             name: string;
@@ -1359,6 +1474,16 @@ export interface components {
         };
         /** @enum {string} */
         RuleWindowScopeEnum: "rule";
+        RunPage: {
+            results: components["schemas"]["ApprovalRequest"][];
+            /**
+             * Format: uri
+             * @description The next page as a URL to GET as it is; null on the last page.
+             */
+            next: string | null;
+            /** @description The next page as the `cursor` parameter takes it; null on the last page. */
+            next_cursor: string | null;
+        };
         ServedConfig: {
             config_id: string;
             version: number;
@@ -1449,6 +1574,19 @@ export interface components {
             in_draft: boolean;
             /** @description the draft condition failed on some call */
             condition_error: string | null;
+        };
+        Snooze: {
+            /** @description the request (apr_…) */
+            id: string;
+            /** Format: date-time */
+            until: string;
+        };
+        SnoozeInputRequest: {
+            /**
+             * Format: date-time
+             * @description ISO 8601 with its zone; later than now, at most 7 days ahead
+             */
+            until: string;
         };
         /** @enum {string} */
         StateEnum: "active" | "inert";
@@ -1581,8 +1719,10 @@ export interface operations {
                 kind?: "cell" | "delete" | "gate" | "mcp_server" | "plan" | "question" | "token_cap" | "worker";
                 /** @description Items per page (default 50, at most 200). */
                 limit?: number;
+                /** @description me: only the requests made for the caller (their email is the request's requested_by); people's tokens only */
+                requested_by?: "me";
                 /** @description pending (not yet overdue) lists oldest first; the others newest first. expired includes overdue requests no sweep has marked yet. */
-                status?: "answered" | "approved" | "declined" | "expired" | "pending" | "rejected";
+                status?: "answered" | "approved" | "declined" | "expired" | "pending" | "rejected" | "withdrawn";
             };
             header?: never;
             path?: never;
@@ -1797,6 +1937,246 @@ export interface operations {
             };
         };
     };
+    approval_claim: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                apr: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Claim"];
+                };
+            };
+            /** @description No or an unknown bearer token. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description An engine key, or not a reviewer or admin of the workspace. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such request in this workspace. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Claimed by another reviewer, or no longer pending. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    approval_unclaim: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                apr: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No response body */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description No or an unknown bearer token. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description An engine key, or not a reviewer or admin of the workspace. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such request in this workspace. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Claimed by another reviewer. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    approval_comments_list: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                apr: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CommentList"];
+                };
+            };
+            /** @description No or an unknown bearer token. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description An engine key, or not a reviewer or admin of the workspace. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such request in this workspace. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    approval_comments_add: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                apr: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CommentInputRequest"];
+            };
+        };
+        responses: {
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Comment"];
+                };
+            };
+            /** @description `text` empty or over 2,000 characters. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No or an unknown bearer token. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description An engine key, or not a reviewer or admin of the workspace. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such request in this workspace. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body was sent chunked (`Transfer-Encoding: chunked`) to a server set up without chunked reads: send it with a Content-Length. The portal's own server reads chunked bodies. */
+            411: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is over 256 KiB (sent chunked: read up to the limit, then refused). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     approvals_decide: {
         parameters: {
             query?: never;
@@ -1937,6 +2317,94 @@ export interface operations {
                 };
             };
             /** @description `conflict`: the request is not approved (pending, rejected or expired), or (a reviewer) not in doubt. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body was sent chunked (`Transfer-Encoding: chunked`) to a server set up without chunked reads: send it with a Content-Length. The portal's own server reads chunked bodies. */
+            411: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is over 256 KiB (sent chunked: read up to the limit, then refused). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    approval_snooze: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                apr: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SnoozeInputRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Snooze"];
+                };
+            };
+            /** @description `until` missing, in the past, or more than 7 days ahead. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No or an unknown bearer token. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description An engine key, or not a reviewer or admin of the workspace. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such request in this workspace. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No longer pending. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3830,6 +4298,66 @@ export interface operations {
             };
             /** @description Not a reviewer or admin of the workspace (or an engine key). */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    run_story: {
+        parameters: {
+            query?: {
+                /** @description The previous page's `next_cursor`, as it is. */
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                run_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RunPage"];
+                };
+            };
+            /** @description A cursor this server did not write. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No or an unknown bearer token. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description An engine key, or not a reviewer or admin of the workspace. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such request in this workspace. */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
