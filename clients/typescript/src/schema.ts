@@ -179,6 +179,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/approvals/{apr}/withdraw": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Withdraw a pending request
+         * @description By the member named in its `requested_by`, or the engine key that registered it: `status: "withdrawn"`, `decision.outcome` rejected, `decision.action` halt (stop_run for a token cap), `decision.withdrawn: true`; its waiting engine halts, and nothing decides it afterwards. An ended request answers 200 as it is, with `already_decided: true`.
+         */
+        post: operations["approvals_withdraw"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/audit": {
         parameters: {
             query?: never;
@@ -951,6 +971,8 @@ export interface components {
             answers: {
                 [key: string]: unknown;
             } | null;
+            /** @description true when its requester (or its engine) withdrew it: the engine halts; nobody decided it */
+            withdrawn: boolean;
         };
         /** @enum {string} */
         DecisionEnum: "approve" | "reject" | "proceed" | "stop" | "answer" | "decline" | "revise";
@@ -1680,6 +1702,81 @@ export interface components {
             expires_at: string;
             reason: string;
         };
+        WithdrawInputRequest: {
+            /**
+             * @description passed back to the agent; at most 2,000 characters
+             * @default
+             */
+            reason: string;
+        };
+        WithdrawOutput: {
+            id: string;
+            kind: components["schemas"]["ApprovalKindEnum"];
+            status: components["schemas"]["ApprovalStatusEnum"];
+            config_id: string;
+            config_version: number;
+            rule_id: string | null;
+            /**
+             * @description the frozen rule's kind; null for a token cap or a question
+             *
+             *     * `delete` - Delete
+             *     * `mcp_server` - MCP server
+             *     * `cell` - Cell
+             *     * `worker` - Worker
+             */
+            boundary: (components["schemas"]["RuleKindEnum"] | components["schemas"]["NullEnum"]) | null;
+            /**
+             * @description null where boundary is
+             *
+             *     * `entry` - Entry — ask before the call
+             *     * `exit` - Exit — ask before its result returns
+             */
+            point: (components["schemas"]["PointEnum"] | components["schemas"]["NullEnum"]) | null;
+            message: string;
+            run_id: string;
+            thread_id: string;
+            caller: string;
+            target: string;
+            operation: string;
+            pass_information_level: components["schemas"]["PassInformationLevelEnum"];
+            summary: string | null;
+            arguments: unknown;
+            call_digest: string | null;
+            tokens_used: number | null;
+            token_cap: number | null;
+            scope: (components["schemas"]["TokenCapScopeEnum"] | components["schemas"]["NullEnum"]) | null;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            expires_at: string;
+            decision: components["schemas"]["Decision"] | null;
+            execution: components["schemas"]["Execution"] | null;
+            /**
+             * Format: email
+             * @description the person the run acts for (four eyes)
+             */
+            requested_by: string | null;
+            /** @description distinct reviewers who must approve (from the rule) */
+            approvals_required: number;
+            /** @description the approving votes so far, oldest first */
+            approvals: components["schemas"]["ApprovingVote"][];
+            /** @description why the rule's condition could not be evaluated (the request failed closed) */
+            condition_error: string | null;
+            /** @description whether a reviewer may approve it with edited arguments (the frozen rule's allow_edit) */
+            allow_edit: boolean;
+            /** @description the engine's JSON Schema of the arguments, which edits are checked against */
+            arguments_schema: unknown;
+            /** @description a question's or a plan's title */
+            title: string | null;
+            /** @description a question's questions, as registered with their defaults */
+            questions: components["schemas"]["Question"][] | null;
+            /** @description a plan's Markdown */
+            plan: string | null;
+            /** @description a decided request's signed receipt: a compact JWS (EdDSA) checked against /.well-known/jwks.json */
+            receipt: string | null;
+            /** @description true when the request had ended before: the body is how it ended, unchanged */
+            already_decided: boolean;
+        };
     };
     responses: never;
     parameters: never;
@@ -2406,6 +2503,85 @@ export interface operations {
             };
             /** @description No longer pending. */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body was sent chunked (`Transfer-Encoding: chunked`) to a server set up without chunked reads: send it with a Content-Length. The portal's own server reads chunked bodies. */
+            411: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is over 256 KiB (sent chunked: read up to the limit, then refused). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    approvals_withdraw: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                apr: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WithdrawInputRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WithdrawOutput"];
+                };
+            };
+            /** @description Bad JSON, or a reason over 2000 characters. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No or an unknown bearer token. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Neither its requester nor the engine key that registered it (`forbidden`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such request in this workspace. */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
