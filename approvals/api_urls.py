@@ -6,6 +6,7 @@ from approvals.grants import api as api_grants
 from approvals.halts import api as api_halts
 from approvals.review import api as api_reviewer
 from approvals.review import api_batch
+from approvals.review import api_withdraw
 
 urlpatterns = [
     path("approvals", api.ApprovalCollectionView.as_view(), name="api-approvals"),
@@ -14,6 +15,7 @@ urlpatterns = [
     path("approvals/<str:apr>/outcome", api_engine.ApprovalOutcomeView.as_view(), name="api-approval-outcome"),
     path("configs/<str:cfg>/served", api_engine.ServedConfigView.as_view(), name="api-config-served"),
     path("approvals/<str:apr>/decision", api_reviewer.DecisionView.as_view(), name="api-approval-decision"),
+    path("approvals/<str:apr>/withdraw", api_withdraw.WithdrawView.as_view(), name="api-approval-withdraw"),
     path("grants", api_grants.GrantListView.as_view(), name="api-grants"),
     path("grants/<str:grt>", api_grants.GrantDetailView.as_view(), name="api-grant"),
     path("runs/halt", api_halts.RunHaltView.as_view(), name="api-runs-halt"),

@@ -29,10 +29,11 @@ class Status(models.TextChoices):
     EXPIRED = "expired", "Expired"
     ANSWERED = "answered", "Answered"  # a question
     DECLINED = "declined", "Declined"  # a question a person chose not to answer
+    WITHDRAWN = "withdrawn", "Withdrawn"  # taken back by its requester (or its engine) before anyone decided
 
 
 # The statuses a request ends in (decided or expired): history reads these.
-DECIDED_STATUSES = [Status.APPROVED, Status.REJECTED, Status.EXPIRED, Status.ANSWERED, Status.DECLINED]
+DECIDED_STATUSES = [status for status in Status if status != Status.PENDING]
 
 
 class Action(models.TextChoices):
@@ -222,10 +223,12 @@ class ApprovalRequest(PublicIdMixin, models.Model):
             # History reads decided rows newest first without walking the pending ones.
             models.Index(
                 fields=["workspace", "-created_at", "-id"],
-                condition=Q(status__in=["approved", "rejected", "expired", "answered", "declined"]),
+                condition=Q(status__in=["approved", "rejected", "expired", "answered", "declined", "withdrawn"]),
                 name="apr_history_decided",
             ),
             models.Index(fields=["expires_at"], condition=Q(status="pending"), name="apr_overdue"),
+            # A run's story (GET /api/v1/runs/{run_id}, the request page's "This run so far"), in order.
+            models.Index(fields=["workspace", "run_id", "created_at", "id"], name="apr_run"),
             # For SET NULL when a user is deleted; a new (pending) request is not in it.
             models.Index(fields=["decided_by"], condition=Q(decided_by__isnull=False), name="apr_decided_by"),
             # A grant's uses; requests no grant approved (nearly all) cost this index nothing.

@@ -44,6 +44,7 @@ DOMAIN_CODES = (
     "passkey_refused",
     "reauthentication_required",
     "conflict",
+    "forbidden",
     "idempotency_key_reused",
 )
 

@@ -64,6 +64,7 @@ INSTALLED_APPS = [
     "rules",
     "contacts",
     "approvals",
+    "collaboration",
     "integrations",
     "audit",
     "insights",

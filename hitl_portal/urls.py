@@ -26,6 +26,7 @@ urlpatterns = [
     path("hitl/account/telegram/unlink", telegram_account_views.unlink, name="telegram-account-unlink"),
     path("hitl/", include("rules.urls")),
     path("hitl/", include("contacts.urls")),
+    path("hitl/", include("collaboration.urls")),
     path("hitl/", include("approvals.urls")),
     path("hitl/", include("insights.urls")),
     path("hitl/", include("passkeys.urls")),
@@ -38,6 +39,7 @@ urlpatterns = [
     path("api/schema/", SchemaView.as_view(), name="schema"),
     # The split view serves its start-up script as a file: no inline script, so the CSP holds here too.
     path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="schema"), name="api-docs"),
+    path("api/v1/", include("collaboration.api_urls")),
     path("api/v1/", include("rules.api_urls")),
     path("api/v1/", include("people.api_urls")),
     path("api/v1/", include("contacts.api_urls")),

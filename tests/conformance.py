@@ -86,6 +86,9 @@ def act(step: dict, approval_id: str, *, reviewer_api) -> None:
     if "decide" in step:
         decided = reviewer_api.post(f"/api/v1/approvals/{approval_id}/decision", step["decide"])
         assert decided.status_code == 200, decided.text
+    elif "withdraw" in step:  # the person the run acts for (the call's requested_by) takes it back
+        withdrawn = reviewer_api.post(f"/api/v1/approvals/{approval_id}/withdraw", step["withdraw"])
+        assert withdrawn.status_code == 200, withdrawn.text
     elif "expire" in step:
         with travel(timedelta(hours=25)):
             expire_requests(ApprovalRequest.objects.filter(public_id=approval_id))

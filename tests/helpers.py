@@ -234,6 +234,7 @@ def error_of(response: "requests.Response | ClientResponse") -> dict:
 APP_PACKAGES = (
     "approvals",
     "audit",
+    "collaboration",
     "common",
     "contacts",
     "edge",

@@ -30,6 +30,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("rules", "passkeys"),
     ("contacts",),
     ("approvals", "push"),
+    ("collaboration",),
     ("integrations", "insights", "edge"),
     ("launch",),
     ("hitl_portal",),

@@ -92,6 +92,9 @@ class DecisionSerializer(serializers.Serializer):
     )
     edited = serializers.BooleanField(help_text="true when a reviewer approved other arguments than proposed")
     answers = AnswersField(help_text="a question's answers; null otherwise")
+    withdrawn = serializers.BooleanField(
+        help_text="true when its requester (or its engine) withdrew it: the engine halts; nobody decided it"
+    )
 
 
 class ApprovingVoteSerializer(serializers.Serializer):
@@ -200,9 +203,12 @@ def _decision(approval: ApprovalRequest, now) -> dict | None:
             "call_digest": decision_digest(approval),
             "edited": False,
             "answers": None,
+            "withdrawn": False,
         }
+    withdrawn = status == Status.WITHDRAWN
     return {
-        "outcome": status,
+        # Withdrawn counts as rejected for every engine and client that reads the outcome: nothing runs.
+        "outcome": Status.REJECTED if withdrawn else status,
         "action": approval.decision_action,
         "decided_by": approval.decided_by_email or None,
         "on_behalf_of": approval.on_behalf_of or None,
@@ -216,6 +222,7 @@ def _decision(approval: ApprovalRequest, now) -> dict | None:
         "call_digest": decision_digest(approval),
         "edited": was_edited(approval),
         "answers": approval.answers,
+        "withdrawn": withdrawn,
     }
 
 

@@ -8,6 +8,7 @@ from rest_framework.response import Response
 from rest_framework.utils.urls import replace_query_param
 from rest_framework.views import APIView
 
+from approvals import extensions
 from approvals.grants.services import GRANT_TTL_DEFAULT, GRANT_TTL_MAX, GRANT_TTL_MIN
 from approvals.models import ApprovalKind, ApprovalRequest, Status
 from approvals.presenters.api import AnswersField, ApprovalRequestSerializer, approval_as_dict
@@ -39,6 +40,7 @@ class ListFilters(QuerySerializer):
         error_messages={"invalid": "config must be a config id (cfg_…)."},
     )
     kind = serializers.ChoiceField(choices=KIND_FILTERS, required=False)
+    requested_by = serializers.ChoiceField(choices=["me"], required=False)
 
 
 ApprovalPageSerializer = page_serializer(ApprovalRequestSerializer(many=True), "ApprovalPage")
@@ -66,6 +68,13 @@ LIST_PARAMETERS = [
         enum=KIND_FILTERS,
         description="gate or token_cap; or a rule kind (delete, mcp_server, cell, worker) for gates at that boundary",
     ),
+    OpenApiParameter(
+        "requested_by",
+        str,
+        enum=["me"],
+        description="me: only the requests made for the caller (their email is the request's requested_by); "
+        "people's tokens only",
+    ),
 ]
 LIST_SCHEMA = extend_schema(
     operation_id="approvals_list",
@@ -89,6 +98,14 @@ def list_approvals(request: Request) -> Response:
     cursor = request.query_params.get("cursor", "")
     if cursor and selectors.decode_cursor(cursor) is None:
         raise cursor_refused(cursor)
+    actor = request.actor
+    requested_by = ""
+    if wanted.get("requested_by") == "me":
+        if actor.user is None:
+            raise serializers.ValidationError(
+                {"requested_by": "requested_by=me needs a person's token, not an engine key."}
+            )
+        requested_by = actor.user.email
     now = timezone.now()
     rows, next_cursor = selectors.history_page(
         workspace=request.actor.workspace,
@@ -97,6 +114,8 @@ def list_approvals(request: Request) -> Response:
             config=wanted.get("config", ""),
             kind=wanted.get("kind", ""),
             include_pending=True,
+            requested_by=requested_by,
+            hidden=tuple(extensions.queue_hidden(actor)) if actor.user is not None else (),
         ),
         cursor=cursor,
         now=now,

@@ -47,8 +47,14 @@ class CardCache:
         with self._lock:
             self._cards.clear()
 
-    def cards(self, request, entries: list[QueueEntry], *, workspace, reviewers: list[str]) -> list[SafeString]:
-        """The queue's cards as HTML for `request`'s user, in the order of `entries`; only the new ones drawn."""
+    def cards(
+        self, request, entries: list[QueueEntry], *, workspace, reviewers: list[str], strips: dict | None = None
+    ) -> list[SafeString]:
+        """The queue's cards as HTML for `request`'s user, in the order of `entries`; only the new ones drawn.
+
+        strips: HTML to place after a card (by pk), drawn per request, never kept (approvals/extensions.py).
+        """
+        strips = strips or {}
         template = get_template("approvals/_card.html")
         user = request.user
         # Everything outside the request that the render depends on, the same for every card of the page.
@@ -77,6 +83,7 @@ class CardCache:
                 html.replace(CSRF_MARKER, token).replace(
                     EXPIRES_MARKER, conditional_escape(card_presenter.expires_in(entry.expires_at))
                 )
+                + conditional_escape(strips.get(entry.pk, ""))
             )
             for entry in entries
             # None: decided (or expired) between reading the queue and drawing its new cards

@@ -2,7 +2,7 @@
 
 import base64
 import binascii
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, time, timedelta
 
 from django.db import connection
@@ -164,6 +164,7 @@ class QueueEntry:
     drawn_from: tuple  # changes whenever anything its card shows does (see _DRAWN_FROM)
     expires_at: datetime
     quorum: bool  # a quorum card shows its votes and who may still vote
+    extra: tuple = ()  # what an extension asked the queue's read for (approvals/extensions.py), by name
 
 
 # What a pending request's card is drawn from, as the database knows it: its row's version — xmin,
@@ -185,17 +186,27 @@ def _entry(pk: int, version: str, config_id: str, config_name: str, expires_at: 
     return QueueEntry(pk=pk, drawn_from=(version, config_id, config_name), expires_at=expires_at, quorum=required > 1)
 
 
-def pending_queue(*, workspace: Workspace, now: datetime | None = None) -> tuple[list[QueueEntry], bool]:
-    """The Approvals tab: pending requests, oldest first; and whether more wait beyond the limit."""
+def pending_queue(
+    *, workspace: Workspace, now: datetime | None = None, hidden: tuple[QuerySet, ...] = (), extra: dict | None = None
+) -> tuple[list[QueueEntry], bool]:
+    """The Approvals tab: pending requests, oldest first; and whether more wait beyond the limit.
+
+    hidden: subqueries of requests this reviewer does not want to see now; extra: name → expression read
+    with each entry, in the same query (approvals/extensions.py).
+    """
+    extra = extra or {}
     now = now or timezone.now()
+    rows = ApprovalRequest.objects.for_workspace(workspace).pending(now)
+    for pks in hidden:
+        rows = rows.exclude(pk__in=pks)
     rows = list(
-        ApprovalRequest.objects.for_workspace(workspace)
-        .pending(now)
-        .annotate(version=_DRAWN_FROM)
+        rows.annotate(version=_DRAWN_FROM, **extra)
         .order_by("created_at", "id")
-        .values_list(*_ENTRY_FIELDS)[: QUEUE_LIMIT + 1]
+        .values_list(*_ENTRY_FIELDS, *extra)[: QUEUE_LIMIT + 1]
     )
-    return [_entry(*row) for row in rows[:QUEUE_LIMIT]], len(rows) > QUEUE_LIMIT
+    width = len(_ENTRY_FIELDS)
+    entries = [replace(_entry(*row[:width]), extra=tuple(zip(extra, row[width:], strict=True))) for row in rows]
+    return entries[:QUEUE_LIMIT], len(rows) > QUEUE_LIMIT
 
 
 def queue_cards_to_draw(
@@ -231,6 +242,8 @@ class HistoryFilters:
     date_from: date | None = None
     date_to: date | None = None
     include_pending: bool = False  # the API's list without a status; the History page shows decided ones only
+    requested_by: str = ""  # the requests made for this person (`requested_by=me`), case-insensitive
+    hidden: tuple = ()  # subqueries of requests hidden from this reviewer's pending list (snoozed)
 
 
 def encode_cursor(approval: ApprovalRequest) -> str:
@@ -272,6 +285,8 @@ def history_page(
         rows = rows.filter(config__public_id=filters.config)
     if filters.kind:
         rows = with_kind(rows, filters.kind)
+    if filters.requested_by:
+        rows = rows.filter(requested_by__iexact=filters.requested_by)
     if filters.date_from:
         rows = rows.filter(created_at__gte=_start_of(filters.date_from))
     if filters.date_to and filters.date_to < date.max:  # up to 9999-12-31 is no bound at all
@@ -289,7 +304,10 @@ def history_page(
     # apr_history_decided newest first without stepping over the (many, recent) pending rows, and
     # overdue requests the sweep has not reached yet (a minute's worth) come from apr_overdue.
     if status == Status.PENDING:
-        parts = [rows.pending(now)]
+        pending = rows.pending(now)
+        for pks in filters.hidden:
+            pending = pending.exclude(pk__in=pks)
+        parts = [pending]
     elif status:
         parts = [rows.filter(status=status)] + ([_overdue(rows, now)] if status == Status.EXPIRED else [])
     elif filters.include_pending:

@@ -10,6 +10,7 @@ from django.shortcuts import redirect, render
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from approvals import extensions
 from approvals.edits.checks import may_edit
 from approvals.exceptions import ApprovalNotFound, EditedArgumentsInvalid, SelfApproval, WrongDecision
 from approvals.expiry.expire import approval_expire_if_overdue
@@ -40,11 +41,19 @@ from workspaces.decorators import member_required
 
 def _queue_context(request: HttpRequest) -> dict:
     workspace = request.actor.workspace
-    pending, more = selectors.pending_queue(workspace=workspace)
+    pending, more = selectors.pending_queue(
+        workspace=workspace, hidden=tuple(extensions.queue_hidden(request.actor)), extra=extensions.queue_extra()
+    )
     # Who may still vote is shown on quorum cards only; one query for the whole queue.
     reviewers = selectors.reviewer_emails(workspace) if any(entry.quorum for entry in pending) else []
     return {
-        "cards": rendered_cards.cards(request, pending, workspace=workspace, reviewers=reviewers),
+        "cards": rendered_cards.cards(
+            request,
+            pending,
+            workspace=workspace,
+            reviewers=reviewers,
+            strips=extensions.queue_strips(request, pending),
+        ),
         "more": more,
         "limit": selectors.QUEUE_LIMIT,
         # What a single card (after a decision, or on its own page) is given: set here, a missing
@@ -212,6 +221,7 @@ def detail(request: HttpRequest, public_id: str) -> HttpResponse:
         "digest_warning": mismatch_warning(approval),
         "execution": page_presenter.execution_report(approval),
         "run_halt": run_halted(workspace=request.actor.workspace, run_id=approval.run_id),
+        "sections": extensions.page_sections(request, approval),
     }
     if ctx["pending"] and ctx["can_review"]:
         # Who may still vote, on a quorum request's card (as in the queue).

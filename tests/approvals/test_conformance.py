@@ -20,7 +20,9 @@ def _registration(case: dict, config) -> dict:
     if "plan" in case:
         return {"kind": "plan", **base, **case["plan"]}
     rule_id = config.versions.get(number=1).rules[0]["id"]
-    call = {key: case["call"][key] for key in ("target", "operation", "arguments")}
+    call = {
+        key: case["call"][key] for key in ("target", "operation", "arguments", "requested_by") if key in case["call"]
+    }
     return {"kind": "gate", **base, "rule_id": rule_id, **call}
 
 

@@ -54,7 +54,7 @@ class Verdict:
 
     allowed: bool
     # Runs: not_gated · inert · allowed (a rule's condition or shadow mode let it through) · approved.
-    # Never runs: rejected · expired · undeliverable · timeout · digest_mismatch · edit_to_retry ·
+    # Never runs: rejected · withdrawn · expired · undeliverable · timeout · digest_mismatch · edit_to_retry ·
     # already_executed · in_doubt · receipt_refused · unknown (a status this client does not know).
     state: str
     message: str
@@ -306,6 +306,13 @@ def registered(approval: dict, call: GatedCall) -> Verdict | None:
     return None
 
 
+def withdrawn_message(decision: dict, what: str) -> str:
+    """The words for a request its requester (or its engine) took back: the work stops, nobody refused it."""
+    reason = (decision.get("reason") or "").rstrip(". ")
+    words = f": {reason}" if reason else ""
+    return f"This request was withdrawn by the requester{words}, so {what}. Stop this work; do not retry it."
+
+
 def verdict_of(approval: dict) -> Verdict:
     """Turn a request into what the agent is told. Expired is not rejected: nobody refused."""
     status = approval["status"]
@@ -339,6 +346,8 @@ def verdict_of(approval: dict) -> Verdict:
         reason = (decision.get("reason") or "no reason given").rstrip(". ")
         who = decision.get("decided_by") or "A reviewer"
         return Verdict(False, "rejected", f"{who} rejected this call: {reason}. Do not retry it.", approval)
+    if status == "withdrawn":
+        return Verdict(False, "withdrawn", withdrawn_message(decision, "the call was not run"), approval)
     if status == "pending":
         return Verdict(
             False,

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ._core import canonical_json
+from ._core import canonical_json, withdrawn_message
 
 QUESTION_TYPES = ("choice", "text", "number", "boolean")
 MAX_QUESTIONS = 8
@@ -27,7 +27,8 @@ class Answers:
     """What people answered a run's questions, or why nobody did: `state` tells which.
 
     answered · declined (a person chose not to answer; `reason` holds their words) · expired (nobody
-    answered before the deadline) · halted (a person halted the run: stop; `reason` says why) · timeout
+    answered before the deadline) · halted (a person halted the run: stop; `reason` says why) · withdrawn
+    (the requester took it back: stop) · timeout
     (still waiting; asking again waits on the same request) · inert (nobody can answer on this plan).
     `answers["env"]` reads one answer; `message` is for the agent.
     """
@@ -78,8 +79,8 @@ class PlanReview:
     """A person's word on a plan: approved, or changes asked (`feedback` holds what to change).
 
     approved · changes_requested · expired (nobody reviewed it) · halted (a person halted the run: stop,
-    do not revise) · timeout (still waiting) · inert (nobody can review on this plan; go on). `approved`
-    is True for approved and inert, as a gate's `allowed` is.
+    do not revise) · withdrawn (the requester took it back: stop) · timeout (still waiting) · inert (nobody
+    can review on this plan; go on). `approved` is True for approved and inert, as a gate's `allowed` is.
     """
 
     state: str
@@ -246,6 +247,8 @@ def answers_of(approval: dict, questions: list[dict] | None = None) -> Answers:
         )
     if halted(approval):
         return Answers("halted", halted_message(approval, "these questions"), {}, approval)
+    if status == "withdrawn":
+        return Answers("withdrawn", withdrawn_message(decision, "nobody will answer it"), {}, approval)
     if status == "expired":
         return Answers(
             "expired",
@@ -272,6 +275,8 @@ def review_of(approval: dict) -> PlanReview:
         return PlanReview("approved", f"{who} approved the plan{note}. Go ahead with it.", approval)
     if halted(approval):
         return PlanReview("halted", halted_message(approval, "this plan"), approval)
+    if status == "withdrawn":
+        return PlanReview("withdrawn", withdrawn_message(decision, "nobody will review the plan"), approval)
     if status == "rejected":
         reason = (decision.get("reason") or "no reason given").rstrip(". ")
         return PlanReview(

@@ -2,6 +2,7 @@
 // Python client's words (clients/python/hitl_client/_questions.py). An answer, a decline, a halt and an
 // expiry are never confused: an expired question is "nobody answered", never the recommended option.
 import { canonicalJson } from "./core.js";
+import { withdrawnMessage } from "./verdicts.js";
 import type { Approval, PortalAnswer, Question, Served } from "./types.js";
 
 export const MAX_QUESTIONS = 8;
@@ -138,8 +139,7 @@ function halted(decision: Record<string, any>, what: string): string {
 }
 
 function withdrawn(decision: Record<string, any>, what: string): string {
-  const reason = decision.reason ? `: ${trimmed(decision.reason)}` : "";
-  return `The ${what} was withdrawn${reason}. Stop this work.`;
+  return withdrawnMessage(decision, what === "plan" ? "nobody will review the plan" : "nobody will answer it");
 }
 
 function review(state: ReviewState, message: string, approval: Approval | null): PlanReview {

@@ -74,6 +74,51 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/approvals/{apr}/claim": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * "I'm on it": claim a pending request
+         * @description One claimant: another reviewer's claim answers 409 `conflict` naming them. A claim never stops another reviewer deciding. Claiming it again answers 200 with `already_claimed: true`.
+         */
+        post: operations["approval_claim"];
+        /**
+         * Release the claim
+         * @description By its claimant or an admin (another reviewer: 409 `conflict`). No claim: 204 as well.
+         */
+        delete: operations["approval_unclaim"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/approvals/{apr}/comments": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A request's comments, oldest first */
+        get: operations["approval_comments_list"];
+        put?: never;
+        /**
+         * Comment on a request
+         * @description Reviewers and the requester (a member) comment; a comment never decides. Audited (`approval.commented`).
+         */
+        post: operations["approval_comments_add"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/approvals/{apr}/decision": {
         parameters: {
             query?: never;
@@ -114,7 +159,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/v1/approvals/decide": {
+    "/api/v1/approvals/{apr}/snooze": {
         parameters: {
             query?: never;
             header?: never;
@@ -124,10 +169,30 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Decide several requests at once
-         * @description Each request is decided through the same service as `POST /api/v1/approvals/{apr}/decision`, as if alone: its own decision, receipt and audit record. An item needing more than this call gives (a quorum's further votes, a passkey on its page, four eyes, an approver group) is answered with its `code` and never decided silently. An id of another workspace (or none) answers 404 naming `ids`, and nothing is decided.
+         * "Not now": hide a pending request from my pending list until a time
+         * @description Only the caller's queue and `status=pending` list; nothing is decided, and others still see it.
          */
-        post: operations["approvals_decide_batch"];
+        post: operations["approval_snooze"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/approvals/{apr}/withdraw": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Withdraw a pending request
+         * @description By the member named in its `requested_by`, or the engine key that registered it: `status: "withdrawn"`, `decision.outcome` rejected, `decision.action` halt (stop_run for a token cap), `decision.withdrawn: true`; its waiting engine halts, and nothing decides it afterwards. An ended request answers 200 as it is, with `already_decided: true`.
+         */
+        post: operations["approvals_withdraw"];
         delete?: never;
         options?: never;
         head?: never;
@@ -426,43 +491,6 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/v1/delegations": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** Every delegation of the workspace, newest first (admins) */
-        get: operations["delegations_list"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v1/delegations/{dlg}": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        post?: never;
-        /**
-         * End a delegation now (admins)
-         * @description Audited as `delegation.ended`; ending an ended one changes nothing and answers 204 too.
-         */
-        delete: operations["delegations_end"];
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
     "/api/v1/deliveries": {
         parameters: {
             query?: never;
@@ -527,109 +555,6 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/v1/groups": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** List approver groups (admins) */
-        get: operations["groups_list"];
-        put?: never;
-        /**
-         * Create an approver group (admins)
-         * @description A rule's `approver_groups` names groups: only their members (and their live delegates) decide its requests. Audited as `group.created`.
-         */
-        post: operations["groups_create"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v1/groups/{grp}": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** One approver group (admins) */
-        get: operations["groups_read"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v1/groups/{grp}/members": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /**
-         * Add a member to a group (admins)
-         * @description Adding someone already in the group changes nothing. Audited as `group.member_added`.
-         */
-        post: operations["groups_member_add"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v1/groups/{grp}/members/{email}": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        post?: never;
-        /**
-         * Remove a member from a group (admins)
-         * @description Audited as `group.member_removed`.
-         */
-        delete: operations["groups_member_remove"];
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v1/me/delegation": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** My live delegation */
-        get: operations["me_delegation_read"];
-        /**
-         * Name a stand-in until a time (out of office)
-         * @description Until `until` (at most 30 days) the delegate decides what you could (approver groups included), on your behalf (`decision.on_behalf_of`), and receives your notifications too. A delegate never approves what you requested. Replaces your live delegation. Audited as `delegation.started`.
-         */
-        put: operations["me_delegation_set"];
-        post?: never;
-        /**
-         * End my delegation now
-         * @description Audited as `delegation.ended`. Without a live delegation it changes nothing.
-         */
-        delete: operations["me_delegation_end"];
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
     "/api/v1/push/subscriptions": {
         parameters: {
             query?: never;
@@ -646,6 +571,26 @@ export interface paths {
          * @description Its `endpoint` as the query; 204 whether or not it was subscribed (for this person, here).
          */
         delete: operations["push_unsubscribe"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/runs/{run_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A run's story: every request of the run, oldest first
+         * @description Gates, questions, plans and token caps, each with its decision and execution; 1,000 a page (`next`).
+         */
+        get: operations["run_story"];
+        put?: never;
+        post?: never;
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -837,7 +782,7 @@ export interface components {
              * @description discriminator enum property added by openapi-typescript
              * @enum {string}
              */
-            status: "pending" | "approved" | "rejected" | "expired" | "answered" | "declined";
+            status: "pending" | "approved" | "rejected" | "expired" | "answered" | "declined" | "withdrawn";
             config_id: string;
             config_version: number;
             rule_id: string | null;
@@ -901,12 +846,10 @@ export interface components {
             receipt: string | null;
         };
         /** @enum {string} */
-        ApprovalStatusEnum: "pending" | "approved" | "rejected" | "expired" | "answered" | "declined";
+        ApprovalStatusEnum: "pending" | "approved" | "rejected" | "expired" | "answered" | "declined" | "withdrawn";
         ApprovingVote: {
             /** Format: email */
             by: string | null;
-            /** @description the delegator a delegate voted for, or null */
-            on_behalf_of: string | null;
             /** Format: date-time */
             at: string;
             reason: string;
@@ -914,83 +857,37 @@ export interface components {
         /** @enum {string} */
         AskInEnum: "console";
         /** @enum {string} */
-        BatchInputDecisionEnum: "approve" | "reject" | "proceed" | "stop";
-        BatchInputRequest: {
-            /** @description 1–100 request ids (apr_…) of this workspace; one named twice is decided once */
-            ids: string[];
-            decision: components["schemas"]["BatchInputDecisionEnum"];
-            /** @default  */
-            reason: string;
-        };
-        BatchItem: {
-            id: string;
-            /**
-             * @description the request as it now is
-             *
-             *     * `pending` - pending
-             *     * `approved` - approved
-             *     * `rejected` - rejected
-             *     * `expired` - expired
-             *     * `answered` - answered
-             *     * `declined` - declined
-             */
-            status: components["schemas"]["BatchItemStatusEnum"];
-            /**
-             * @description absent when this call decided it; else why not: already_decided, already_voted, voted (a quorum vote recorded, still pending), or the refusal a single decision would answer (passkey_required, self_approval, not_an_approver, invalid)
-             *
-             *     * `already_decided` - already_decided
-             *     * `already_voted` - already_voted
-             *     * `authentication_failed` - authentication_failed
-             *     * `bad_json` - bad_json
-             *     * `bad_payload` - bad_payload
-             *     * `bad_request` - bad_request
-             *     * `bad_update` - bad_update
-             *     * `conflict` - conflict
-             *     * `error` - error
-             *     * `forbidden` - forbidden
-             *     * `idempotency_key_reused` - idempotency_key_reused
-             *     * `invalid` - invalid
-             *     * `length_required` - length_required
-             *     * `method_not_allowed` - method_not_allowed
-             *     * `not_acceptable` - not_acceptable
-             *     * `not_an_approver` - not_an_approver
-             *     * `not_authenticated` - not_authenticated
-             *     * `not_found` - not_found
-             *     * `passkey_refused` - passkey_refused
-             *     * `passkey_required` - passkey_required
-             *     * `payload_too_large` - payload_too_large
-             *     * `plan_required` - plan_required
-             *     * `reauthentication_required` - reauthentication_required
-             *     * `request_timeout` - request_timeout
-             *     * `secret_invalid` - secret_invalid
-             *     * `secret_missing` - secret_missing
-             *     * `self_approval` - self_approval
-             *     * `server_error` - server_error
-             *     * `signature_invalid` - signature_invalid
-             *     * `signature_replayed` - signature_replayed
-             *     * `signature_stale` - signature_stale
-             *     * `slack_not_configured` - slack_not_configured
-             *     * `telegram_not_configured` - telegram_not_configured
-             *     * `too_many_waits` - too_many_waits
-             *     * `unsupported_media_type` - unsupported_media_type
-             *     * `voted` - voted
-             */
-            code?: components["schemas"]["BatchItemCodeEnum"];
-            /** @description with code: what a person can do about it */
-            message?: string;
-            /** @description with passkey_required: the request's page */
-            url?: string;
-        };
-        /** @enum {string} */
-        BatchItemCodeEnum: "already_decided" | "already_voted" | "authentication_failed" | "bad_json" | "bad_payload" | "bad_request" | "bad_update" | "conflict" | "error" | "forbidden" | "idempotency_key_reused" | "invalid" | "length_required" | "method_not_allowed" | "not_acceptable" | "not_an_approver" | "not_authenticated" | "not_found" | "passkey_refused" | "passkey_required" | "payload_too_large" | "plan_required" | "reauthentication_required" | "request_timeout" | "secret_invalid" | "secret_missing" | "self_approval" | "server_error" | "signature_invalid" | "signature_replayed" | "signature_stale" | "slack_not_configured" | "telegram_not_configured" | "too_many_waits" | "unsupported_media_type" | "voted";
-        /** @enum {string} */
-        BatchItemStatusEnum: "pending" | "approved" | "rejected" | "expired" | "answered" | "declined";
-        BatchOutput: {
-            /** @description one per distinct id, in the order sent */
-            results: components["schemas"]["BatchItem"][];
-        };
-        /** @enum {string} */
         ChannelEnum: "email" | "slack" | "webhook" | "push" | "telegram" | "none";
+        Claim: {
+            /** @description the request (apr_…) */
+            id: string;
+            /** @description the claimant's email, or null */
+            claimed_by: string | null;
+            /** Format: date-time */
+            claimed_at: string | null;
+            /** @description true when this reviewer had claimed it before */
+            already_claimed: boolean;
+        };
+        Comment: {
+            /** @description cmt_… */
+            id: string;
+            approval_id: string;
+            /** @description the author's email */
+            author: string;
+            /** @description as written; shown escaped and bidi-safe */
+            text: string;
+            /** @description page, api, cli, slack or telegram */
+            via: string;
+            /** Format: date-time */
+            created_at: string;
+        };
+        CommentInputRequest: {
+            /** @description at most 2,000 characters; never decides */
+            text: string;
+        };
+        CommentList: {
+            results: components["schemas"]["Comment"][];
+        };
         Config: {
             id: string;
             name: string;
@@ -1056,8 +953,6 @@ export interface components {
             action: components["schemas"]["ActionEnum"];
             /** @description the decider's email, or null */
             decided_by: string | null;
-            /** @description when a delegate decided: the delegator's email, for whom the decider stood in; else null */
-            on_behalf_of: string | null;
             /** Format: date-time */
             decided_at: string;
             reason: string;
@@ -1076,9 +971,11 @@ export interface components {
             answers: {
                 [key: string]: unknown;
             } | null;
+            /** @description true when its requester (or its engine) withdrew it: the engine halts; nobody decided it */
+            withdrawn: boolean;
         };
         /** @enum {string} */
-        DecisionInputDecisionEnum: "approve" | "reject" | "proceed" | "stop" | "answer" | "decline" | "revise";
+        DecisionEnum: "approve" | "reject" | "proceed" | "stop" | "answer" | "decline" | "revise";
         DecisionInputRequest: {
             /**
              * @description approve / reject a gate request; proceed (past cap) / stop (the run) a token cap request; answer / decline a question; approve / revise a plan
@@ -1091,7 +988,7 @@ export interface components {
              *     * `decline` - decline
              *     * `revise` - revise
              */
-            decision: components["schemas"]["DecisionInputDecisionEnum"];
+            decision: components["schemas"]["DecisionEnum"];
             /** @description with answer: question id → value (an option's value, a list for multi, words, a number, a boolean) */
             answers?: {
                 [key: string]: unknown;
@@ -1122,52 +1019,6 @@ export interface components {
             already_voted: boolean;
             /** @description with propose_condition: the proposal (prp_…) put in the draft for an admin, null if the approval did not count (already decided) */
             proposal_id?: string | null;
-        };
-        Delegation: {
-            /** @description dlg_… */
-            id: string;
-            /**
-             * Format: email
-             * @description whose decisions the delegate may make
-             */
-            delegator: string;
-            /**
-             * Format: email
-             * @description who stands in
-             */
-            delegate: string;
-            /** Format: date-time */
-            until: string;
-            reason: string;
-            /** Format: date-time */
-            created_at: string;
-            /** Format: date-time */
-            ended_at: string | null;
-            /** Format: email */
-            ended_by: string | null;
-            /** @description not ended and `until` still ahead */
-            active: boolean;
-        };
-        DelegationInputRequest: {
-            /** @description a member of this workspace */
-            delegate: string;
-            /**
-             * Format: date-time
-             * @description in the future, at most 30 days away
-             */
-            until: string;
-            /** @default  */
-            reason: string;
-        };
-        DelegationPage: {
-            results: components["schemas"]["Delegation"][];
-            /**
-             * Format: uri
-             * @description The next page as a URL to GET as it is; null on the last page.
-             */
-            next: string | null;
-            /** @description The next page as the `cursor` parameter takes it; null on the last page. */
-            next_cursor: string | null;
         };
         Delivery: {
             id: string;
@@ -1201,7 +1052,7 @@ export interface components {
             error: components["schemas"]["ErrorDetail"];
         };
         /** @enum {string} */
-        ErrorCodeEnum: "authentication_failed" | "bad_json" | "bad_payload" | "bad_request" | "bad_update" | "conflict" | "error" | "forbidden" | "idempotency_key_reused" | "invalid" | "length_required" | "method_not_allowed" | "not_acceptable" | "not_an_approver" | "not_authenticated" | "not_found" | "passkey_refused" | "passkey_required" | "payload_too_large" | "plan_required" | "reauthentication_required" | "request_timeout" | "secret_invalid" | "secret_missing" | "self_approval" | "server_error" | "signature_invalid" | "signature_replayed" | "signature_stale" | "slack_not_configured" | "telegram_not_configured" | "too_many_waits" | "unsupported_media_type";
+        ErrorCodeEnum: "authentication_failed" | "bad_json" | "bad_payload" | "bad_request" | "bad_update" | "conflict" | "error" | "forbidden" | "idempotency_key_reused" | "invalid" | "length_required" | "method_not_allowed" | "not_acceptable" | "not_authenticated" | "not_found" | "passkey_refused" | "passkey_required" | "payload_too_large" | "plan_required" | "reauthentication_required" | "request_timeout" | "secret_invalid" | "secret_missing" | "self_approval" | "server_error" | "signature_invalid" | "signature_replayed" | "signature_stale" | "slack_not_configured" | "telegram_not_configured" | "too_many_waits" | "unsupported_media_type";
         ErrorDetail: {
             code: components["schemas"]["ErrorCodeEnum"];
             message: string;
@@ -1307,28 +1158,6 @@ export interface components {
         };
         /** @enum {string} */
         GrantScopeEnum: "run" | "rule";
-        Group: {
-            /** @description grp_… */
-            id: string;
-            name: string;
-            /** @description members' emails */
-            members: string[];
-            /** Format: date-time */
-            created_at: string;
-        };
-        GroupInputRequest: {
-            name: string;
-        };
-        GroupPage: {
-            results: components["schemas"]["Group"][];
-            /**
-             * Format: uri
-             * @description The next page as a URL to GET as it is; null on the last page.
-             */
-            next: string | null;
-            /** @description The next page as the `cursor` parameter takes it; null on the last page. */
-            next_cursor: string | null;
-        };
         Halt: {
             /** @description null for a workspace freeze */
             run_id: string | null;
@@ -1396,9 +1225,6 @@ export interface components {
         KtyEnum: "OKP";
         /** @enum {string} */
         MatchFieldEnum: "operation" | "target";
-        MemberInputRequest: {
-            email: string;
-        };
         /** @enum {unknown} */
         NullEnum: null;
         /** @enum {string} */
@@ -1469,7 +1295,6 @@ export interface components {
             condition?: string | null;
             mode?: components["schemas"]["RuleModeEnum"];
             allow_edit?: boolean;
-            approver_groups?: string[];
         };
         PinRequest: {
             version: number;
@@ -1634,8 +1459,6 @@ export interface components {
             mode: components["schemas"]["RuleModeEnum"];
             /** @description Whether a reviewer may approve a call with edited arguments (only with approvals_required 1 and pass information level full). */
             allow_edit: boolean;
-            /** @description Approver groups (grp_…): only their members (and their live delegates) decide this rule's requests; others get 403 `not_an_approver`. Empty: every reviewer. */
-            approver_groups: string[];
         };
         /** @description A draft rule: its kind, what it matches, and what the reviewer reads. */
         RuleInputRequest: {
@@ -1656,7 +1479,6 @@ export interface components {
             condition?: string | null;
             mode?: components["schemas"]["RuleModeEnum"];
             allow_edit?: boolean;
-            approver_groups?: string[];
         };
         /** @enum {string} */
         RuleKindEnum: "delete" | "mcp_server" | "cell" | "worker";
@@ -1674,6 +1496,16 @@ export interface components {
         };
         /** @enum {string} */
         RuleWindowScopeEnum: "rule";
+        RunPage: {
+            results: components["schemas"]["ApprovalRequest"][];
+            /**
+             * Format: uri
+             * @description The next page as a URL to GET as it is; null on the last page.
+             */
+            next: string | null;
+            /** @description The next page as the `cursor` parameter takes it; null on the last page. */
+            next_cursor: string | null;
+        };
         ServedConfig: {
             config_id: string;
             version: number;
@@ -1724,8 +1556,6 @@ export interface components {
             mode: components["schemas"]["RuleModeEnum"];
             /** @description Whether a reviewer may approve a call with edited arguments (only with approvals_required 1 and pass information level full). */
             allow_edit: boolean;
-            /** @description Approver groups (grp_…): only their members (and their live delegates) decide this rule's requests; others get 403 `not_an_approver`. Empty: every reviewer. */
-            approver_groups: string[];
             /** @description The field of a call `match` is compared with: `operation` for a delete rule (delete_file, drop_table, on any target), `target` for the other kinds. `*` takes in every call. The portal's registration check and every client's find_gate apply it. */
             readonly match_field: components["schemas"]["MatchFieldEnum"];
         };
@@ -1766,6 +1596,19 @@ export interface components {
             in_draft: boolean;
             /** @description the draft condition failed on some call */
             condition_error: string | null;
+        };
+        Snooze: {
+            /** @description the request (apr_…) */
+            id: string;
+            /** Format: date-time */
+            until: string;
+        };
+        SnoozeInputRequest: {
+            /**
+             * Format: date-time
+             * @description ISO 8601 with its zone; later than now, at most 7 days ahead
+             */
+            until: string;
         };
         /** @enum {string} */
         StateEnum: "active" | "inert";
@@ -1859,6 +1702,81 @@ export interface components {
             expires_at: string;
             reason: string;
         };
+        WithdrawInputRequest: {
+            /**
+             * @description passed back to the agent; at most 2,000 characters
+             * @default
+             */
+            reason: string;
+        };
+        WithdrawOutput: {
+            id: string;
+            kind: components["schemas"]["ApprovalKindEnum"];
+            status: components["schemas"]["ApprovalStatusEnum"];
+            config_id: string;
+            config_version: number;
+            rule_id: string | null;
+            /**
+             * @description the frozen rule's kind; null for a token cap or a question
+             *
+             *     * `delete` - Delete
+             *     * `mcp_server` - MCP server
+             *     * `cell` - Cell
+             *     * `worker` - Worker
+             */
+            boundary: (components["schemas"]["RuleKindEnum"] | components["schemas"]["NullEnum"]) | null;
+            /**
+             * @description null where boundary is
+             *
+             *     * `entry` - Entry — ask before the call
+             *     * `exit` - Exit — ask before its result returns
+             */
+            point: (components["schemas"]["PointEnum"] | components["schemas"]["NullEnum"]) | null;
+            message: string;
+            run_id: string;
+            thread_id: string;
+            caller: string;
+            target: string;
+            operation: string;
+            pass_information_level: components["schemas"]["PassInformationLevelEnum"];
+            summary: string | null;
+            arguments: unknown;
+            call_digest: string | null;
+            tokens_used: number | null;
+            token_cap: number | null;
+            scope: (components["schemas"]["TokenCapScopeEnum"] | components["schemas"]["NullEnum"]) | null;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            expires_at: string;
+            decision: components["schemas"]["Decision"] | null;
+            execution: components["schemas"]["Execution"] | null;
+            /**
+             * Format: email
+             * @description the person the run acts for (four eyes)
+             */
+            requested_by: string | null;
+            /** @description distinct reviewers who must approve (from the rule) */
+            approvals_required: number;
+            /** @description the approving votes so far, oldest first */
+            approvals: components["schemas"]["ApprovingVote"][];
+            /** @description why the rule's condition could not be evaluated (the request failed closed) */
+            condition_error: string | null;
+            /** @description whether a reviewer may approve it with edited arguments (the frozen rule's allow_edit) */
+            allow_edit: boolean;
+            /** @description the engine's JSON Schema of the arguments, which edits are checked against */
+            arguments_schema: unknown;
+            /** @description a question's or a plan's title */
+            title: string | null;
+            /** @description a question's questions, as registered with their defaults */
+            questions: components["schemas"]["Question"][] | null;
+            /** @description a plan's Markdown */
+            plan: string | null;
+            /** @description a decided request's signed receipt: a compact JWS (EdDSA) checked against /.well-known/jwks.json */
+            receipt: string | null;
+            /** @description true when the request had ended before: the body is how it ended, unchanged */
+            already_decided: boolean;
+        };
     };
     responses: never;
     parameters: never;
@@ -1898,8 +1816,10 @@ export interface operations {
                 kind?: "cell" | "delete" | "gate" | "mcp_server" | "plan" | "question" | "token_cap" | "worker";
                 /** @description Items per page (default 50, at most 200). */
                 limit?: number;
+                /** @description me: only the requests made for the caller (their email is the request's requested_by); people's tokens only */
+                requested_by?: "me";
                 /** @description pending (not yet overdue) lists oldest first; the others newest first. expired includes overdue requests no sweep has marked yet. */
-                status?: "answered" | "approved" | "declined" | "expired" | "pending" | "rejected";
+                status?: "answered" | "approved" | "declined" | "expired" | "pending" | "rejected" | "withdrawn";
             };
             header?: never;
             path?: never;
@@ -2114,6 +2034,246 @@ export interface operations {
             };
         };
     };
+    approval_claim: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                apr: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Claim"];
+                };
+            };
+            /** @description No or an unknown bearer token. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description An engine key, or not a reviewer or admin of the workspace. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such request in this workspace. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Claimed by another reviewer, or no longer pending. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    approval_unclaim: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                apr: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No response body */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description No or an unknown bearer token. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description An engine key, or not a reviewer or admin of the workspace. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such request in this workspace. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Claimed by another reviewer. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    approval_comments_list: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                apr: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CommentList"];
+                };
+            };
+            /** @description No or an unknown bearer token. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description An engine key, or not a reviewer or admin of the workspace. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such request in this workspace. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    approval_comments_add: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                apr: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CommentInputRequest"];
+            };
+        };
+        responses: {
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Comment"];
+                };
+            };
+            /** @description `text` empty or over 2,000 characters. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No or an unknown bearer token. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description An engine key, or not a reviewer or admin of the workspace. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such request in this workspace. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body was sent chunked (`Transfer-Encoding: chunked`) to a server set up without chunked reads: send it with a Content-Length. The portal's own server reads chunked bodies. */
+            411: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is over 256 KiB (sent chunked: read up to the limit, then refused). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     approvals_decide: {
         parameters: {
             query?: never;
@@ -2166,15 +2326,6 @@ export interface operations {
             };
             /** @description No such request in this workspace. */
             404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `conflict`: approving or answering a request that a halt or a freeze in force covers. */
-            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2291,16 +2442,18 @@ export interface operations {
             };
         };
     };
-    approvals_decide_batch: {
+    approval_snooze: {
         parameters: {
             query?: never;
             header?: never;
-            path?: never;
+            path: {
+                apr: string;
+            };
             cookie?: never;
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["BatchInputRequest"];
+                "application/json": components["schemas"]["SnoozeInputRequest"];
             };
         };
         responses: {
@@ -2309,10 +2462,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BatchOutput"];
+                    "application/json": components["schemas"]["Snooze"];
                 };
             };
-            /** @description No ids or more than 100, an unknown decision, or a reason over 2000; `fields` names it. */
+            /** @description `until` missing, in the past, or more than 7 days ahead. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2339,7 +2492,95 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description An id names no request of this workspace (`fields.ids` names them); nothing was decided. */
+            /** @description No such request in this workspace. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No longer pending. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body was sent chunked (`Transfer-Encoding: chunked`) to a server set up without chunked reads: send it with a Content-Length. The portal's own server reads chunked bodies. */
+            411: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is over 256 KiB (sent chunked: read up to the limit, then refused). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    approvals_withdraw: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                apr: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WithdrawInputRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WithdrawOutput"];
+                };
+            };
+            /** @description Bad JSON, or a reason over 2000 characters. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No or an unknown bearer token. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Neither its requester nor the engine key that registered it (`forbidden`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such request in this workspace. */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -3894,104 +4135,6 @@ export interface operations {
             };
         };
     };
-    delegations_list: {
-        parameters: {
-            query?: {
-                /** @description The previous page's `next_cursor`, as it is. (`next` is the same page as a whole URL: GET it instead of passing it here.) A cursor this server did not write is a 400. */
-                cursor?: string;
-                /** @description Items per page (default 50, at most 200). */
-                limit?: number;
-            };
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["DelegationPage"];
-                };
-            };
-            /** @description A bad page parameter. */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description No or an unknown bearer token. */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Not an admin of the workspace. */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    delegations_end: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                dlg: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description No response body */
-            204: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
-            /** @description No or an unknown bearer token. */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Not an admin of the workspace. */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description No such delegation in this workspace. */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
     deliveries_list: {
         parameters: {
             query?: {
@@ -4216,459 +4359,6 @@ export interface operations {
             };
         };
     };
-    groups_list: {
-        parameters: {
-            query?: {
-                /** @description The previous page's `next_cursor`, as it is. (`next` is the same page as a whole URL: GET it instead of passing it here.) A cursor this server did not write is a 400. */
-                cursor?: string;
-                /** @description Items per page (default 50, at most 200). */
-                limit?: number;
-            };
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["GroupPage"];
-                };
-            };
-            /** @description A bad page parameter. */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description No or an unknown bearer token. */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Not an admin of the workspace. */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    groups_create: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["GroupInputRequest"];
-            };
-        };
-        responses: {
-            201: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Group"];
-                };
-            };
-            /** @description No name, or one over 100 characters. */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description No or an unknown bearer token. */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Not an admin of the workspace. */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description A group of this name exists. */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description The body was sent chunked (`Transfer-Encoding: chunked`) to a server set up without chunked reads: send it with a Content-Length. The portal's own server reads chunked bodies. */
-            411: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description The body is over 256 KiB (sent chunked: read up to the limit, then refused). */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    groups_read: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                grp: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Group"];
-                };
-            };
-            /** @description No or an unknown bearer token. */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Not an admin of the workspace. */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description No such group in this workspace. */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    groups_member_add: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                grp: string;
-            };
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["MemberInputRequest"];
-            };
-        };
-        responses: {
-            201: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Group"];
-                };
-            };
-            /** @description `email` is not a member of this workspace. */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description No or an unknown bearer token. */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Not an admin of the workspace. */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description No such group in this workspace. */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description The body was sent chunked (`Transfer-Encoding: chunked`) to a server set up without chunked reads: send it with a Content-Length. The portal's own server reads chunked bodies. */
-            411: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description The body is over 256 KiB (sent chunked: read up to the limit, then refused). */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    groups_member_remove: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                email: string;
-                grp: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description No response body */
-            204: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
-            /** @description No or an unknown bearer token. */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Not an admin of the workspace. */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description No such group, or the email is not in it. */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    me_delegation_read: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Delegation"];
-                };
-            };
-            /** @description No or an unknown bearer token. */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description An engine key. */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description You have no live delegation. */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    me_delegation_set: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["DelegationInputRequest"];
-            };
-        };
-        responses: {
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Delegation"];
-                };
-            };
-            /** @description `delegate` not a member of this workspace (or you), `until` past or beyond 30 days. */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description No or an unknown bearer token. */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description An engine key. */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description The body was sent chunked (`Transfer-Encoding: chunked`) to a server set up without chunked reads: send it with a Content-Length. The portal's own server reads chunked bodies. */
-            411: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description The body is over 256 KiB (sent chunked: read up to the limit, then refused). */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    me_delegation_end: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description No response body */
-            204: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
-            /** @description No or an unknown bearer token. */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description An engine key. */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
     push_subscribe: {
         parameters: {
             query?: never;
@@ -4784,6 +4474,66 @@ export interface operations {
             };
             /** @description Not a reviewer or admin of the workspace (or an engine key). */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    run_story: {
+        parameters: {
+            query?: {
+                /** @description The previous page's `next_cursor`, as it is. */
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                run_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RunPage"];
+                };
+            };
+            /** @description A cursor this server did not write. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No or an unknown bearer token. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description An engine key, or not a reviewer or admin of the workspace. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such request in this workspace. */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

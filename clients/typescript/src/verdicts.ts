@@ -93,10 +93,7 @@ export function verdictOf(answer: PortalAnswer): Verdict {
     const who = decision.decided_by || "A reviewer";
     return verdict(false, "rejected", `${who} rejected this call: ${reason}. Do not retry it.`, approval);
   }
-  if (status === "withdrawn") {
-    const reason = decision.reason ? `: ${String(decision.reason).replace(/[. ]+$/, "")}` : "";
-    return verdict(false, "withdrawn", `The request was withdrawn${reason}, so the call was not run. Stop this work; do not retry it.`, approval);
-  }
+  if (status === "withdrawn") return verdict(false, "withdrawn", withdrawnMessage(decision, "the call was not run"), approval);
   return verdict(false, "timeout",
     "Still waiting for a person's decision; the call was not run. It stays in the queue until it expires.", approval);
 }
@@ -194,4 +191,10 @@ export function editToRetry(approved: Verdict): Verdict {
     `${who} approved this call only with edited arguments, so the call as proposed was not run. ` +
     `Make the call again with exactly these arguments: ${canonicalJson(approved.arguments)}`,
     approved.approval, { arguments: approved.arguments, edited: true, callDigest: approved.callDigest });
+}
+
+/** The words for a request its requester (or its engine) took back: the work stops, nobody refused it. */
+export function withdrawnMessage(decision: Record<string, any>, what: string): string {
+  const reason = decision.reason ? `: ${String(decision.reason).replace(/[. ]+$/, "")}` : "";
+  return `This request was withdrawn by the requester${reason}, so ${what}. Stop this work; do not retry it.`;
 }

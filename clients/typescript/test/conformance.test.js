@@ -8,7 +8,7 @@ import { test } from "node:test";
 
 import { findGate, judge } from "hitl-client";
 
-import { asAdmin, asReviewer, client, decide, makeConfig, runId } from "./support.js";
+import { asAdmin, asReviewer, client, decide, makeConfig, runId, withdraw } from "./support.js";
 
 const TABLE = JSON.parse(readFileSync(new URL("../../conformance/cases.json", import.meta.url), "utf8"));
 
@@ -21,7 +21,8 @@ const apiOnly = (c) => !c.steps.some(NEEDS_THE_CLOCK_OR_PLAN) && !c.config.plan;
 
 function callOf(c, run) {
   const { run_id, thread_id, call_id, caller } = { ...TABLE.defaults.run, run_id: run };
-  return { ...c.call, runId: run_id, threadId: thread_id, callId: call_id, caller };
+  const { requested_by, ...call } = c.call;
+  return { ...call, ...(requested_by ? { requestedBy: requested_by } : {}), runId: run_id, threadId: thread_id, callId: call_id, caller };
 }
 
 async function before(c, hitl, served, run) {
@@ -49,7 +50,7 @@ for (const c of TABLE.cases.filter(apiOnly)) {
     const run = runId(`conf-${c.id}`);
     const expect = c.expect;
     await before(c, hitl, served, run);
-    const reviewer = Promise.all(c.steps.filter((step) => step.decide).map((step) => decide(run, step.decide)));
+    const reviewer = Promise.all(c.steps.map((step) => (step.decide ? decide(run, step.decide) : step.withdraw ? withdraw(run, step.withdraw) : null)));
     const ran = [];
     const { thread_id, call_id, caller } = TABLE.defaults.run;
     const options = { runId: run, threadId: thread_id, callId: call_id, caller, waitTimeout: 20 };

@@ -74,6 +74,12 @@ export async function decide(run, body, timeoutMs) {
   return asReviewer("POST", `/api/v1/approvals/${approval.id}/decision`, body);
 }
 
+/** The person the run acts for (the reviewer, named in the call's requestedBy) takes its pending request back. */
+export async function withdraw(run, body, timeoutMs) {
+  const [approval] = await pendingOf(run, 1, timeoutMs);
+  return asReviewer("POST", `/api/v1/approvals/${approval.id}/withdraw`, body);
+}
+
 /** A published config of its own (admin API): `rules` as the rules API takes them. */
 export async function makeConfig(name, rules, level = "full") {
   const config = await asAdmin("POST", "/api/v1/configs", { name: `${name} ${randomUUID().slice(0, 6)}` });

@@ -68,7 +68,7 @@ test("every other answer: what runs, what does not, and what the agent is told",
     [decided("rejected", { outcome: "rejected", action: "halt", reason: "Open dispute." }), "rejected", false, /bob@acme\.test rejected this call: Open dispute\. Do not retry it\.$/],
     [decided("expired", { outcome: "rejected", action: "halt", expired: true, decided_by: null }), "expired", false, /^Nobody answered .* No person refused it/],
     [decided("expired", { outcome: "rejected", action: "halt", expired: true, undeliverable: true, decided_by: null }), "undeliverable", false, /^Nobody could be reached/],
-    [decided("withdrawn", { withdrawn: true, reason: "Not needed." }), "withdrawn", false, /withdrawn: Not needed, so the call was not run/],
+    [decided("withdrawn", { withdrawn: true, reason: "Not needed." }), "withdrawn", false, /withdrawn by the requester: Not needed, so the call was not run/],
     [{ ...approved, status: "pending", decision: null }, "timeout", false, /^Still waiting/],
   ];
   for (const [answer, state, allowed, words] of cases) {

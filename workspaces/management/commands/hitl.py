@@ -21,6 +21,7 @@ CLI_MODULES = [
     "approvals.cli.halts",
     "approvals.cli.receipts",
     "approvals.cli.demo_engine",
+    "collaboration.cli",
     "insights.audit_cli",
     "push.cli",
     "integrations.cli",

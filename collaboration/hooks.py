@@ -1,0 +1,56 @@
+"""What collaboration adds to approvals' pages (approvals/extensions.py): the request page's sections, the
+Approvals tab's strip under each card, and the reviewer's snoozed requests hidden from their queue."""
+
+from django.db.models import OuterRef, Subquery
+from django.http import HttpRequest
+from django.template.loader import render_to_string
+from django.utils.safestring import SafeString
+
+from approvals.extensions import Hooks
+from approvals.models import ApprovalRequest
+from approvals.review.permissions import may_decide
+from collaboration import selectors
+from collaboration.models import Claim
+from collaboration.presenters import claim_line, comment_line
+from collaboration.story import run_story
+
+
+def page_sections(request: HttpRequest, approval: ApprovalRequest) -> list[SafeString]:
+    """The request's people (claim, snooze) and comments, then "This run so far" — for members who may review it."""
+    if not may_decide(request.actor, approval):
+        return []
+    pending = approval.is_pending()
+    ctx = {
+        "approval": approval,
+        "pending": pending,
+        "claim": claim_line(selectors.claim_of(approval), user=request.user) if pending else "",
+        "mine": _claimed_by_me(approval, request.user) if pending else False,
+        "snooze": selectors.snooze_of(approval=approval, user=request.user) if pending else None,
+        "comments": [comment_line(comment) for comment in selectors.comments_of(approval)],
+        "story": run_story(workspace=request.actor.workspace, approval=approval),
+    }
+    return [SafeString(render_to_string("collaboration/_page_sections.html", ctx, request=request))]
+
+
+def _claimed_by_me(approval: ApprovalRequest, user) -> bool:
+    claim = selectors.claim_of(approval)
+    return claim is not None and claim.user_id == user.pk
+
+
+def queue_extra() -> dict[str, Subquery]:
+    """Who claimed each card, read in the queue's own query (no query more for the tab)."""
+    return {"claimed_by": Subquery(Claim.objects.filter(approval=OuterRef("pk")).values("user_email")[:1])}
+
+
+def queue_strip(request: HttpRequest, read: dict) -> SafeString:
+    claimed_by = read.get("claimed_by")
+    if not claimed_by:
+        return SafeString("")
+    mine = claimed_by == getattr(request.user, "email", None)
+    line = "You are on it" if mine else f"{claimed_by} is on it"
+    return SafeString(render_to_string("collaboration/_strip.html", {"line": line}))
+
+
+HOOKS = Hooks(
+    page_sections=page_sections, queue_hidden=selectors.snoozed_for, queue_extra=queue_extra, queue_strip=queue_strip
+)
