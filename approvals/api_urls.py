@@ -5,8 +5,7 @@ from approvals.engine import api as api_engine
 from approvals.grants import api as api_grants
 from approvals.halts import api as api_halts
 from approvals.review import api as api_reviewer
-from approvals.review import api_batch
-from approvals.review import api_withdraw
+from approvals.review import api_batch, api_withdraw
 
 urlpatterns = [
     path("approvals", api.ApprovalCollectionView.as_view(), name="api-approvals"),
