@@ -160,8 +160,7 @@ class ApprovalRequest(PublicIdMixin, models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+", db_index=False
     )
     decided_by_email = models.CharField(max_length=254, blank=True)  # kept if the user is deleted
-    # A delegate's decision: the delegator (people/deciders.py) whose stand-in decided; blank otherwise.
-    on_behalf_of = models.CharField(max_length=254, blank=True, default="")
+    on_behalf_of = models.CharField(max_length=254, blank=True, default="")  # a delegate's: for whom (people/)
     decision_action = models.CharField(max_length=20, choices=Action.choices, blank=True)
     reason = models.CharField(max_length=2000, blank=True)
     # Set only when a reviewer approved other arguments than proposed: what the engine is to run, and
