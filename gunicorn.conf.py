@@ -11,3 +11,8 @@ be locked out.
 import os
 
 forwarded_allow_ips = os.environ.get("HITL_TRUSTED_PROXIES", "")
+
+# gunicorn's runtime control socket defaults to one path per user (~/.gunicorn/gunicorn.ctl): every
+# gunicorn on a machine — two nodes, the tests' servers side by side — would take it from the last.
+# The portal is managed by signals (systemd, make cluster), so it is off.
+control_socket_disable = True
