@@ -59,6 +59,7 @@ def deliveries_send_due(*, seconds: float = RUN_SECONDS) -> int:
     """Claim and send due rows until none is left (or `seconds` have passed); returns how many were
     sent or failed for good."""
     run = _Run()
+    _senders()  # started (and warmed) once per process, before the clock runs
     deadline = time.monotonic() + seconds
     try:
         while True:
@@ -103,25 +104,41 @@ class _Run:
         self.finished: queue.Queue[tuple[Delivery, _Send | None]] = queue.Queue()
 
     def busy_contacts(self) -> list[str]:
+        """Contacts that have their share in flight: left out of the next claim (a row past it is put back)."""
         return [contact for contact, n in self.contacts.items() if n >= PER_CONTACT_IN_FLIGHT]
 
     def busy_channels(self) -> list[str]:
         return [channel for channel, n in self.channels.items() if n >= PER_CHANNEL_IN_FLIGHT]
+
+    def _room(self, delivery: Delivery) -> bool:
+        return (
+            self.contacts[delivery.contact_public_id] < PER_CONTACT_IN_FLIGHT
+            and self.channels[delivery.channel] < PER_CHANNEL_IN_FLIGHT
+        )
 
     def start(self, claimed: list[Delivery]) -> None:
         """Sort the claimed rows (decided → skipped, the fatigue rule) and hand the rest to the send threads."""
         now = timezone.now()
         undecided = _skip_decided(claimed, now=now)
         sends = fatigue_sort(undecided, now=now)
-        rows = [d for d in undecided if d.pk in sends]
+        rows, over = [], []
+        for delivery in (d for d in undecided if d.pk in sends):
+            if self._room(delivery):
+                rows.append(delivery)
+                self.contacts[delivery.contact_public_id] += 1
+                self.channels[delivery.channel] += 1
+            else:
+                over.append(delivery.pk)
+        if over:  # past its contact's or channel's share: due again at once, for a later claim
+            Delivery.objects.filter(pk__in=over, status=DeliveryStatus.PENDING).update(
+                next_attempt_at=now, attempts=F("attempts") - 1
+            )
         # The claim's sends share their alike reads (contacts.batch), each on its thread.
         with batch_scope(requests={d.approval_id for d in rows if d.approval_id is not None}):
             refused = _refusals(rows)
             pool = _senders()
             for delivery in rows:
                 self.in_flight += 1
-                self.contacts[delivery.contact_public_id] += 1
-                self.channels[delivery.channel] += 1
                 job = (delivery, sends[delivery.pk], refused.get(delivery.pk), now)
                 future = pool.submit(contextvars.copy_context().run, _prepare_and_send, *job)
                 future.add_done_callback(lambda f, d=delivery: self.finished.put((d, _result(f))))
