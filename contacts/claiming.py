@@ -10,8 +10,8 @@ other, and a row whose worker died comes due again by itself. Fair by constructi
   workspace's single notification behind it;
 - per contact: at most PER_CONTACT rows of one contact a claim, so one contact's burst shares the
   batch with everyone else's;
-- `busy`: the contacts and channels this worker already has enough sends in flight for are left for
-  a later claim (contacts.sending), so a slow endpoint holds at most its own rows.
+- `busy`: the contacts and (workspace, channel) groups this worker already has enough sends in flight
+  for are left for a later claim (contacts.sending), so a slow endpoint holds at most its own rows.
 
 Waiting is counted up to COUNT_CAP rows a group, so a claim's cost does not grow with the backlog.
 """
@@ -62,7 +62,7 @@ ranked AS (
         ORDER BY d.next_attempt_at, d.id
         LIMIT %(limit)s
     ) r
-    WHERE w.waiting > 0 AND grp.channel <> ALL(%(busy_channels)s::varchar[])
+    WHERE w.waiting > 0 AND grp.workspace_id::text || ':' || grp.channel <> ALL(%(busy_channels)s::text[])
 ),
 chosen AS (
     SELECT id FROM ranked WHERE nth <= {PER_CONTACT} ORDER BY waiting, next_attempt_at, id LIMIT %(limit)s
@@ -83,7 +83,7 @@ def deliveries_claim(
     limit: int = CLAIM_BATCH,
     now: datetime | None = None,
     busy_contacts: Iterable[str] = (),
-    busy_channels: Iterable[str] = (),
+    busy_channels: Iterable[tuple[int, str]] = (),
 ) -> list[Delivery]:
     """Take up to `limit` due rows for this worker, fairly (see the module): each moves a lease ahead
     and counts an attempt. A `requested` row claimed for the first time schedules its request's
@@ -97,7 +97,7 @@ def deliveries_claim(
         "lease": lease,
         "limit": limit,
         "busy_contacts": list(busy_contacts),
-        "busy_channels": list(busy_channels),
+        "busy_channels": [f"{workspace_id}:{channel}" for workspace_id, channel in busy_channels],
     }
     with transaction.atomic():
         with connection.cursor() as cursor:

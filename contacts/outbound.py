@@ -26,6 +26,14 @@ Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 
 NAT64 = ipaddress.ip_network("64:ff9b::/96")
 ALLOW_SETTING = "HITL_OUTBOUND_ALLOW"
+# An endpoint that does not even accept a connection within this long is down: fail the send and let
+# its retry come, rather than hold a send thread for the whole read timeout.
+CONNECT_TIMEOUT_SECONDS = 3
+
+
+def send_timeout() -> tuple[float, float]:
+    """(connect, read) for a webhook's or a push service's request."""
+    return (CONNECT_TIMEOUT_SECONDS, settings.HITL_WEBHOOK_TIMEOUT_SECONDS)
 
 
 class OutboundRefused(requests.RequestException):

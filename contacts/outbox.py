@@ -143,8 +143,11 @@ def deliveries_for_resolution(*, approvals: list[ApprovalRequest | Resolved], ev
     now = timezone.now()
     ids = list(rules)
     Delivery.objects.filter(approval_id__in=ids, event__in=WHILE_PENDING, status=DeliveryStatus.PENDING).delete()
-    # A `requested` message not sent yet would only arrive late now (a burst, a halt of thousands).
-    Delivery.objects.filter(approval_id__in=ids, event=DeliveryEvent.REQUESTED, status=DeliveryStatus.PENDING).update(
+    # A `requested` message not sent yet would only arrive late now (a burst, a halt of thousands). One a
+    # sender holds right now is its to finish: waiting for it could deadlock with the follow-ups its
+    # claim writes (the rows deleted above).
+    unsent = Delivery.objects.filter(approval_id__in=ids, event=DeliveryEvent.REQUESTED, status=DeliveryStatus.PENDING)
+    Delivery.objects.filter(pk__in=unsent.select_for_update(skip_locked=True).values("pk")).update(
         status=DeliveryStatus.SKIPPED
     )
     told = set()

@@ -3,8 +3,8 @@
 Called by contacts.tasks in the django-q2 cluster. `deliveries_send_due` claims due rows fairly
 (contacts.claiming: SKIP LOCKED, a lease, per workspace and channel), sorts them by the fatigue rule
 (contacts.fatigue) and sends them on a fixed pool of threads: at most MAX_IN_FLIGHT sends at once,
-PER_CONTACT_IN_FLIGHT to one contact and PER_CHANNEL_IN_FLIGHT on one channel, and a contact or channel
-that has its share is left out of the next claim — so an endpoint that never answers holds only its
+PER_CONTACT_IN_FLIGHT to one contact and PER_CHANNEL_IN_FLIGHT on one workspace's channel, and a contact
+or channel that has its share is left out of the next claim — so an endpoint that never answers holds only its
 own rows, never a batch. A run claims for RUN_SECONDS at most, so the task ends well within
 django-q2's timeout; what is left is the next run's. A row whose request was decided before its turn
 is `skipped`, never sent late. A send may repeat (same delivery id, for receivers to deduplicate),
@@ -47,7 +47,7 @@ logger = logging.getLogger(__name__)
 SEND_THREADS = 8
 MAX_IN_FLIGHT = 12  # claimed and not yet recorded: SEND_THREADS sending, the rest next in line
 PER_CONTACT_IN_FLIGHT = 3
-PER_CHANNEL_IN_FLIGHT = 5
+PER_CHANNEL_IN_FLIGHT = 5  # of one workspace's channel: another workspace's webhooks never wait for these
 # A run stops claiming after this long (its sends then finish, each bounded by its transport's
 # timeout), so the task ends within django-q2's timeout however large the backlog.
 RUN_SECONDS = 30
@@ -59,6 +59,7 @@ def deliveries_send_due(*, seconds: float = RUN_SECONDS) -> int:
     """Claim and send due rows until none is left (or `seconds` have passed); returns how many were
     sent or failed for good."""
     run = _Run()
+    _senders()  # started (and warmed) once per process, before the clock runs
     deadline = time.monotonic() + seconds
     try:
         while True:
@@ -99,29 +100,45 @@ class _Run:
         self.done = 0
         self.in_flight = 0
         self.contacts: Counter[str] = Counter()
-        self.channels: Counter[str] = Counter()
+        self.channels: Counter[tuple[int, str]] = Counter()  # (workspace, channel)
         self.finished: queue.Queue[tuple[Delivery, _Send | None]] = queue.Queue()
 
     def busy_contacts(self) -> list[str]:
+        """Contacts that have their share in flight: left out of the next claim (a row past it is put back)."""
         return [contact for contact, n in self.contacts.items() if n >= PER_CONTACT_IN_FLIGHT]
 
-    def busy_channels(self) -> list[str]:
-        return [channel for channel, n in self.channels.items() if n >= PER_CHANNEL_IN_FLIGHT]
+    def busy_channels(self) -> list[tuple[int, str]]:
+        return [group for group, n in self.channels.items() if n >= PER_CHANNEL_IN_FLIGHT]
+
+    def _room(self, delivery: Delivery) -> bool:
+        return (
+            self.contacts[delivery.contact_public_id] < PER_CONTACT_IN_FLIGHT
+            and self.channels[delivery.workspace_id, delivery.channel] < PER_CHANNEL_IN_FLIGHT
+        )
 
     def start(self, claimed: list[Delivery]) -> None:
         """Sort the claimed rows (decided → skipped, the fatigue rule) and hand the rest to the send threads."""
         now = timezone.now()
         undecided = _skip_decided(claimed, now=now)
         sends = fatigue_sort(undecided, now=now)
-        rows = [d for d in undecided if d.pk in sends]
+        rows, over = [], []
+        for delivery in (d for d in undecided if d.pk in sends):
+            if self._room(delivery):
+                rows.append(delivery)
+                self.contacts[delivery.contact_public_id] += 1
+                self.channels[delivery.workspace_id, delivery.channel] += 1
+            else:
+                over.append(delivery.pk)
+        if over:  # past its contact's or channel's share: due again at once, for a later claim
+            Delivery.objects.filter(pk__in=over, status=DeliveryStatus.PENDING).update(
+                next_attempt_at=now, attempts=F("attempts") - 1
+            )
         # The claim's sends share their alike reads (contacts.batch), each on its thread.
         with batch_scope(requests={d.approval_id for d in rows if d.approval_id is not None}):
             refused = _refusals(rows)
             pool = _senders()
             for delivery in rows:
                 self.in_flight += 1
-                self.contacts[delivery.contact_public_id] += 1
-                self.channels[delivery.channel] += 1
                 job = (delivery, sends[delivery.pk], refused.get(delivery.pk), now)
                 future = pool.submit(contextvars.copy_context().run, _prepare_and_send, *job)
                 future.add_done_callback(lambda f, d=delivery: self.finished.put((d, _result(f))))
@@ -143,7 +160,7 @@ class _Run:
                 break
             self.in_flight -= 1
             self.contacts[delivery.contact_public_id] -= 1
-            self.channels[delivery.channel] -= 1
+            self.channels[delivery.workspace_id, delivery.channel] -= 1
             if send is not None:
                 sends.append(send)
         if sends:

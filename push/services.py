@@ -17,7 +17,7 @@ from django.templatetags.static import static
 from py_vapid import Vapid02
 from pywebpush import WebPushException, webpush
 
-from contacts.outbound import OutboundRefused, session, url_refusal
+from contacts.outbound import OutboundRefused, send_timeout, session, url_refusal
 
 from . import vapid
 from .models import PushSubscription
@@ -157,7 +157,7 @@ def push_send(*, subscription: PushSubscription, message: Message) -> None:
             vapid_private_key=signer,
             vapid_claims={"sub": vapid.subject()},
             ttl=TTL_SECONDS,
-            timeout=settings.HITL_WEBHOOK_TIMEOUT_SECONDS,
+            timeout=send_timeout(),
             headers=headers,
             requests_session=session(),
         )

@@ -8,7 +8,7 @@ from django.conf import settings
 from standardwebhooks.webhooks import Webhook
 
 from contacts.models import reference_name
-from contacts.outbound import OutboundRefused, session
+from contacts.outbound import OutboundRefused, send_timeout, session
 
 from .base import Notice, Recipient, TransportError, resolve
 
@@ -55,7 +55,7 @@ class WebhookTransport:
         timeout = settings.HITL_WEBHOOK_TIMEOUT_SECONDS
         # Messages name the failure, never the URL (requests' own messages contain it).
         try:
-            response = session().post(url, data=body.encode(), headers=headers, timeout=timeout)
+            response = session().post(url, data=body.encode(), headers=headers, timeout=send_timeout())
         except OutboundRefused as refused:
             name = reference_name(recipient.channel_ref)
             raise TransportError(f"the URL in {name} {refused.message}", permanent=True) from None

@@ -1046,7 +1046,7 @@ export interface components {
             next_cursor: string | null;
         };
         /** @enum {string} */
-        DeliveryStatusEnum: "pending" | "sent" | "failed";
+        DeliveryStatusEnum: "pending" | "sent" | "failed" | "skipped";
         /** @description Every 4xx and 5xx answer: `code` is stable, `message` says what to change, `fields` maps an input's name to its problem. */
         Error: {
             error: components["schemas"]["ErrorDetail"];
@@ -4146,7 +4146,7 @@ export interface operations {
                 cursor?: string;
                 /** @description Items per page (default 50, at most 200). */
                 limit?: number;
-                status?: "failed" | "pending" | "sent";
+                status?: "failed" | "pending" | "sent" | "skipped";
             };
             header?: never;
             path?: never;

@@ -1,0 +1,108 @@
+"""A burst of registrations across three workspaces (email, webhooks, one that never answers): another
+workspace's single notification still goes out at once, and every delivery is accounted for."""
+
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+from django.db import connections
+
+from approvals.review.decide import approval_decide
+from contacts.fatigue import FATIGUE_LIMIT
+from contacts.models import Delivery
+from contacts.sending import deliveries_send_due
+from tests.helpers import make_member, register_gate
+from tests.loopback import Receiver
+
+from .outbox_support import notifying_world, silent_endpoint
+
+pytestmark = [pytest.mark.django_db(transaction=True)]
+
+PER_WORKSPACE = 60
+
+
+@pytest.fixture
+def other_receiver():
+    with Receiver() as running:
+        yield running
+
+
+def burst(world: dict, prefix: str) -> list:
+    """PER_WORKSPACE registrations from six engine threads at once."""
+
+    def register(n: int) -> list:
+        try:
+            return [register_gate(world, run_id=f"{prefix}_{n}_{i}") for i in range(PER_WORKSPACE // 6)]
+        finally:
+            connections.close_all()
+
+    with ThreadPoolExecutor(6) as pool:
+        return [approval for batch in pool.map(register, range(6)) for approval in batch]
+
+
+def test_a_burst_starves_no_one_and_every_delivery_is_accounted_for(
+    receiver, other_receiver, mailbox, monkeypatch, settings
+):
+    settings.HITL_WEBHOOK_TIMEOUT_SECONDS = 3
+    with silent_endpoint() as silent:
+        worlds = {
+            "acme": notifying_world(
+                "acme",
+                monkeypatch,
+                mail=("email", "ops@acme.test"),
+                hook=("webhook", receiver.url),
+                stuck=("webhook", silent),
+            ),
+            "globex": notifying_world(
+                "globex", monkeypatch, mail=("email", "ops@globex.test"), hook=("webhook", receiver.url)
+            ),
+            "initech": notifying_world(
+                "initech", monkeypatch, mail=("email", "ops@initech.test"), hook=("webhook", receiver.url)
+            ),
+        }
+        quiet = notifying_world("umbrella", monkeypatch, hook=("webhook", other_receiver.url))
+        registered = {slug: burst(world, slug) for slug, world in worlds.items()}
+        reviewer = make_member(worlds["acme"]["workspace"], "bob@acme.test", "reviewer")
+        decided = registered["acme"][:10]
+        for approval in decided:
+            approval_decide(approval=approval, user=reviewer, decision="reject", reason="Not now")
+        deliveries_send_due(seconds=0)  # the worker's send threads started, as a running cluster's are
+        single = register_gate(quiet)
+        run = threading.Thread(target=deliveries_send_due, kwargs={"seconds": 5})
+        started = time.monotonic()
+        run.start()
+
+        [event] = other_receiver.wait_for(1, "requested", timeout=2)
+
+        assert time.monotonic() - started < 2
+        assert event["subject"] == single.public_id
+        run.join(timeout=60)
+        assert not run.is_alive()
+
+    rows = Delivery.objects.exclude(workspace=quiet["workspace"])
+    assert rows.filter(status="failed").count() == 0
+    # Decided before their turn: skipped, every one of them (the mail, the hook, the silent hook).
+    decided_ids = [a.pk for a in decided]
+    assert set(rows.filter(approval_id__in=decided_ids, event="requested").values_list("status", flat=True)) == {
+        "skipped"
+    }
+    mail = rows.filter(channel="email", event="requested").exclude(approval_id__in=decided_ids)
+    for world in worlds.values():
+        theirs = mail.filter(workspace=world["workspace"])
+        # The fatigue rule: the first FATIGUE_LIMIT of a minute alone (acme's skipped ones among them
+        # count), the rest held for the digest at the end of their minute.
+        assert 1 <= theirs.filter(status="sent").count() <= 2 * FATIGUE_LIMIT  # a burst may straddle a minute
+        assert theirs.filter(status="pending", digest=True).exists()
+        assert theirs.filter(status="sent").count() + theirs.filter(status="pending", digest=True).count() == (
+            theirs.count()
+        )
+    hooks = rows.filter(channel="webhook", event="requested").exclude(approval_id__in=decided_ids)
+    stuck = hooks.filter(contact_public_id=worlds["acme"]["contacts"]["stuck"].public_id)
+    assert set(stuck.values_list("status", flat=True)) == {"pending"}  # retrying, or not tried yet
+    assert set(hooks.exclude(pk__in=stuck).values_list("status", flat=True)) == {"sent"}
+    # What the receivers and the mailbox got is what the rows say was sent, once each.
+    received = [e["id"] for e in receiver.events()]
+    assert sorted(received) == sorted(rows.filter(channel="webhook", status="sent").values_list("public_id", flat=True))
+    assert len(mailbox.messages) == rows.filter(channel="email", status="sent").count()
+    assert sum(len(r) for r in registered.values()) == 3 * PER_WORKSPACE
