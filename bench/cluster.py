@@ -282,6 +282,7 @@ def waits(bench: Bench, env: dict) -> list[dict]:
         ramp_s = time.monotonic() - started
         log(f"all {WAITS:,} held after {ramp_s:.0f} s; the reviewer API under them")
         api = reviewer_api(token, bench.duration)
+        log(f"reviewer API p95 {api.get('p95_ms')} ms under {WAITS:,} waits")
         log("decision → engine, one at a time")
         sample_commits = {}
         for public_id in samples:
@@ -289,6 +290,7 @@ def waits(bench: Bench, env: dict) -> list[dict]:
             time.sleep(0.1)
         log("rolling restart: SIGTERM each node in turn, then start it again, deciding meanwhile")
         restart = rolling_restart(bench, nodes, during)
+        log(f"each node exited in {', '.join(f'{s:.1f}' for s in restart['exit_s'])} s after its SIGTERM")
         held(nodes, WAITS - SAMPLES - len(restart["commits"]))
         rest = [i for i in during if i not in restart["commits"]] + rest
         log("deciding the rest")
