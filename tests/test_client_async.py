@@ -117,7 +117,7 @@ class DroppingProxy:
         head = downstream.recv(65536)
         if b"wait=" in head.split(b"\r\n", 1)[0] and self.dropped < self.drops:
             self.dropped += 1
-            downstream.close()  # the connection dies mid-wait
+            self._refuse(downstream)
             return
         upstream = socket.create_connection(self.upstream)
         upstream.sendall(head)
@@ -133,6 +133,9 @@ class DroppingProxy:
 
         threading.Thread(target=pipe, args=(downstream, upstream), daemon=True).start()
         pipe(upstream, downstream)
+
+    def _refuse(self, downstream: socket.socket) -> None:
+        downstream.close()  # the connection dies mid-wait
 
     def close(self) -> None:
         self.server.close()
@@ -150,6 +153,44 @@ def test_both_clients_reconnect_when_the_connection_drops_mid_wait(live_server, 
 
         proxy.dropped = 0
         other = GatedCall(**{**REFUND.__dict__, "call_id": "call_3"})
+
+        async def turn():
+            client = AsyncHitlClient(proxy.url, engine_key)
+            return await client.gate_call(await client.served(support.public_id), other, wait_timeout=20)
+
+        reviewer = _decide_when_pending(bob_api, "approve")
+        async_verdict = asyncio.run(turn())
+        reviewer.join()
+        assert proxy.dropped == 2 and async_verdict.state == "approved"
+    finally:
+        proxy.close()
+
+
+class RestartingProxy(DroppingProxy):
+    """A proxy whose node is restarting: the first long-poll answered 502, the next 503 (nginx's HTML page)."""
+
+    def _refuse(self, downstream: socket.socket) -> None:
+        status = "502 Bad Gateway" if self.dropped % 2 else "503 Service Temporarily Unavailable"
+        page = b"<html><body><h1>Bad Gateway</h1></body></html>"
+        head = (
+            f"HTTP/1.1 {status}\r\nContent-Type: text/html\r\nContent-Length: {len(page)}\r\nConnection: close\r\n\r\n"
+        )
+        downstream.sendall(head.encode() + page)
+        downstream.close()
+
+
+def test_both_clients_ask_again_when_a_proxy_answers_502_then_503_mid_wait(live_server, engine_key, support, bob_api):
+    """A node restarting behind nginx: the wait is asked again, logged as a reconnect, never raised."""
+    proxy = RestartingProxy(live_server.url, drops=2)
+    try:
+        reviewer = _decide_when_pending(bob_api, "approve")
+        client = HitlClient(proxy.url, engine_key)
+        sync_verdict = client.gate_call(client.served(support.public_id), REFUND, wait_timeout=20)
+        reviewer.join()
+        assert proxy.dropped == 2 and sync_verdict.state == "approved"
+
+        proxy.dropped = 0
+        other = GatedCall(**{**REFUND.__dict__, "call_id": "call_4"})
 
         async def turn():
             client = AsyncHitlClient(proxy.url, engine_key)

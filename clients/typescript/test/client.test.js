@@ -1,8 +1,9 @@
 // HitlClient against the real portal: a call gated, a person deciding, the call run once (or not at all).
 import assert from "node:assert/strict";
+import { createServer } from "node:http";
 import { test } from "node:test";
 
-import { callDigest } from "hitl-client";
+import { HitlClient, callDigest } from "hitl-client";
 
 import { asReviewer, client, decide, makeConfig, pendingOf, portal, runId } from "./support.js";
 
@@ -264,4 +265,45 @@ test("gateCall records `started` before `execute` runs", async () => {
   await reviewer;
   assert.deepEqual(seen, ["started"]);
   assert.equal((await asReviewer("GET", `/api/v1/approvals/${verdict.approval.id}`)).execution.status, "executed");
+});
+
+test("a wait a proxy answers 502 then 503 (a node restarting) asks again and surfaces nothing", async () => {
+  let refused = 0;
+  const proxy = createServer(async (request, response) => {
+    if (request.url.includes("wait=") && refused < 2) {
+      refused += 1;
+      response.writeHead(refused === 1 ? 502 : 503, { "Content-Type": "text/html" });
+      response.end("<html><body><h1>Bad Gateway</h1></body></html>"); // nginx's page, not the JSON envelope
+      return;
+    }
+    const chunks = [];
+    for await (const chunk of request) chunks.push(chunk);
+    const headers = { ...request.headers };
+    for (const hop of ["host", "connection", "content-length"]) delete headers[hop];
+    const upstream = await fetch(portal.url + request.url, {
+      method: request.method,
+      headers,
+      body: chunks.length ? Buffer.concat(chunks) : undefined,
+    });
+    response.writeHead(upstream.status, { "Content-Type": upstream.headers.get("content-type") ?? "application/json" });
+    response.end(Buffer.from(await upstream.arrayBuffer()));
+  });
+  await new Promise((listening) => proxy.listen(0, "127.0.0.1", listening));
+  const warned = [];
+  const hitl = new HitlClient(`http://127.0.0.1:${proxy.address().port}`, portal.engineKey, {
+    log: { info() {}, warn: (message) => warned.push(message) },
+  });
+  try {
+    const served = await hitl.served(portal.configId);
+    const run = runId("restart");
+    const deciding = decide(run, { decision: "approve" });
+    const verdict = await hitl.gateCall(served, deleteCall(run), { execute: () => "exec_restart", waitTimeout: 30 });
+    await deciding;
+    assert.equal(verdict.state, "approved");
+    assert.equal(refused, 2);
+    assert.equal(warned.length, 2); // each said as a reconnect, never thrown
+  } finally {
+    proxy.closeAllConnections();
+    proxy.close();
+  }
 });
