@@ -15,8 +15,10 @@ from approvals.edits import checks as edits
 from approvals.models import ApprovalKind, ApprovalRequest, ExecutionStatus, Status
 from approvals.presenters.text import duration, pretty_json, thousands, visible, visible_lines, when
 from approvals.questions.validate import answer_words, option_label
+from approvals.review.permissions import approver_groups_of
 from approvals.review.selectors import approving_votes
 from passkeys.policy import needs_passkey
+from people.selectors import group_names
 
 if TYPE_CHECKING:  # for the annotation only
     from approvals.presenters.card import CardUrls
@@ -216,6 +218,10 @@ def facts(approval: ApprovalRequest, *, urls: "CardUrls | None" = None) -> list[
         shown.insert(-1, Fact("level", "Level", approval.get_pass_information_level_display()))
     if approval.requested_by:
         shown.append(Fact("requested_by", "Acts for", visible(approval.requested_by)))
+    if groups := approver_groups_of(approval):
+        # Who is needed: only these groups' members (and their stand-ins) may decide (people/deciders.py).
+        names = ", ".join(visible(name) for name in group_names(workspace_id=approval.workspace_id, ids=groups))
+        shown.append(Fact("approvers", "Who decides", f"members of {names} (or their delegates)"))
     shown.append(Fact("created", "Created", when(approval.created_at)))
     shown.append(Fact("expires", "Expires", when(approval.expires_at)))
     if approval.message:
