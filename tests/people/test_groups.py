@@ -151,3 +151,14 @@ def test_the_card_and_page_say_who_decides(acme, alice):
     shown = {fact.key: fact.value for fact in facts(approval)}
     assert shown["approvers"] == "members of Payments (or their delegates)"
     assert "approvers" not in {fact.key for fact in facts(make_approval(world["config"]))}
+
+
+def test_an_admin_names_groups_on_the_rules_tab(client, acme, alice):
+    world = group_world(acme, alice)
+    config, rule = world["config"], world["rule"]
+    client.force_login(alice)
+    page = client.get(f"/hitl/configs/{config.public_id}/rules/{rule.public_id}/")
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert "Only these groups decide" in html and "Payments" in html
+    assert f'value="{world["group"].public_id}"' in html and "checked" in html
