@@ -2,13 +2,15 @@ from django.urls import path
 
 from approvals.grants import views as views_grants
 from approvals.halts import views as views_halts
-from approvals.review import step_up, views, views_outcome
+from approvals.review import step_up, views, views_batch, views_outcome
 
 app_name = "approvals"
 urlpatterns = [
     path("approvals/", views.queue, name="queue"),
     path("approvals/queue/", views.queue_cards, name="queue-cards"),
     path("approvals/history/", views.history, name="history"),
+    path("approvals/select/", views_batch.select, name="batch-select"),
+    path("approvals/select/review/", views_batch.review, name="batch-review"),
     path("approvals/<str:public_id>/decide/", views.decide, name="decide"),
     path("approvals/<str:public_id>/decide/step-up/", step_up.step_up, name="step-up"),
     path("approvals/<str:public_id>/edit-check/", views.edit_check, name="edit-check"),

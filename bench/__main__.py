@@ -20,6 +20,7 @@ from datetime import UTC, datetime
 from bench import (
     adapters,
     audit,
+    batch,
     cluster,
     coding_agents,
     conditions,
@@ -65,6 +66,7 @@ WITH_SERVER: list[Section] = [
 AFTER_SERVER: list[Section] = [sweep.run, notify.run, push.run, telegram.run, outbox.run]
 # `--only NAME`: that section alone on an empty table (it starts what it needs), to try it quickly.
 ALONE: dict[str, Section] = {
+    "batch": batch.run,
     "cluster": cluster.run,
     "coding-agents": coding_agents.run_alone,
     "notify": notify.run,

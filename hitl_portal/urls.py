@@ -31,6 +31,7 @@ urlpatterns = [
     path("hitl/", include("insights.urls")),
     path("hitl/", include("passkeys.urls")),
     path("hitl/", include("push.urls")),
+    path("hitl/", include("people.urls")),
     path("hitl/account/", account.account, name="account"),
     path("manifest.webmanifest", push_views.manifest, name="push-manifest"),
     path("integrations/", include("integrations.urls")),

@@ -4,6 +4,8 @@ from django import forms
 from django.urls import reverse
 from django.utils.safestring import mark_safe
 
+from people.selectors import groups_for
+
 from .conditions import CONDITION_MAX
 from .models import Config, Rule
 from .vocabulary import ANY, MAX_APPROVALS_REQUIRED, RuleKind, RuleMode
@@ -69,6 +71,13 @@ class RuleForm(forms.ModelForm):
         required=False,
         widget=forms.CheckboxSelectMultiple,
         help_text="Contacts told once if a request is still pending after the delay below.",
+    )
+    approver_groups = forms.MultipleChoiceField(
+        label="Only these groups decide",
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+        help_text="None ticked: every reviewer. Ticked: only the groups' members (and whoever stands in for one) "
+        "decide its requests, and only they get its push notifications. Groups are kept on the People tab.",
     )
     escalate_after_seconds = forms.IntegerField(
         label="Escalate after (seconds)",
@@ -160,7 +169,10 @@ class RuleForm(forms.ModelForm):
         contacts = [(c.public_id, f"{c.name} ({c.get_channel_display()})") for c in self.instance.config.contacts.all()]
         self.fields["notify"].choices = contacts
         self.fields["escalate_to"].choices = contacts
+        workspace = self.instance.config.workspace
+        self.fields["approver_groups"].choices = [(g.public_id, g.name) for g in groups_for(workspace)]
         if not self.is_bound:
+            self.initial["approver_groups"] = self.instance.approver_groups
             self.initial["notify"] = self.instance.notify
             self.initial["escalate_to"] = self.instance.escalate_to
             self.initial["escalate_after_seconds"] = self.instance.escalate_after_seconds
@@ -173,7 +185,7 @@ class RuleForm(forms.ModelForm):
         if data.get("which") == "any":
             data["match"] = ANY
         # Rule.clean() judges these (same messages as the API); the instance must hold them first.
-        for field in ("notify", "escalate_to", "escalate_after_seconds"):
+        for field in ("notify", "escalate_to", "escalate_after_seconds", "approver_groups"):
             if field in data:
                 setattr(self.instance, field, data[field])
         if data.get("approvals_required") is None and "approvals_required" not in self.errors:

@@ -11,11 +11,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from django.contrib.auth import get_user_model
+from django.utils import timezone
 from hitl_client import GatedCall, _core
 
 from approvals.expiry.expire import expire_requests
 from approvals.expiry.undeliverable import approval_sweep_undeliverable
 from approvals.models import ApprovalRequest
+from people import services as people_services
 from workspaces.services import workspace_set_plan
 
 from .helpers import make_config, make_rule, publish, travel
@@ -53,12 +56,31 @@ def world(case: dict, workspace, admin):
     config = make_config(
         workspace, "Conformance", pass_information_level=case["config"].get("pass_information_level", "full")
     )
+    groups = _people(case, workspace, admin)
     for rule in case["config"]["rules"]:
-        make_rule(config, **rule)
+        make_rule(config, **{**rule, "approver_groups": [groups[name] for name in rule.get("approver_groups", [])]})
     publish(config, admin)
     if case["config"].get("plan"):
         workspace_set_plan(workspace=workspace, plan=case["config"]["plan"])
     return config
+
+
+def _people(case: dict, workspace, admin) -> dict[str, str]:
+    """The case's approver groups (name → id, rules name them by name) and delegations (from → to, a day)."""
+    groups = {}
+    for group in case["config"].get("groups", []):
+        made = people_services.group_create(workspace=workspace, name=group["name"], user=admin)
+        for email in group["members"]:
+            people_services.group_member_add(group=made, email=email, user=admin)
+        groups[group["name"]] = made.public_id
+    for delegation in case["config"].get("delegations", []):
+        people_services.delegation_start(
+            workspace=workspace,
+            delegator=get_user_model().objects.get(email=delegation["from"]),
+            delegate_email=delegation["to"],
+            until=timezone.now() + timedelta(days=1),
+        )
+    return groups
 
 
 def call_of(case: dict) -> GatedCall:

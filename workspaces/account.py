@@ -14,6 +14,7 @@ from .decorators import member_required
 SECTIONS = [
     "passkeys.views.account_section",
     "push.views.account_section",
+    "people.views.account_section",
     "integrations.telegram_account_views.account_section",
 ]
 

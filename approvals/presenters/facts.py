@@ -15,8 +15,10 @@ from approvals.edits import checks as edits
 from approvals.models import ApprovalKind, ApprovalRequest, ExecutionStatus, Status
 from approvals.presenters.text import duration, pretty_json, thousands, visible, visible_lines, when
 from approvals.questions.validate import answer_words, option_label
+from approvals.review.permissions import approver_groups_of
 from approvals.review.selectors import approving_votes
 from passkeys.policy import needs_passkey
+from people.selectors import group_names
 
 if TYPE_CHECKING:  # for the annotation only
     from approvals.presenters.card import CardUrls
@@ -180,6 +182,16 @@ class Fact:
     code: bool = False  # an identifier or a call's text, set in monospace where the surface can
 
 
+def approvers_facts(approval: ApprovalRequest) -> list[Fact]:
+    """Who is needed, where the rule names approver groups: only their members (and their stand-ins) decide
+    (people/deciders.py)."""
+    groups = approver_groups_of(approval)
+    if not groups:
+        return []
+    names = ", ".join(visible(name) for name in group_names(workspace_id=approval.workspace_id, ids=groups))
+    return [Fact("approvers", "Who decides", f"members of {names} (or their delegates)")]
+
+
 def facts(approval: ApprovalRequest, *, urls: "CardUrls | None" = None) -> list[Fact]:
     """What a person is shown of a request before deciding it, in this order (`urls`: a page's
     links reversed once, for a page drawing many cards)."""
@@ -216,6 +228,7 @@ def facts(approval: ApprovalRequest, *, urls: "CardUrls | None" = None) -> list[
         shown.insert(-1, Fact("level", "Level", approval.get_pass_information_level_display()))
     if approval.requested_by:
         shown.append(Fact("requested_by", "Acts for", visible(approval.requested_by)))
+    shown += approvers_facts(approval)
     shown.append(Fact("created", "Created", when(approval.created_at)))
     shown.append(Fact("expires", "Expires", when(approval.expires_at)))
     if approval.message:

@@ -131,3 +131,18 @@ def test_a_delegate_never_approves_what_its_delegator_requested(acme, alice, bob
         approval_decide(approval=approval, user=bob, decision="approve")
     rejected, _ = approval_decide(approval=approval, user=bob, decision="reject", reason="Not while Dave is away.")
     assert rejected.status == "rejected" and rejected.on_behalf_of == "dave@acme.test"
+
+
+def test_history_and_the_request_page_say_on_whose_behalf(client, acme, alice, bob):
+    world = group_world(acme, alice)
+    Delegation.objects.create(
+        workspace=acme, delegator=world["dave"], delegate=bob, until=timezone.now() + timedelta(days=1)
+    )
+    approval = grouped_approval(world)
+    approval_decide(approval=approval, user=bob, decision="reject", reason="Wrong customer")
+    client.force_login(bob)
+    html = client.get("/hitl/approvals/history/").content.decode()
+    row = html[html.index(f'id="row-{approval.public_id}"') :]
+    assert "by bob@acme.test on behalf of dave@acme.test at" in row[: row.index("</tr>")]
+    page = client.get(f"/hitl/approvals/{approval.public_id}/").content.decode()
+    assert "on behalf of dave@acme.test" in page

@@ -1,13 +1,20 @@
 """Approver groups: admins keep them; a rule naming them lets only their members decide, on every door."""
 
 import pytest
+from model_bakery import baker
 
 from approvals.exceptions import SelfApproval
 from approvals.models import ApprovalRequest, Status
+from approvals.presenters.facts import facts
 from approvals.review.decide import approval_decide
+from approvals.review.links import link_url_for
 from audit.models import AuditRecord
+from common.ids import new_public_id
+from contacts.models import Delivery
+from contacts.services import contact_create
 from people.exceptions import NotAnApprover
 from people.models import ApproverGroup, GroupMember
+from tests.factories import make_approval
 from tests.helpers import error_of, make_config, make_member, make_token
 from tests.people.support import group_world, grouped_approval
 
@@ -116,3 +123,42 @@ def test_it_still_holds_four_eyes_for_a_group_member(acme, alice):
     approval = grouped_approval(world, requested_by="dave@acme.test")
     with pytest.raises(SelfApproval):
         approval_decide(approval=approval, user=world["dave"], decision="approve")
+
+
+def test_a_one_click_link_of_someone_outside_the_groups_decides_nothing(client, acme, alice, bob):
+    world = group_world(acme, alice)
+    contact = contact_create(config=world["config"], name="Bob", channel="email", channel_ref="${HITL_ACME_BOB_EMAIL}")
+    approval = grouped_approval(world)
+    delivery = baker.make(
+        Delivery,
+        public_id=new_public_id("dlv"),
+        workspace=acme,
+        approval=approval,
+        contact_public_id=contact.public_id,
+        event="requested",
+        channel="email",
+    )
+    url = link_url_for(delivery=delivery, email="bob@acme.test")
+    response = client.post(url[url.index("/hitl/r/") :], {"decision": "approve"})
+    assert response.status_code == 403
+    assert ApprovalRequest.objects.get(pk=approval.pk).status == Status.PENDING
+    assert Delivery.objects.get(pk=delivery.pk).link_used_at is None  # the link still works for a member
+
+
+def test_the_card_and_page_say_who_decides(acme, alice):
+    world = group_world(acme, alice)
+    approval = grouped_approval(world)
+    shown = {fact.key: fact.value for fact in facts(approval)}
+    assert shown["approvers"] == "members of Payments (or their delegates)"
+    assert "approvers" not in {fact.key for fact in facts(make_approval(world["config"]))}
+
+
+def test_an_admin_names_groups_on_the_rules_tab(client, acme, alice):
+    world = group_world(acme, alice)
+    config, rule = world["config"], world["rule"]
+    client.force_login(alice)
+    page = client.get(f"/hitl/configs/{config.public_id}/rules/{rule.public_id}/")
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert "Only these groups decide" in html and "Payments" in html
+    assert f'value="{world["group"].public_id}"' in html and "checked" in html

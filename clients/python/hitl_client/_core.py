@@ -313,13 +313,19 @@ def withdrawn_message(decision: dict, what: str) -> str:
     return f"This request was withdrawn by the requester{words}, so {what}. Stop this work; do not retry it."
 
 
+def deciders_words(decision: dict, nobody: str) -> str:
+    """Who decided, and — a delegate's decision — for whom: "bob@… on behalf of alice@…"."""
+    who = decision.get("decided_by") or nobody
+    return f"{who} on behalf of {decision['on_behalf_of']}" if decision.get("on_behalf_of") else who
+
+
 def verdict_of(approval: dict) -> Verdict:
     """Turn a request into what the agent is told. Expired is not rejected: nobody refused."""
     status = approval["status"]
     decision = approval.get("decision") or {}
     if status == "approved":
         note = f" ({decision['reason']})" if decision.get("reason") else ""
-        who = decision.get("decided_by") or "a reviewer"
+        who = deciders_words(decision, "a reviewer")
         if decision.get("edited"):
             edit = f" with edited arguments: {canonical_json(decision.get('arguments'))} (that is what runs)"
             return Verdict(True, "approved", f"Approved by {who}{note}{edit}.", approval)
@@ -344,7 +350,7 @@ def verdict_of(approval: dict) -> Verdict:
         )
     if status == "rejected":
         reason = (decision.get("reason") or "no reason given").rstrip(". ")
-        who = decision.get("decided_by") or "A reviewer"
+        who = deciders_words(decision, "A reviewer")
         return Verdict(False, "rejected", f"{who} rejected this call: {reason}. Do not retry it.", approval)
     if status == "withdrawn":
         return Verdict(False, "withdrawn", withdrawn_message(decision, "the call was not run"), approval)

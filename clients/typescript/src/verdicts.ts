@@ -54,6 +54,12 @@ export function notAsked(served: Served, call: GatedCall): Verdict | null {
  * What the portal's answer says, read alone: the status (and for `approved`, who and with what edit).
  * `judge` adds what must hold before anything runs; nothing runs on this alone.
  */
+// Who decided, and — a delegate's decision — for whom: "bob@… on behalf of alice@…".
+function decidersWords(decision: Record<string, any>, nobody: string): string {
+  const who = decision.decided_by || nobody;
+  return decision.on_behalf_of ? `${who} on behalf of ${decision.on_behalf_of}` : who;
+}
+
 export function verdictOf(answer: PortalAnswer): Verdict {
   const status = answer.status as string;
   if (status === "inert") {
@@ -72,7 +78,7 @@ export function verdictOf(answer: PortalAnswer): Verdict {
   const decision = (approval.decision ?? {}) as Record<string, any>;
   if (status === "approved") {
     const note = decision.reason ? ` (${decision.reason})` : "";
-    const who = decision.decided_by || "a reviewer";
+    const who = decidersWords(decision, "a reviewer");
     const edit = decision.edited ? ` with edited arguments: ${canonicalJson(decision.arguments ?? null)} (that is what runs)` : "";
     return verdict(true, "approved", `Approved by ${who}${note}${edit}.`, approval);
   }
@@ -90,7 +96,7 @@ export function verdictOf(answer: PortalAnswer): Verdict {
   }
   if (status === "rejected") {
     const reason = String(decision.reason || "no reason given").replace(/[. ]+$/, "");
-    const who = decision.decided_by || "A reviewer";
+    const who = decidersWords(decision, "A reviewer");
     return verdict(false, "rejected", `${who} rejected this call: ${reason}. Do not retry it.`, approval);
   }
   if (status === "withdrawn") return verdict(false, "withdrawn", withdrawnMessage(decision, "the call was not run"), approval);
