@@ -9,6 +9,7 @@ from django.utils.safestring import SafeString
 from approvals.extensions import Hooks
 from approvals.models import ApprovalRequest
 from approvals.review.permissions import may_decide
+from approvals.review.withdraw import may_withdraw
 from collaboration import selectors
 from collaboration.models import Claim
 from collaboration.presenters import claim_line, comment_line
@@ -20,21 +21,18 @@ def page_sections(request: HttpRequest, approval: ApprovalRequest) -> list[SafeS
     if not may_decide(request.actor, approval):
         return []
     pending = approval.is_pending()
+    claim = selectors.claim_of(approval) if pending else None
     ctx = {
         "approval": approval,
         "pending": pending,
-        "claim": claim_line(selectors.claim_of(approval), user=request.user) if pending else "",
-        "mine": _claimed_by_me(approval, request.user) if pending else False,
+        "claim": claim_line(claim, user=request.user),
+        "mine": claim is not None and claim.user_id == request.user.pk,
         "snooze": selectors.snooze_of(approval=approval, user=request.user) if pending else None,
+        "requester": pending and may_withdraw(request.actor, approval),
         "comments": [comment_line(comment) for comment in selectors.comments_of(approval)],
         "story": run_story(workspace=request.actor.workspace, approval=approval),
     }
     return [SafeString(render_to_string("collaboration/_page_sections.html", ctx, request=request))]
-
-
-def _claimed_by_me(approval: ApprovalRequest, user) -> bool:
-    claim = selectors.claim_of(approval)
-    return claim is not None and claim.user_id == user.pk
 
 
 def queue_extra() -> dict[str, Subquery]:
