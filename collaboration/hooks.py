@@ -1,7 +1,7 @@
 """What collaboration adds to approvals' pages (approvals/extensions.py): the request page's sections, the
 Approvals tab's strip under each card, and the reviewer's snoozed requests hidden from their queue."""
 
-from django.db.models import OuterRef, Subquery
+from django.db.models import Count, OuterRef, Subquery
 from django.http import HttpRequest
 from django.template.loader import render_to_string
 from django.utils.safestring import SafeString
@@ -11,7 +11,7 @@ from approvals.models import ApprovalRequest
 from approvals.review.permissions import may_decide
 from approvals.review.withdraw import may_withdraw
 from collaboration import selectors
-from collaboration.models import Claim
+from collaboration.models import Claim, Comment
 from collaboration.presenters import claim_line, comment_line
 from collaboration.story import run_story
 
@@ -36,17 +36,23 @@ def page_sections(request: HttpRequest, approval: ApprovalRequest) -> list[SafeS
 
 
 def queue_extra() -> dict[str, Subquery]:
-    """Who claimed each card, read in the queue's own query (no query more for the tab)."""
-    return {"claimed_by": Subquery(Claim.objects.filter(approval=OuterRef("pk")).values("user_email")[:1])}
+    """Who claimed each card and how many comments it has, read in the queue's own query (no query more)."""
+    comments = Comment.objects.filter(approval=OuterRef("pk")).order_by().values("approval").annotate(n=Count("id"))
+    return {
+        "claimed_by": Subquery(Claim.objects.filter(approval=OuterRef("pk")).values("user_email")[:1]),
+        "comment_count": Subquery(comments.values("n")[:1]),
+    }
 
 
 def queue_strip(request: HttpRequest, read: dict) -> SafeString:
-    claimed_by = read.get("claimed_by")
-    if not claimed_by:
+    claimed_by, comments = read.get("claimed_by"), read.get("comment_count") or 0
+    if not claimed_by and not comments:
         return SafeString("")
-    mine = claimed_by == getattr(request.user, "email", None)
-    line = "You are on it" if mine else f"{claimed_by} is on it"
-    return SafeString(render_to_string("collaboration/_strip.html", {"line": line}))
+    line = ""
+    if claimed_by:
+        line = "You are on it" if claimed_by == getattr(request.user, "email", None) else f"{claimed_by} is on it"
+    said = f"{comments} comment{'s' if comments != 1 else ''}" if comments else ""
+    return SafeString(render_to_string("collaboration/_strip.html", {"line": line, "said": said}))
 
 
 HOOKS = Hooks(

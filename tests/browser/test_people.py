@@ -77,7 +77,9 @@ def test_a_claim_shows_on_everyones_card_and_a_snooze_hides_it_from_mine_only(ne
     bob_page = new_page()
     login(bob_page, "bob@acme.test")
     bob_page.goto(QUEUE)
-    expect(bob_page.locator(f"#card-{approval.public_id} + .card-strip")).to_have_text("alice@acme.test is on it")
+    expect(bob_page.locator(f"#card-{approval.public_id} + .card-strip .claim-line")).to_have_text(
+        "alice@acme.test is on it"
+    )
 
     bob_page.goto(f"/hitl/approvals/{approval.public_id}/")
     bob_page.select_option("#snooze-hours", "4")
