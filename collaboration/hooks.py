@@ -1,7 +1,7 @@
 """What collaboration adds to approvals' pages (approvals/extensions.py): the request page's sections, the
 Approvals tab's strip under each card, and the reviewer's snoozed requests hidden from their queue."""
 
-from django.db.models import OuterRef, Subquery
+from django.db.models import Count, OuterRef, Subquery
 from django.http import HttpRequest
 from django.template.loader import render_to_string
 from django.utils.safestring import SafeString
@@ -9,8 +9,9 @@ from django.utils.safestring import SafeString
 from approvals.extensions import Hooks
 from approvals.models import ApprovalRequest
 from approvals.review.permissions import may_decide
+from approvals.review.withdraw import may_withdraw
 from collaboration import selectors
-from collaboration.models import Claim
+from collaboration.models import Claim, Comment
 from collaboration.presenters import claim_line, comment_line
 from collaboration.story import run_story
 
@@ -20,35 +21,38 @@ def page_sections(request: HttpRequest, approval: ApprovalRequest) -> list[SafeS
     if not may_decide(request.actor, approval):
         return []
     pending = approval.is_pending()
+    claim = selectors.claim_of(approval) if pending else None
     ctx = {
         "approval": approval,
         "pending": pending,
-        "claim": claim_line(selectors.claim_of(approval), user=request.user) if pending else "",
-        "mine": _claimed_by_me(approval, request.user) if pending else False,
+        "claim": claim_line(claim, user=request.user),
+        "mine": claim is not None and claim.user_id == request.user.pk,
         "snooze": selectors.snooze_of(approval=approval, user=request.user) if pending else None,
+        "requester": pending and may_withdraw(request.actor, approval),
         "comments": [comment_line(comment) for comment in selectors.comments_of(approval)],
         "story": run_story(workspace=request.actor.workspace, approval=approval),
     }
     return [SafeString(render_to_string("collaboration/_page_sections.html", ctx, request=request))]
 
 
-def _claimed_by_me(approval: ApprovalRequest, user) -> bool:
-    claim = selectors.claim_of(approval)
-    return claim is not None and claim.user_id == user.pk
-
-
 def queue_extra() -> dict[str, Subquery]:
-    """Who claimed each card, read in the queue's own query (no query more for the tab)."""
-    return {"claimed_by": Subquery(Claim.objects.filter(approval=OuterRef("pk")).values("user_email")[:1])}
+    """Who claimed each card and how many comments it has, read in the queue's own query (no query more)."""
+    comments = Comment.objects.filter(approval=OuterRef("pk")).order_by().values("approval").annotate(n=Count("id"))
+    return {
+        "claimed_by": Subquery(Claim.objects.filter(approval=OuterRef("pk")).values("user_email")[:1]),
+        "comment_count": Subquery(comments.values("n")[:1]),
+    }
 
 
 def queue_strip(request: HttpRequest, read: dict) -> SafeString:
-    claimed_by = read.get("claimed_by")
-    if not claimed_by:
+    claimed_by, comments = read.get("claimed_by"), read.get("comment_count") or 0
+    if not claimed_by and not comments:
         return SafeString("")
-    mine = claimed_by == getattr(request.user, "email", None)
-    line = "You are on it" if mine else f"{claimed_by} is on it"
-    return SafeString(render_to_string("collaboration/_strip.html", {"line": line}))
+    line = ""
+    if claimed_by:
+        line = "You are on it" if claimed_by == getattr(request.user, "email", None) else f"{claimed_by} is on it"
+    said = f"{comments} comment{'s' if comments != 1 else ''}" if comments else ""
+    return SafeString(render_to_string("collaboration/_strip.html", {"line": line, "said": said}))
 
 
 HOOKS = Hooks(

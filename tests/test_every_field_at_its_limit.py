@@ -135,6 +135,15 @@ BASELINES: dict[str, list[tuple[str, Baseline]]] = {
     ],
     "runs_halt": [("admin", lambda w: ({}, {"run_id": "run_9", "reason": "Runaway loop"}))],
     "workspace_freeze": [("admin", lambda w: ({}, {"reason": "Incident"}))],
+    "approval_comments_add": [("admin", lambda w: ({"apr": w["pending"]().public_id}, {"text": "Checked"}))],
+    "approval_snooze": [
+        (
+            "admin",
+            lambda w: ({"apr": w["pending"]().public_id}, {"until": (timezone.now() + timedelta(hours=1)).isoformat()}),
+        )
+    ],
+    # The engine key that registered it may withdraw it.
+    "approvals_withdraw": [("engine", lambda w: ({"apr": w["pending"]().public_id}, {"reason": "Not needed"}))],
 }
 # Operations without a body are called by an admin, but for these.
 CALLED_BY = {"configs_served": "engine"}

@@ -104,6 +104,7 @@ def pages(config, decided) -> list[str]:
         f"/hitl/configs/{cfg}/versions/2/",
         "/hitl/insights/",
         "/hitl/account/",
+        "/hitl/my-requests/",
     ]
 
 
