@@ -248,8 +248,12 @@ def _approval_vote(
     over the vote count — the database compares, never Python — and only it wakes long-polls.
     """
     with transaction.atomic():
+        # The halt lock before the row's (a halt takes them in that order): a vote never deadlocks a halt.
+        halted = halt_covering(config_id=approval.config_id, run_id=approval.run_id)
         pending = ApprovalRequest.objects.select_for_update().filter(pk=approval.pk).pending(now)
         if pending.values_list("pk", flat=True):
+            if halted:
+                raise RequestHalted()
             if Vote.objects.filter(approval_id=approval.pk, reviewer=user).exists():
                 approval.refresh_from_db()
                 return approval, True  # already voted: nothing changes

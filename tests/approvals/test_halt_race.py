@@ -11,10 +11,13 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from approvals.models import ApprovalRequest, Halt
+from approvals.exceptions import RequestHalted
+from approvals.models import ApprovalRequest, Halt, Vote
+from approvals.review.decide import approval_decide
 from audit.models import AuditRecord
 
 from ..asgi import AsgiServer
+from ..factories import make_approval
 from ..helpers import Api, make_token
 from .engine_support import gate_body, make_support_config
 
@@ -147,3 +150,15 @@ def test_approving_a_request_a_halt_covers_is_refused_with_a_409(server, acme, b
     rejected = reviewer.post(f"/api/v1/approvals/{pending['id']}/decision", json={"decision": "reject"})
     assert rejected.status_code == 200, rejected.text
     assert rejected.json()["status"] == "rejected"
+
+
+def test_a_quorum_vote_on_a_request_a_halt_covers_is_refused_and_not_recorded(acme, bob, support):
+    quorum = make_approval(support, approvals_required=2, run_id="run_old")
+    Halt.objects.create(workspace=acme, run_id="run_old", reason=REASON, halted_by_email="bob@acme.test")
+
+    with pytest.raises(RequestHalted):
+        approval_decide(approval=quorum, user=bob, decision="approve")
+
+    assert not Vote.objects.filter(approval=quorum).exists()
+    quorum.refresh_from_db()
+    assert quorum.status == "pending"

@@ -344,9 +344,9 @@ def test_an_admin_sees_how_notifications_are_delivered(client, alice, bob, acme)
     section = html[html.index('id="delivery-health"') :]
     webhook = section[section.index('id="health-webhook"') :].split("</tr>")[0]
     cells = [cell.split("</td>")[0] for cell in webhook.split("<td>")[1:]]
-    assert cells == ["Webhook", "4", "1", "0", "20.0%", "2"]  # attempts 1, 1, 2, 3, 8 → median 2
+    assert cells == ["Webhook", "4", "1", "0", "0", "20.0%", "2"]  # attempts 1, 1, 2, 3, 8 → median 2
     email = section[section.index('id="health-email"') :].split("</tr>")[0]
-    assert [cell.split("</td>")[0] for cell in email.split("<td>")[1:]] == ["Email", "0", "1", "1", "100.0%", "1"]
+    assert [cell.split("</td>")[0] for cell in email.split("<td>")[1:]] == ["Email", "0", "1", "1", "0", "100.0%", "1"]
     failures = section[section.index('id="recent-failures"') :]
     # Newest first, by contact name and error: never the address reference or the secret.
     assert failures.index("Ops webhook") < failures.index("Finance inbox")  # 10 minutes ago, then an hour ago
