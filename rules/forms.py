@@ -244,3 +244,20 @@ class PublishForm(forms.Form):
 
 class PinForm(forms.Form):
     version = forms.IntegerField(min_value=1, max_value=2_147_483_647)
+
+
+YES_NO = [("", "Any"), ("yes", "Yes"), ("no", "No")]
+
+
+class RuleFilterForm(forms.Form):
+    """The Rules tab's filters (GET): a value nobody offered is shown as an error and dropped."""
+
+    q = forms.CharField(required=False, max_length=200, label="Text")
+    kind = forms.ChoiceField(choices=[("", "Any kind"), *RuleKind.choices], required=False)
+    mode = forms.ChoiceField(choices=[("", "Any mode"), *((m.value, m.value) for m in RuleMode)], required=False)
+    condition = forms.ChoiceField(choices=YES_NO, required=False, label="Has condition")
+    enabled = forms.ChoiceField(choices=YES_NO, required=False)
+
+    def filters(self) -> dict:
+        self.is_valid()  # fields with errors are left out of cleaned_data
+        return {name: value for name, value in self.cleaned_data.items() if value}

@@ -171,3 +171,24 @@ def notify_summary(rule: dict, contacts: list[dict]) -> str:
         who = ", ".join(names.get(i, i) for i in rule["escalate_to"])
         parts.append(f"escalates to {who} after {rule.get('escalate_after_seconds')} s")
     return "; ".join(parts)
+
+
+def rules_matching(
+    rules: Iterable[Rule], *, q: str = "", kind: str = "", mode: str = "", condition: str = "", enabled: str = ""
+) -> list[Rule]:
+    """The Rules tab's filters on a config's draft rules: text (in the selector, message, condition or id),
+    kind, mode, whether it has a condition, whether it is enabled (`yes`/`no`; empty: either)."""
+    words = q.casefold().split()
+    found = []
+    for rule in rules:
+        text = " ".join((rule.match, rule.message, rule.condition, rule.public_id, rule.kind)).casefold()
+        if words and not all(word in text for word in words):
+            continue
+        if (kind and rule.kind != kind) or (mode and rule.mode != mode):
+            continue
+        if condition and bool(rule.condition) != (condition == "yes"):
+            continue
+        if enabled and rule.enabled != (enabled == "yes"):
+            continue
+        found.append(rule)
+    return found

@@ -14,9 +14,21 @@ from workspaces.decorators import admin_required, member_required
 
 from . import selectors, services
 from .exceptions import NothingToPublish, PlanRequired
-from .forms import MATCH_HINT_ID, ConfigForm, PinForm, PublishForm, RuleForm, SettingsForm, which_one_for
+from .forms import (
+    MATCH_HINT_ID,
+    ConfigForm,
+    PinForm,
+    PublishForm,
+    RuleFilterForm,
+    RuleForm,
+    SettingsForm,
+    which_one_for,
+)
 from .models import Config, ConfigVersion, Rule
 from .policy_views import editor_context, policy_context
+
+# The Rules tab lists the newest versions; the rest are a link away (?versions=all).
+VERSIONS_SHOWN = 10
 
 
 def config_page_context(request: HttpRequest, config: Config, tab: str, configs: list[Config] | None = None) -> dict:
@@ -97,9 +109,16 @@ def _rules_page(
         raise Http404("No such config in this workspace.")
     context = config_page_context(request, config, "rules", configs)
     versions = context["versions"]
+    filter_form = RuleFilterForm(request.GET or None)
+    context["filter_form"] = filter_form
+    context["shown_rules"] = (
+        selectors.rules_matching(context["rules"], **filter_form.filters()) if request.GET else context["rules"]
+    )
+    all_versions = request.GET.get("versions") == "all"
+    context["more_versions"] = 0 if all_versions else max(len(versions) - VERSIONS_SHOWN, 0)
     # Versions are newest first, so each one's predecessor is the next in the list.
     context["version_rows"] = []
-    for i, version in enumerate(versions):
+    for i, version in enumerate(versions if all_versions else versions[:VERSIONS_SHOWN]):
         previous = versions[i + 1] if i + 1 < len(versions) else None
         diff = selectors.rules_diff(previous.rules if previous else None, version.rules)
         for rule in diff["added"] + diff["changed"]:
@@ -107,7 +126,8 @@ def _rules_page(
         contacts = selectors.rules_diff(previous.contacts if previous else None, version.contacts)
         changes = selectors.settings_changes(previous, version)
         row = {"version": version, "diff": diff, "contacts": contacts, "settings": changes}
-        row["unchanged"] = not any([*diff.values(), *contacts.values(), changes])
+        row["changes"] = sum(map(len, [*diff.values(), *contacts.values(), changes]))
+        row["unchanged"] = not row["changes"]
         context["version_rows"].append(row)
     context["publish_form"] = publish_form or PublishForm()
     context["next_number"] = (config.latest_version or 0) + 1

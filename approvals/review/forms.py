@@ -76,6 +76,11 @@ class HistoryFilterForm(forms.Form):
     kind = forms.ChoiceField(choices=KIND_CHOICES, required=False)
     date_from = forms.DateField(required=False, label="From", widget=forms.DateInput(attrs={"type": "date"}))
     date_to = forms.DateField(required=False, label="To", widget=forms.DateInput(attrs={"type": "date"}))
+    rule = forms.CharField(
+        required=False, max_length=24, label="Rule id", widget=forms.TextInput(attrs={"placeholder": "rul_…"})
+    )
+    decided_by = forms.CharField(required=False, max_length=254, label="Decided by")
+    q = forms.CharField(required=False, max_length=200, label="Text")
 
     def __init__(self, *args: Any, configs: Iterable[Config] = (), **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -97,4 +102,7 @@ class HistoryFilterForm(forms.Form):
             kind=data.get("kind") or "",
             date_from=data.get("date_from"),
             date_to=data.get("date_to"),
+            rule=data.get("rule") or "",
+            decided_by=data.get("decided_by") or "",
+            text=data.get("q") or "",
         )

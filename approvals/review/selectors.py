@@ -244,6 +244,9 @@ class HistoryFilters:
     include_pending: bool = False  # the API's list without a status; the History page shows decided ones only
     requested_by: str = ""  # the requests made for this person (`requested_by=me`), case-insensitive
     hidden: tuple = ()  # subqueries of requests hidden from this reviewer's pending list (snoozed)
+    rule: str = ""  # a rule's public id
+    decided_by: str = ""  # part of the decider's email
+    text: str = ""  # part of what a row shows: title, target, operation, summary, reason; or an id
 
 
 def encode_cursor(approval: ApprovalRequest) -> str:
@@ -287,6 +290,12 @@ def history_page(
         rows = with_kind(rows, filters.kind)
     if filters.requested_by:
         rows = rows.filter(requested_by__iexact=filters.requested_by)
+    if filters.rule:
+        rows = rows.filter(rule_id=filters.rule)
+    if filters.decided_by:
+        rows = rows.filter(decided_by_email__icontains=filters.decided_by)
+    if filters.text:
+        rows = rows.filter(_text_query(filters.text))
     if filters.date_from:
         rows = rows.filter(created_at__gte=_start_of(filters.date_from))
     if filters.date_to and filters.date_to < date.max:  # up to 9999-12-31 is no bound at all
@@ -319,6 +328,15 @@ def history_page(
     page = sorted(candidates, key=lambda row: (row.created_at, row.pk), reverse=not oldest_first)[: page_size + 1]
     next_cursor = encode_cursor(page[page_size - 1]) if len(page) > page_size else None
     return with_votes(page[:page_size]), next_cursor
+
+
+def _text_query(text: str) -> Q:
+    """Rows showing the text (any case) where a reader sees it, or named by it: a request's or run's id."""
+    shown = ("title", "target", "operation", "summary", "reason", "caller")
+    query = Q(public_id=text) | Q(run_id=text)
+    for field in shown:
+        query |= Q(**{f"{field}__icontains": text})
+    return query
 
 
 # Overdue requests the sweep has not reached yet are normally a minute's worth. Fetched by

@@ -186,9 +186,11 @@ def history(request: HttpRequest) -> HttpResponse:
         )
         query = request.GET.copy()
         query.pop("cursor", None)
+        # Both links keep the filters: the newest page is the same query without a cursor.
+        ctx.update(rows=rows, next_cursor=next_cursor, newest_query=query.urlencode(), paged="cursor" in request.GET)
         if next_cursor:
             query["cursor"] = next_cursor
-        ctx.update(rows=rows, next_cursor=next_cursor, next_query=query.urlencode())
+        ctx["next_query"] = query.urlencode()
     if request.actor.is_admin:
         ctx["audit_query"] = _audit_range(filters=form.filters() if request.GET else selectors.HistoryFilters())
         # The anchor to note down: `hitl audit verify --anchor` later proves the log still holds it.

@@ -1,5 +1,6 @@
 """The docs' pictures, taken of the demo workspace `make run` loads (launch/demo.py), at 1280 × 800:
-the Approvals tab, the Rules tab and the API's browsable schema. HITL_SCREENSHOT_DIR=docs retakes them."""
+the Approvals tab, History (once the reviewer decided two), the Rules tab and the API's browsable schema.
+`HITL_SCREENSHOT_DIR=docs` retakes them; without it they are taken into a temporary folder and only checked."""
 
 import os
 import shutil
@@ -21,6 +22,11 @@ def demo(db):
     return Config.objects.get(workspace__slug="acme", name="Support agent")
 
 
+def decide(card, button: str, reason: str) -> None:
+    card.locator("textarea, input[name=reason]").first.fill(reason)
+    card.get_by_role("button", name=button, exact=True).click()
+
+
 def keep(shot, name: str) -> None:
     assert shot.stat().st_size > 10_000
     if os.environ.get("HITL_SCREENSHOT_DIR"):  # retake the docs' pictures on purpose only
@@ -36,6 +42,19 @@ def test_it_pictures_the_demo_for_the_docs(new_page, demo, tmp_path):
     expect(page.locator("article.approval")).to_have_count(3)
     page.screenshot(path=str(tmp_path / "approvals-tab.png"))
     keep(tmp_path / "approvals-tab.png", "approvals-tab.png")
+
+    # History: the reviewer approves one and rejects one, on their cards, as a person would.
+    cards = page.locator("article.approval")
+    decide(cards.nth(0), "Approve", "Checked with the customer: the export is theirs.")
+    expect(cards).to_have_count(2)
+    decide(cards.nth(0), "Reject", "Not during the quarter-end freeze; ask again on Monday.")
+    expect(cards).to_have_count(1)
+    page.goto("/hitl/approvals/history/")
+    rows = page.locator("table.history tbody tr")
+    expect(rows).to_have_count(2)
+    rows.first.get_by_text("Details").click()
+    page.screenshot(path=str(tmp_path / "history.png"))
+    keep(tmp_path / "history.png", "history.png")
 
     admin = new_page()
     admin.set_viewport_size({"width": 1280, "height": 800})

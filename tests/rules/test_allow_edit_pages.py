@@ -38,7 +38,7 @@ def test_the_rule_editor_allows_edits_only_with_one_approval_and_level_full(admi
     rule.refresh_from_db()
     assert rule.allow_edit is True
     tab = admin.get(reverse("rules:rules", args=[rule.config.public_id])).content.decode()
-    assert '<td class="policy">1 approval · four eyes · edits allowed\n' in tab
+    assert 'class="policy">1 approval · four eyes · edits allowed<' in tab
 
 
 def test_version_pages_and_the_diff_show_edits_allowed(admin, acme, alice):
