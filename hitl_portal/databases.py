@@ -5,7 +5,8 @@ docs/deploy.md): consecutive transactions of one Django connection may run on di
 connections, so nothing may outlive a transaction on the server — no prepared statement (psycopg's
 `prepare_threshold=None` turns preparing off, `prepare=True` included), no server-side cursor
 (DISABLE_SERVER_SIDE_CURSORS), no LISTEN. Everything else the portal runs already keeps to one
-transaction: `set_config(…, true)`, `SET TRANSACTION`, no advisory or session locks. The wait hub's
+transaction: `set_config(…, true)`, `SET TRANSACTION`, advisory locks only for a transaction
+(`pg_advisory_xact_lock`, a halt's: approvals/halts/covering.py), no session locks. The wait hub's
 LISTEN connection goes to HITL_LISTEN_DATABASE_URL (direct to PostgreSQL) when it is set.
 """
 
