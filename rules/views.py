@@ -111,6 +111,7 @@ def _rules_page(
     versions = context["versions"]
     filter_form = RuleFilterForm(request.GET or None)
     context["filter_form"] = filter_form
+    context["filtering"] = any(name in request.GET for name in filter_form.fields)
     context["shown_rules"] = (
         selectors.rules_matching(context["rules"], **filter_form.filters()) if request.GET else context["rules"]
     )

@@ -150,3 +150,25 @@ def test_it_shows_no_other_workspaces_requests(client, charlie, support):
     make_approval(support, status=Status.APPROVED)
     client.force_login(charlie)
     assert "No decided or expired requests match." in client.get(HISTORY).content.decode()
+
+
+def test_it_filters_by_rule_by_who_decided_and_by_text_and_keeps_them_in_its_links(client, alice, bob, support):
+    refund = make_approval(support, rule_id="rul_refunds", target="customer T-1", summary="Refund the order")
+    export = make_approval(support, rule_id="rul_exports", target="customer T-2", operation="export")
+    approval_decide(approval=refund, user=alice, decision="approve", reason="Goodwill")
+    approval_decide(approval=export, user=bob, decision="reject", reason="Legal hold")
+    client.force_login(bob)
+
+    def ids(**query) -> set[str]:
+        html = client.get(HISTORY, query).content.decode()
+        return {a.public_id for a in (refund, export) if f'id="row-{a.public_id}"' in html}
+
+    assert ids(rule="rul_refunds") == {refund.public_id}
+    assert ids(decided_by="BOB@acme") == {export.public_id}
+    assert ids(q="legal hold") == {export.public_id}  # the reason
+    assert ids(q="refund the") == {refund.public_id}  # the summary
+    assert ids(q=export.public_id) == {export.public_id}
+    assert ids(q="nothing like it") == set()
+    assert client.get(HISTORY, {"rule": "r" * 25}).status_code == 200  # too long: said beside the field
+    html = client.get(HISTORY, {"q": "customer", "cursor": "x"}).content.decode()
+    assert 'href="?q=customer" rel="first"' in html  # ← Newest keeps the filter, drops the cursor
