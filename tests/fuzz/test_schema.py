@@ -80,17 +80,32 @@ POSITIVE_DATA_REFUSED: dict[str, Refusal] = {
     ),
     "configs_rules_create": Refusal(
         frozenset(
-            {"match", "notify", "escalate_to", "escalate_after_seconds", "allow_run_grant", "allow_edit", "condition"}
+            {
+                "match",
+                "notify",
+                "escalate_to",
+                "escalate_after_seconds",
+                "allow_run_grant",
+                "allow_edit",
+                "condition",
+                "approver_groups",
+            }
         ),
         "match must be the kind's selector (a delete rule needs one, an mcp_server match never names a tool); "
         "notify and escalate_to must name contacts of this config; escalate_to needs escalate_after_seconds; "
         "approvals_required > 1 rules out allow_run_grant and allow_edit; allow_edit needs the config's level full; "
-        "require_passkey rules out allow_run_grant; condition must compile as CEL over the contract's variables",
+        "require_passkey rules out allow_run_grant; condition must compile as CEL over the contract's variables; "
+        "approver_groups must name groups of this workspace",
     ),
     "configs_partial_update": Refusal(
         frozenset({"pass_information_level"}),
         "a level below full is refused while a draft rule allows edits (allow_edit needs the exact arguments)",
     ),
+    "me_delegation_set": Refusal(
+        frozenset({"delegate", "until"}),
+        "delegate must be another member of this workspace; until must be in the future and at most 30 days away",
+    ),
+    "groups_member_add": Refusal(frozenset({"email"}), "email must be a member of this workspace"),
     "push_subscribe": Refusal(
         frozenset({"endpoint", "keys", "keys.p256dh", "keys.auth"}),
         "endpoint must be a push service's https URL, keys.p256dh a point on P-256 and keys.auth 16 bytes: "
