@@ -41,7 +41,10 @@ class CommentSerializer(serializers.Serializer):
 
 class CommentInput(JsonInput):
     text = serializers.CharField(
-        trim_whitespace=False, allow_blank=True, help_text=f"at most {COMMENT_MAX:,} characters; never decides"
+        trim_whitespace=False,
+        allow_blank=True,
+        max_length=COMMENT_MAX,
+        help_text=f"at most {COMMENT_MAX:,} characters, not blank; never decides",
     )
 
 

@@ -187,7 +187,7 @@ def test_requested_by_me_lists_the_requests_made_for_me(bob_api, engine_api, sup
     make_approval(support)
     rows = bob_api.get("/api/v1/approvals", params={"requested_by": "me"}).json()["results"]
     assert [row["id"] for row in rows] == [mine.public_id]
-    for params, api in (({"requested_by": "you"}, bob_api), ({"requested_by": "me"}, engine_api)):
-        response = api.get("/api/v1/approvals", params=params)
-        assert response.status_code == 400
-        assert "requested_by" in error_of(response)["fields"]
+    response = bob_api.get("/api/v1/approvals", params={"requested_by": "you"})
+    assert response.status_code == 400
+    assert "requested_by" in error_of(response)["fields"]
+    assert error_of(engine_api.get("/api/v1/approvals", params={"requested_by": "me"}))["code"] == "forbidden"

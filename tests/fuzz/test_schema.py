@@ -91,6 +91,8 @@ POSITIVE_DATA_REFUSED: dict[str, Refusal] = {
         frozenset({"pass_information_level"}),
         "a level below full is refused while a draft rule allows edits (allow_edit needs the exact arguments)",
     ),
+    "approval_comments_add": Refusal(frozenset({"text"}), "a comment is not white space alone"),
+    "approval_snooze": Refusal(frozenset({"until"}), "until must be in the future and at most 7 days away"),
     "push_subscribe": Refusal(
         frozenset({"endpoint", "keys", "keys.p256dh", "keys.auth"}),
         "endpoint must be a push service's https URL, keys.p256dh a point on P-256 and keys.auth 16 bytes: "
