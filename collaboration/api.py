@@ -17,6 +17,7 @@ from collaboration.presenters import claim_as_dict, comment_as_dict
 from common.errors import ErrorSerializer
 from common.fields import JsonInput
 from common.pagination import CURSOR_PATTERN, cursor_refused, page_serializer
+from common.query import refuse_blank
 
 
 def _error(description: str) -> OpenApiResponse:
@@ -41,7 +42,10 @@ class CommentSerializer(serializers.Serializer):
 
 class CommentInput(JsonInput):
     text = serializers.CharField(
-        trim_whitespace=False, allow_blank=True, help_text=f"at most {COMMENT_MAX:,} characters; never decides"
+        trim_whitespace=False,
+        allow_blank=True,
+        max_length=COMMENT_MAX,
+        help_text=f"at most {COMMENT_MAX:,} characters, not blank; never decides",
     )
 
 
@@ -181,6 +185,7 @@ class RunView(APIView):
         responses={200: RunPageSerializer, 400: _error("A cursor this server did not write."), **COMMON_ERRORS},
     )
     def get(self, request: Request, run_id: str) -> Response:
+        refuse_blank(request.query_params, {"cursor": "the previous page's next_cursor"})
         cursor = request.query_params.get("cursor", "")
         if cursor and approval_selectors.decode_cursor(cursor) is None:
             raise cursor_refused(cursor)

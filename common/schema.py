@@ -95,9 +95,9 @@ def _refuse_nul(schema: dict) -> None:
             _refuse_nul(sub)
 
 
-# POSTs whose empty body means something (a default rule; a publish without a note). Every other
-# POST needs its body, and says so: a generated client then cannot call it without one.
-OPTIONAL_BODIES = {"configs_rules_create", "configs_publish_create"}
+# POSTs whose empty body means something (a default rule; a publish without a note; a withdrawal without a
+# reason). Every other POST needs its body, and says so: a generated client then cannot call it without one.
+OPTIONAL_BODIES = {"configs_rules_create", "configs_publish_create", "approvals_withdraw"}
 
 
 def tidy_operations(result: dict, generator: "SchemaGenerator", request: Request | None, public: bool) -> dict:

@@ -3,6 +3,7 @@
 from django.utils import timezone
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers
+from rest_framework.exceptions import PermissionDenied
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.utils.urls import replace_query_param
@@ -102,9 +103,8 @@ def list_approvals(request: Request) -> Response:
     requested_by = ""
     if wanted.get("requested_by") == "me":
         if actor.user is None:
-            raise serializers.ValidationError(
-                {"requested_by": "requested_by=me needs a person's token, not an engine key."}
-            )
+            # An engine key is nobody's "me": not a bad value, a caller it does not apply to.
+            raise PermissionDenied("requested_by=me needs a person's token, not an engine key.")
         requested_by = actor.user.email
     now = timezone.now()
     rows, next_cursor = selectors.history_page(

@@ -20,6 +20,7 @@ class WithdrawInput(JsonInput):
         required=False,
         allow_blank=True,
         default="",
+        max_length=REASON_MAX,
         help_text=f"passed back to the agent; at most {REASON_MAX:,} characters",
     )
 

@@ -116,6 +116,7 @@ def test_it_answers_a_decision_after_the_deadline_with_the_expired_state(bob_api
         "call_digest": body["call_digest"],
         "edited": False,
         "answers": None,
+        "withdrawn": False,
     }
     assert ApprovalRequest.objects.get(pk=approval.pk).status == Status.EXPIRED
 

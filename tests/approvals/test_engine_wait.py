@@ -134,6 +134,7 @@ def test_it_sees_expiry_on_read_with_no_worker(engine_api, bob_api, pending):
         "call_digest": approval["call_digest"],
         "edited": False,
         "answers": None,
+        "withdrawn": False,
     }
     assert "Nobody answered" in approval["decision"]["reason"]
     assert "reject" not in approval["decision"]["reason"].split("counts as rejected")[-1]

@@ -84,6 +84,7 @@ def test_halting_a_run_rejects_its_pending_requests_and_stores_its_later_ones_re
             "call_digest": approval["call_digest"],
             "edited": False,
             "answers": None,
+            "withdrawn": False,
         }
         assert approval["receipt"]
     assert engine.get(f"/api/v1/approvals/{cap['id']}").json()["decision"]["action"] == "stop_run"

@@ -176,9 +176,10 @@ def test_a_runs_story_lists_every_request_of_the_run_oldest_first(bob_api, charl
 
 def test_a_runs_story_refuses_engines_and_a_cursor_it_did_not_write(engine_api, bob_api, support):
     assert engine_api.get("/api/v1/runs/run_7").status_code == 403
-    response = bob_api.get("/api/v1/runs/run_7", params={"cursor": "nonsense"})
-    assert response.status_code == 400
-    assert "cursor" in error_of(response)["fields"]
+    for cursor in ("nonsense", ""):
+        response = bob_api.get("/api/v1/runs/run_7", params={"cursor": cursor})
+        assert response.status_code == 400
+        assert "cursor" in error_of(response)["fields"]
 
 
 def test_requested_by_me_lists_the_requests_made_for_me(bob_api, engine_api, support):
@@ -187,7 +188,7 @@ def test_requested_by_me_lists_the_requests_made_for_me(bob_api, engine_api, sup
     make_approval(support)
     rows = bob_api.get("/api/v1/approvals", params={"requested_by": "me"}).json()["results"]
     assert [row["id"] for row in rows] == [mine.public_id]
-    for params, api in (({"requested_by": "you"}, bob_api), ({"requested_by": "me"}, engine_api)):
-        response = api.get("/api/v1/approvals", params=params)
-        assert response.status_code == 400
-        assert "requested_by" in error_of(response)["fields"]
+    response = bob_api.get("/api/v1/approvals", params={"requested_by": "you"})
+    assert response.status_code == 400
+    assert "requested_by" in error_of(response)["fields"]
+    assert error_of(engine_api.get("/api/v1/approvals", params={"requested_by": "me"}))["code"] == "forbidden"

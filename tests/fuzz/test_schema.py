@@ -106,6 +106,8 @@ POSITIVE_DATA_REFUSED: dict[str, Refusal] = {
         "delegate must be another member of this workspace; until must be in the future and at most 30 days away",
     ),
     "groups_member_add": Refusal(frozenset({"email"}), "email must be a member of this workspace"),
+    "approval_comments_add": Refusal(frozenset({"text"}), "a comment is not white space alone"),
+    "approval_snooze": Refusal(frozenset({"until"}), "until must be in the future and at most 7 days away"),
     "push_subscribe": Refusal(
         frozenset({"endpoint", "keys", "keys.p256dh", "keys.auth"}),
         "endpoint must be a push service's https URL, keys.p256dh a point on P-256 and keys.auth 16 bytes: "

@@ -882,7 +882,7 @@ export interface components {
             created_at: string;
         };
         CommentInputRequest: {
-            /** @description at most 2,000 characters; never decides */
+            /** @description at most 2,000 characters, not blank; never decides */
             text: string;
         };
         CommentList: {
@@ -2539,7 +2539,7 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody: {
+        requestBody?: {
             content: {
                 "application/json": components["schemas"]["WithdrawInputRequest"];
             };
