@@ -9,6 +9,9 @@ shapes (what to set, which rows) and which always does the same three things in 
   statement, so an end is never unaudited;
 - a NOTIFY per ended row on approvals.notify.CHANNEL (sent at commit), which wakes its waiting engines.
 
+It also hands what ended (id, status, requested_by) to the apps above that tell people of it
+(approvals/extensions.py `ended`), read from the same statement: an end costs no query more for it.
+
 `claim`: lock the rows first with `FOR UPDATE SKIP LOCKED` (the expiry sweep and a single read's
 expiry, approvals/expiry/expire.py), so concurrent sweeps split the work instead of queueing, and a
 row a reviewer is deciding right now is skipped rather than waited for.
@@ -16,6 +19,7 @@ row a reviewer is deciding right now is skipped rather than waited for.
 
 from django.db import connection
 
+from approvals import extensions
 from approvals.models import ApprovalRequest, Status
 from approvals.notify import CHANNEL
 
@@ -32,7 +36,8 @@ def ending_statement(
     lock first (FOR UPDATE SKIP LOCKED is added); columns: what the statement answers per ended row
     (each row's NOTIFY follows them); audited: the further columns the audit CTE reads of `ended`.
     """
-    returned = ", ".join(f"apr.{column}" for column in dict.fromkeys((*columns, *audited, "public_id")))
+    told = ("id", "status", "requested_by")  # for the `ended` hooks, after the NOTIFY; end_pending strips them
+    returned = ", ".join(f"apr.{column}" for column in dict.fromkeys((*columns, *audited, "public_id", *told)))
     claimed = f"claimed AS (\n    {claim}\n    FOR UPDATE SKIP LOCKED\n), " if claim else ""
     source = "\n    FROM claimed" if claim else ""
     conditions = ["apr.id = claimed.id"] if claim else []
@@ -45,7 +50,7 @@ WITH {claimed}ended AS (
     RETURNING {returned}
 ),
 {audit}
-SELECT {", ".join(columns)}, pg_notify(%(channel)s, public_id)
+SELECT {", ".join(columns)}, pg_notify(%(channel)s, public_id), {", ".join(told)}
 FROM ended
 """
 
@@ -57,4 +62,7 @@ def end_pending(statement: str, params: dict) -> list[tuple]:
     """
     with connection.cursor() as cursor:
         cursor.execute(statement, {**params, "pending": Status.PENDING, "channel": CHANNEL})
-        return cursor.fetchall()
+        rows = cursor.fetchall()
+    if rows:
+        extensions.ended([extensions.Ended(*row[-3:]) for row in rows])
+    return [row[:-3] for row in rows]

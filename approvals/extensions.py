@@ -18,6 +18,15 @@ from workspaces.access import Actor
 
 
 @dataclass(frozen=True)
+class Ended:
+    """A request that just ended, as the ending statement answered it (approvals/ending.py)."""
+
+    id: int
+    status: str
+    requested_by: str
+
+
+@dataclass(frozen=True)
 class Hooks:
     # The request's page: further sections, rendered, after its card (who may see what is the hook's call).
     page_sections: Callable[[HttpRequest, ApprovalRequest], list[SafeString]] | None = None
@@ -27,6 +36,8 @@ class Hooks:
     queue_extra: Callable[[], dict[str, Expression]] | None = None
     # ...and a strip drawn after each card from it (not in the card cache: it changes without the row).
     queue_strip: Callable[[HttpRequest, dict], SafeString] | None = None
+    # Requests that ended, inside the transaction that ended them (queue work on commit, send nothing here).
+    ended: Callable[[list[Ended]], None] | None = None
 
 
 _registered: list[Hooks] = []
@@ -41,6 +52,12 @@ def page_sections(request: HttpRequest, approval: ApprovalRequest) -> list[SafeS
     return [
         section for hooks in _registered if hooks.page_sections for section in hooks.page_sections(request, approval)
     ]
+
+
+def ended(rows: list[Ended]) -> None:
+    for hooks in _registered:
+        if hooks.ended:
+            hooks.ended(rows)
 
 
 def queue_hidden(actor: Actor) -> list[QuerySet]:

@@ -7,11 +7,14 @@ class IntegrationsConfig(AppConfig):
     verbose_name = "Integrations (Slack)"
 
     def ready(self) -> None:
+        from approvals import extensions
         from contacts.transports import transport_add
         from integrations import slack_transport, telegram_transport
         from integrations.passkey_notices import queue_passkey_notice
+        from integrations.requester_notices import queue_requester_notices
         from passkeys.signals import passkey_changed
 
         transport_add("slack", slack_transport.TRANSPORT)
         transport_add("telegram", telegram_transport.TRANSPORT)
         passkey_changed.connect(queue_passkey_notice, dispatch_uid="integrations.passkey_notices")
+        extensions.extend(extensions.Hooks(ended=queue_requester_notices))
