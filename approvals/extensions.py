@@ -36,6 +36,9 @@ class Hooks:
     queue_extra: Callable[[], dict[str, Expression]] | None = None
     # ...and a strip drawn after each card from it (not in the card cache: it changes without the row).
     queue_strip: Callable[[HttpRequest, dict], SafeString] | None = None
+    # The History page: what to read with each row in the page's own query, and a note after its title.
+    history_extra: Callable[[], dict[str, Expression]] | None = None
+    history_note: Callable[[HttpRequest, dict], SafeString] | None = None
     # Requests that ended, inside the transaction that ended them (queue work on commit, send nothing here).
     ended: Callable[[list[Ended]], None] | None = None
 
@@ -78,3 +81,18 @@ def queue_strips(request: HttpRequest, entries: list[QueueEntry]) -> dict[int, S
         if html:
             strips[entry.pk] = SafeString(html)
     return strips
+
+
+def history_extra() -> dict[str, Expression]:
+    return {name: expr for hooks in _registered if hooks.history_extra for name, expr in hooks.history_extra().items()}
+
+
+def history_notes(request: HttpRequest, rows: list[ApprovalRequest], names: list[str]) -> dict[int, SafeString]:
+    """pk → the notes after a History row's title, from what `history_extra` annotated the rows with (`names`)."""
+    notes: dict[int, SafeString] = {}
+    for row in rows:
+        read = {name: getattr(row, name, None) for name in names}
+        html = "".join(hooks.history_note(request, read) for hooks in _registered if hooks.history_note)
+        if html:
+            notes[row.pk] = SafeString(html)
+    return notes

@@ -4,6 +4,7 @@ Approvals tab's strip under each card, and the reviewer's snoozed requests hidde
 from django.db.models import Count, OuterRef, Subquery
 from django.http import HttpRequest
 from django.template.loader import render_to_string
+from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
 from approvals.extensions import Hooks
@@ -35,13 +36,30 @@ def page_sections(request: HttpRequest, approval: ApprovalRequest) -> list[SafeS
     return [SafeString(render_to_string("collaboration/_page_sections.html", ctx, request=request))]
 
 
+def _comment_count() -> Subquery:
+    comments = Comment.objects.filter(approval=OuterRef("pk")).order_by().values("approval").annotate(n=Count("id"))
+    return Subquery(comments.values("n")[:1])
+
+
 def queue_extra() -> dict[str, Subquery]:
     """Who claimed each card and how many comments it has, read in the queue's own query (no query more)."""
-    comments = Comment.objects.filter(approval=OuterRef("pk")).order_by().values("approval").annotate(n=Count("id"))
     return {
         "claimed_by": Subquery(Claim.objects.filter(approval=OuterRef("pk")).values("user_email")[:1]),
-        "comment_count": Subquery(comments.values("n")[:1]),
+        "comment_count": _comment_count(),
     }
+
+
+def history_extra() -> dict[str, Subquery]:
+    """How many comments each History row has, read in the page's own query (no query more)."""
+    return {"comment_count": _comment_count()}
+
+
+def history_note(request: HttpRequest, read: dict) -> SafeString:
+    comments = read.get("comment_count") or 0
+    if not comments:
+        return SafeString("")
+    said = f"{comments} comment{'s' if comments != 1 else ''}"
+    return format_html('<span class="muted comment-count">{}</span>', said)
 
 
 def queue_strip(request: HttpRequest, read: dict) -> SafeString:
@@ -56,5 +74,10 @@ def queue_strip(request: HttpRequest, read: dict) -> SafeString:
 
 
 HOOKS = Hooks(
-    page_sections=page_sections, queue_hidden=selectors.snoozed_for, queue_extra=queue_extra, queue_strip=queue_strip
+    page_sections=page_sections,
+    queue_hidden=selectors.snoozed_for,
+    queue_extra=queue_extra,
+    queue_strip=queue_strip,
+    history_extra=history_extra,
+    history_note=history_note,
 )

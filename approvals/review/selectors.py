@@ -275,15 +275,16 @@ def history_page(
     cursor: str = "",
     now: datetime | None = None,
     page_size: int = HISTORY_PAGE_SIZE,
+    extra: dict | None = None,
 ) -> tuple[list[ApprovalRequest], str | None]:
     """One keyset page of requests, for the History page and the API's list alike; and the next page's cursor.
-
     Newest first, except `pending`, which a reviewer works oldest first. Statuses are as a reader
     sees them: an overdue pending request is expired. Keyset pagination on (created_at, id): each
-    page costs the same however deep it is, and nothing counts the whole table.
+    page costs the same however deep it is, and nothing counts the whole table. extra: name → expression
+    each row reads in the same query (approvals/extensions.py).
     """
     now = now or timezone.now()
-    rows = approvals_for(workspace)
+    rows = approvals_for(workspace).annotate(**(extra or {}))
     if filters.config:
         rows = rows.filter(config__public_id=filters.config)
     if filters.kind:
@@ -309,9 +310,8 @@ def history_page(
             rows = rows.filter(Q(created_at__gt=created_at) | Q(created_at=created_at, pk__gt=pk))
         else:
             rows = rows.filter(Q(created_at__lt=created_at) | Q(created_at=created_at, pk__lt=pk))
-    # Two index-driven reads merged, rather than one OR: the decided rows walk the partial index
-    # apr_history_decided newest first without stepping over the (many, recent) pending rows, and
-    # overdue requests the sweep has not reached yet (a minute's worth) come from apr_overdue.
+    # Two index-driven reads merged, rather than one OR: the decided rows walk the partial index apr_history_decided
+    # newest first past the (many, recent) pending rows; overdue ones the sweep has not reached come from apr_overdue.
     if status == Status.PENDING:
         pending = rows.pending(now)
         for pks in filters.hidden:

@@ -181,9 +181,12 @@ def history(request: HttpRequest) -> HttpResponse:
     ctx = {"tab": "approvals", "config": None, "form": form, "rows": [], "next_cursor": None}
     if workspace.hitl_available:
         filters = form.filters() if request.GET else selectors.HistoryFilters()
+        extra = extensions.history_extra()
         rows, next_cursor = selectors.history_page(
-            workspace=workspace, filters=filters, cursor=request.GET.get("cursor", "")
+            workspace=workspace, filters=filters, cursor=request.GET.get("cursor", ""), extra=extra
         )
+        notes = extensions.history_notes(request, rows, list(extra))
+        ctx["entries"] = [(row, notes.get(row.pk, "")) for row in rows]
         query = request.GET.copy()
         query.pop("cursor", None)
         # Both links keep the filters: the newest page is the same query without a cursor.
