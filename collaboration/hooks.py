@@ -1,9 +1,11 @@
 """What collaboration adds to approvals' pages (approvals/extensions.py): the request page's sections, the
 Approvals tab's strip under each card, and the reviewer's snoozed requests hidden from their queue."""
 
-from django.db.models import Count, OuterRef, Subquery
+from django.db.models import Count, F, OuterRef, Subquery
 from django.http import HttpRequest
+from django.middleware.csrf import get_token
 from django.template.loader import render_to_string
+from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
@@ -46,6 +48,7 @@ def queue_extra() -> dict[str, Subquery]:
     return {
         "claimed_by": Subquery(Claim.objects.filter(approval=OuterRef("pk")).values("user_email")[:1]),
         "comment_count": _comment_count(),
+        "card_public_id": F("public_id"),  # what the strip's forms post to
     }
 
 
@@ -63,14 +66,22 @@ def history_note(request: HttpRequest, read: dict) -> SafeString:
 
 
 def queue_strip(request: HttpRequest, read: dict) -> SafeString:
+    """Under each pending card: who is on it, its comments, and "I'm on it" / "Not now (4 h)" for reviewers."""
     claimed_by, comments = read.get("claimed_by"), read.get("comment_count") or 0
-    if not claimed_by and not comments:
-        return SafeString("")
-    line = ""
-    if claimed_by:
-        line = "You are on it" if claimed_by == getattr(request.user, "email", None) else f"{claimed_by} is on it"
+    mine = claimed_by is not None and claimed_by == getattr(request.user, "email", None)
+    line = ("You are on it" if mine else f"{claimed_by} is on it") if claimed_by else ""
     said = f"{comments} comment{'s' if comments != 1 else ''}" if comments else ""
-    return SafeString(render_to_string("collaboration/_strip.html", {"line": line, "said": said}))
+    ctx = {
+        "line": line,
+        "said": said,
+        "public_id": read.get("card_public_id"),
+        "actions": may_decide(request.actor) and bool(read.get("card_public_id")),
+        "claimable": not claimed_by,
+        "next": reverse("approvals:queue"),
+        # The token itself, not the request: with it, each strip would run the page's context processors.
+        "csrf_token": get_token(request),
+    }
+    return SafeString(render_to_string("collaboration/_strip.html", ctx))
 
 
 HOOKS = Hooks(

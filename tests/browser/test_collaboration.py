@@ -122,3 +122,41 @@ def test_the_requester_reads_my_requests_and_withdraws_one(new_page, alice, bob,
     expect(page.locator(f"#{pending.public_id} .badge")).to_have_text("Withdrawn")
     stored = ApprovalRequest.objects.get(pk=pending.pk)
     assert (stored.status, stored.decision_action, stored.reason) == ("withdrawn", "halt", "Wrong customer")
+
+
+@no_refresh
+@pytest.mark.parametrize("width", [1280, 390])
+def test_the_queue_card_itself_claims_and_snoozes(new_page, alice, bob, support, width):
+    approval = make_approval(support, target="customer T-77")
+    other = make_approval(support, target="customer T-78")
+    page = new_page()
+    page.set_viewport_size({"width": width, "height": 900})
+    login(page, "alice@acme.test")
+    page.goto(QUEUE)
+    strip = page.locator(f"#card-{approval.public_id} + .card-strip")
+    expect(strip.get_by_role("button", name="Not now (4 h)")).to_be_visible()
+    assert page.evaluate(LAYOUT_PROBLEMS) == []
+
+    strip.get_by_role("button", name="I’m on it").click()
+    expect(page).to_have_url(f"{page.url.split('/hitl/')[0]}{QUEUE}")  # back on the tab, not the request's page
+    expect(strip.locator(".claim-line")).to_have_text("You are on it")
+    expect(strip.get_by_role("button", name="I’m on it")).to_have_count(0)  # nobody claims it twice
+    assert Claim.objects.get(approval=approval).user_email == "alice@acme.test"
+
+    page.locator(f"#card-{other.public_id} + .card-strip").get_by_role("button", name="Not now (4 h)").click()
+    expect(page.locator(".flash")).to_contain_text("Hidden from your queue for 4 hour(s)")
+    expect(page.locator(f"#card-{other.public_id}")).to_have_count(0)
+    expect(page.locator(f"#card-{approval.public_id}")).to_be_visible()
+    snooze = Snooze.objects.get(approval=other)
+    assert snooze.user.email == "alice@acme.test"
+    assert timedelta(hours=3, minutes=59) < snooze.until - timezone.now() <= timedelta(hours=4)
+    assert not ApprovalRequest.objects.get(pk=other.pk).decided_at  # nothing was decided
+
+    bobs = new_page()
+    bobs.set_viewport_size({"width": width, "height": 900})
+    login(bobs, "bob@acme.test")
+    bobs.goto(QUEUE)
+    expect(bobs.locator(f"#card-{other.public_id}")).to_be_visible()  # her snooze is hers alone
+    expect(bobs.locator(f"#card-{approval.public_id} + .card-strip .claim-line")).to_have_text(
+        "alice@acme.test is on it"
+    )
