@@ -57,6 +57,7 @@ STORY_FIELDS = (
     "expires_at",
     "decided_at",
     "decided_by_email",
+    "on_behalf_of",  # "Approved by X on behalf of Y" (decided_by)
     "undeliverable",
     "execution_status",
     "execution_id",
