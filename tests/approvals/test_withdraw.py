@@ -79,6 +79,7 @@ def test_the_requester_withdraws_and_the_waiting_engine_halts_at_once(engine, bo
         "call_digest": None,
         "edited": False,
         "answers": None,
+        "on_behalf_of": None,
         "withdrawn": True,
     }
     assert body["receipt"]
