@@ -12,7 +12,7 @@ from django.urls import reverse
 from approvals.models import Status, Vote
 from approvals.review.card_cache import EXPIRES_MARKER, rendered_cards
 from tests.factories import make_approval, make_many, make_token_cap
-from tests.helpers import make_config, make_member, make_workspace, publish, travel
+from tests.helpers import make_config, make_member, make_rule, make_workspace, publish, travel
 
 QUEUE = "/hitl/approvals/"
 PARTIAL = "/hitl/approvals/queue/"
@@ -178,8 +178,14 @@ def test_quorum_cards_with_votes_cost_no_query_per_card(client, bob, alice, supp
     """Votes, who may still approve and each card's links are worked out for the page at once, not per card."""
     from approvals.models import Vote
 
+    # Cards of a published rule, as registered ones are: each card asks its frozen rule for approver groups.
+    rule = make_rule(support, approvals_required=2)
+    version = publish(support).number
+
     def quorum_cards(count: int) -> list:
-        cards = make_many(support, count, approvals_required=2, allow_run_grant=True)
+        cards = make_many(
+            support, count, approvals_required=2, allow_run_grant=True, rule_id=rule.public_id, version=version
+        )
         for approval in cards:
             Vote.objects.create(approval=approval, reviewer=alice, reviewer_email=alice.email)
         return cards

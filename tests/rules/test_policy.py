@@ -111,7 +111,7 @@ def test_it_edits_the_policy_in_the_rule_editor_and_shows_it_on_the_rules_tab(ad
     rule.refresh_from_db()
     assert (rule.approvals_required, rule.self_approval, rule.allow_run_grant) == (2, False, False)
     tab = admin.get(reverse("rules:rules", args=[rule.config.public_id])).content.decode()
-    assert '<td class="policy">2 approvals · four eyes\n' in tab  # its condition follows, on lines of its own
+    assert '<dd class="policy">2 approvals · four eyes' in tab  # under the rule's Details
 
 
 def test_it_shows_policy_changes_on_version_pages_and_in_the_versions_diff(admin, acme, alice):

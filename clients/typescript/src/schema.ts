@@ -199,6 +199,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/approvals/decide": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Decide several requests at once
+         * @description Each request is decided through the same service as `POST /api/v1/approvals/{apr}/decision`, as if alone: its own decision, receipt and audit record. An item needing more than this call gives (a quorum's further votes, a passkey on its page, four eyes, an approver group) is answered with its `code` and never decided silently. An id of another workspace (or none) answers 404 naming `ids`, and nothing is decided.
+         */
+        post: operations["approvals_decide_batch"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/audit": {
         parameters: {
             query?: never;
@@ -491,6 +511,43 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/delegations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Every delegation of the workspace, newest first (admins) */
+        get: operations["delegations_list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/delegations/{dlg}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * End a delegation now (admins)
+         * @description Audited as `delegation.ended`; ending an ended one changes nothing and answers 204 too.
+         */
+        delete: operations["delegations_end"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/deliveries": {
         parameters: {
             query?: never;
@@ -550,6 +607,109 @@ export interface paths {
          * @description At once: the next registration of that run pends again. Revoking an ended grant changes nothing and also answers 204.
          */
         delete: operations["grants_revoke"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/groups": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List approver groups (admins) */
+        get: operations["groups_list"];
+        put?: never;
+        /**
+         * Create an approver group (admins)
+         * @description A rule's `approver_groups` names groups: only their members (and their live delegates) decide its requests. Audited as `group.created`.
+         */
+        post: operations["groups_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/groups/{grp}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One approver group (admins) */
+        get: operations["groups_read"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/groups/{grp}/members": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Add a member to a group (admins)
+         * @description Adding someone already in the group changes nothing. Audited as `group.member_added`.
+         */
+        post: operations["groups_member_add"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/groups/{grp}/members/{email}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Remove a member from a group (admins)
+         * @description Audited as `group.member_removed`.
+         */
+        delete: operations["groups_member_remove"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/me/delegation": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** My live delegation */
+        get: operations["me_delegation_read"];
+        /**
+         * Name a stand-in until a time (out of office)
+         * @description Until `until` (at most 30 days) the delegate decides what you could (approver groups included), on your behalf (`decision.on_behalf_of`), and receives your notifications too. A delegate never approves what you requested. Replaces your live delegation. Audited as `delegation.started`.
+         */
+        put: operations["me_delegation_set"];
+        post?: never;
+        /**
+         * End my delegation now
+         * @description Audited as `delegation.ended`. Without a live delegation it changes nothing.
+         */
+        delete: operations["me_delegation_end"];
         options?: never;
         head?: never;
         patch?: never;
@@ -850,12 +1010,91 @@ export interface components {
         ApprovingVote: {
             /** Format: email */
             by: string | null;
+            /** @description the delegator a delegate voted for, or null */
+            on_behalf_of: string | null;
             /** Format: date-time */
             at: string;
             reason: string;
         };
         /** @enum {string} */
         AskInEnum: "console";
+        /** @enum {string} */
+        BatchInputDecisionEnum: "approve" | "reject" | "proceed" | "stop";
+        BatchInputRequest: {
+            /** @description 1–100 request ids (apr_…) of this workspace; one named twice is decided once */
+            ids: string[];
+            decision: components["schemas"]["BatchInputDecisionEnum"];
+            /** @default  */
+            reason: string;
+        };
+        BatchItem: {
+            id: string;
+            /**
+             * @description the request as it now is
+             *
+             *     * `pending` - pending
+             *     * `approved` - approved
+             *     * `rejected` - rejected
+             *     * `expired` - expired
+             *     * `answered` - answered
+             *     * `declined` - declined
+             *     * `withdrawn` - withdrawn
+             */
+            status: components["schemas"]["BatchItemStatusEnum"];
+            /**
+             * @description absent when this call decided it; else why not: already_decided, already_voted, voted (a quorum vote recorded, still pending), or the refusal a single decision would answer (passkey_required, self_approval, not_an_approver, invalid)
+             *
+             *     * `already_decided` - already_decided
+             *     * `already_voted` - already_voted
+             *     * `authentication_failed` - authentication_failed
+             *     * `bad_json` - bad_json
+             *     * `bad_payload` - bad_payload
+             *     * `bad_request` - bad_request
+             *     * `bad_update` - bad_update
+             *     * `conflict` - conflict
+             *     * `error` - error
+             *     * `forbidden` - forbidden
+             *     * `idempotency_key_reused` - idempotency_key_reused
+             *     * `invalid` - invalid
+             *     * `length_required` - length_required
+             *     * `method_not_allowed` - method_not_allowed
+             *     * `not_acceptable` - not_acceptable
+             *     * `not_an_approver` - not_an_approver
+             *     * `not_authenticated` - not_authenticated
+             *     * `not_found` - not_found
+             *     * `passkey_refused` - passkey_refused
+             *     * `passkey_required` - passkey_required
+             *     * `payload_too_large` - payload_too_large
+             *     * `plan_required` - plan_required
+             *     * `reauthentication_required` - reauthentication_required
+             *     * `request_timeout` - request_timeout
+             *     * `secret_invalid` - secret_invalid
+             *     * `secret_missing` - secret_missing
+             *     * `self_approval` - self_approval
+             *     * `server_error` - server_error
+             *     * `signature_invalid` - signature_invalid
+             *     * `signature_replayed` - signature_replayed
+             *     * `signature_stale` - signature_stale
+             *     * `slack_not_configured` - slack_not_configured
+             *     * `telegram_not_configured` - telegram_not_configured
+             *     * `too_many_waits` - too_many_waits
+             *     * `unsupported_media_type` - unsupported_media_type
+             *     * `voted` - voted
+             */
+            code?: components["schemas"]["BatchItemCodeEnum"];
+            /** @description with code: what a person can do about it */
+            message?: string;
+            /** @description with passkey_required: the request's page */
+            url?: string;
+        };
+        /** @enum {string} */
+        BatchItemCodeEnum: "already_decided" | "already_voted" | "authentication_failed" | "bad_json" | "bad_payload" | "bad_request" | "bad_update" | "conflict" | "error" | "forbidden" | "idempotency_key_reused" | "invalid" | "length_required" | "method_not_allowed" | "not_acceptable" | "not_an_approver" | "not_authenticated" | "not_found" | "passkey_refused" | "passkey_required" | "payload_too_large" | "plan_required" | "reauthentication_required" | "request_timeout" | "secret_invalid" | "secret_missing" | "self_approval" | "server_error" | "signature_invalid" | "signature_replayed" | "signature_stale" | "slack_not_configured" | "telegram_not_configured" | "too_many_waits" | "unsupported_media_type" | "voted";
+        /** @enum {string} */
+        BatchItemStatusEnum: "pending" | "approved" | "rejected" | "expired" | "answered" | "declined" | "withdrawn";
+        BatchOutput: {
+            /** @description one per distinct id, in the order sent */
+            results: components["schemas"]["BatchItem"][];
+        };
         /** @enum {string} */
         ChannelEnum: "email" | "slack" | "webhook" | "push" | "telegram" | "none";
         Claim: {
@@ -953,6 +1192,8 @@ export interface components {
             action: components["schemas"]["ActionEnum"];
             /** @description the decider's email, or null */
             decided_by: string | null;
+            /** @description when a delegate decided: the delegator's email, for whom the decider stood in; else null */
+            on_behalf_of: string | null;
             /** Format: date-time */
             decided_at: string;
             reason: string;
@@ -975,7 +1216,7 @@ export interface components {
             withdrawn: boolean;
         };
         /** @enum {string} */
-        DecisionEnum: "approve" | "reject" | "proceed" | "stop" | "answer" | "decline" | "revise";
+        DecisionInputDecisionEnum: "approve" | "reject" | "proceed" | "stop" | "answer" | "decline" | "revise";
         DecisionInputRequest: {
             /**
              * @description approve / reject a gate request; proceed (past cap) / stop (the run) a token cap request; answer / decline a question; approve / revise a plan
@@ -988,7 +1229,7 @@ export interface components {
              *     * `decline` - decline
              *     * `revise` - revise
              */
-            decision: components["schemas"]["DecisionEnum"];
+            decision: components["schemas"]["DecisionInputDecisionEnum"];
             /** @description with answer: question id → value (an option's value, a list for multi, words, a number, a boolean) */
             answers?: {
                 [key: string]: unknown;
@@ -1019,6 +1260,52 @@ export interface components {
             already_voted: boolean;
             /** @description with propose_condition: the proposal (prp_…) put in the draft for an admin, null if the approval did not count (already decided) */
             proposal_id?: string | null;
+        };
+        Delegation: {
+            /** @description dlg_… */
+            id: string;
+            /**
+             * Format: email
+             * @description whose decisions the delegate may make
+             */
+            delegator: string;
+            /**
+             * Format: email
+             * @description who stands in
+             */
+            delegate: string;
+            /** Format: date-time */
+            until: string;
+            reason: string;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            ended_at: string | null;
+            /** Format: email */
+            ended_by: string | null;
+            /** @description not ended and `until` still ahead */
+            active: boolean;
+        };
+        DelegationInputRequest: {
+            /** @description a member of this workspace */
+            delegate: string;
+            /**
+             * Format: date-time
+             * @description in the future, at most 30 days away
+             */
+            until: string;
+            /** @default  */
+            reason: string;
+        };
+        DelegationPage: {
+            results: components["schemas"]["Delegation"][];
+            /**
+             * Format: uri
+             * @description The next page as a URL to GET as it is; null on the last page.
+             */
+            next: string | null;
+            /** @description The next page as the `cursor` parameter takes it; null on the last page. */
+            next_cursor: string | null;
         };
         Delivery: {
             id: string;
@@ -1052,7 +1339,7 @@ export interface components {
             error: components["schemas"]["ErrorDetail"];
         };
         /** @enum {string} */
-        ErrorCodeEnum: "authentication_failed" | "bad_json" | "bad_payload" | "bad_request" | "bad_update" | "conflict" | "error" | "forbidden" | "idempotency_key_reused" | "invalid" | "length_required" | "method_not_allowed" | "not_acceptable" | "not_authenticated" | "not_found" | "passkey_refused" | "passkey_required" | "payload_too_large" | "plan_required" | "reauthentication_required" | "request_timeout" | "secret_invalid" | "secret_missing" | "self_approval" | "server_error" | "signature_invalid" | "signature_replayed" | "signature_stale" | "slack_not_configured" | "telegram_not_configured" | "too_many_waits" | "unsupported_media_type";
+        ErrorCodeEnum: "authentication_failed" | "bad_json" | "bad_payload" | "bad_request" | "bad_update" | "conflict" | "error" | "forbidden" | "idempotency_key_reused" | "invalid" | "length_required" | "method_not_allowed" | "not_acceptable" | "not_an_approver" | "not_authenticated" | "not_found" | "passkey_refused" | "passkey_required" | "payload_too_large" | "plan_required" | "reauthentication_required" | "request_timeout" | "secret_invalid" | "secret_missing" | "self_approval" | "server_error" | "signature_invalid" | "signature_replayed" | "signature_stale" | "slack_not_configured" | "telegram_not_configured" | "too_many_waits" | "unsupported_media_type";
         ErrorDetail: {
             code: components["schemas"]["ErrorCodeEnum"];
             message: string;
@@ -1158,6 +1445,28 @@ export interface components {
         };
         /** @enum {string} */
         GrantScopeEnum: "run" | "rule";
+        Group: {
+            /** @description grp_… */
+            id: string;
+            name: string;
+            /** @description members' emails */
+            members: string[];
+            /** Format: date-time */
+            created_at: string;
+        };
+        GroupInputRequest: {
+            name: string;
+        };
+        GroupPage: {
+            results: components["schemas"]["Group"][];
+            /**
+             * Format: uri
+             * @description The next page as a URL to GET as it is; null on the last page.
+             */
+            next: string | null;
+            /** @description The next page as the `cursor` parameter takes it; null on the last page. */
+            next_cursor: string | null;
+        };
         Halt: {
             /** @description null for a workspace freeze */
             run_id: string | null;
@@ -1225,6 +1534,9 @@ export interface components {
         KtyEnum: "OKP";
         /** @enum {string} */
         MatchFieldEnum: "operation" | "target";
+        MemberInputRequest: {
+            email: string;
+        };
         /** @enum {unknown} */
         NullEnum: null;
         /** @enum {string} */
@@ -1295,6 +1607,7 @@ export interface components {
             condition?: string | null;
             mode?: components["schemas"]["RuleModeEnum"];
             allow_edit?: boolean;
+            approver_groups?: string[];
         };
         PinRequest: {
             version: number;
@@ -1459,6 +1772,8 @@ export interface components {
             mode: components["schemas"]["RuleModeEnum"];
             /** @description Whether a reviewer may approve a call with edited arguments (only with approvals_required 1 and pass information level full). */
             allow_edit: boolean;
+            /** @description Approver groups (grp_…): only their members (and their live delegates) decide this rule's requests; others get 403 `not_an_approver`. Empty: every reviewer. */
+            approver_groups: string[];
         };
         /** @description A draft rule: its kind, what it matches, and what the reviewer reads. */
         RuleInputRequest: {
@@ -1479,6 +1794,7 @@ export interface components {
             condition?: string | null;
             mode?: components["schemas"]["RuleModeEnum"];
             allow_edit?: boolean;
+            approver_groups?: string[];
         };
         /** @enum {string} */
         RuleKindEnum: "delete" | "mcp_server" | "cell" | "worker";
@@ -1556,6 +1872,8 @@ export interface components {
             mode: components["schemas"]["RuleModeEnum"];
             /** @description Whether a reviewer may approve a call with edited arguments (only with approvals_required 1 and pass information level full). */
             allow_edit: boolean;
+            /** @description Approver groups (grp_…): only their members (and their live delegates) decide this rule's requests; others get 403 `not_an_approver`. Empty: every reviewer. */
+            approver_groups: string[];
             /** @description The field of a call `match` is compared with: `operation` for a delete rule (delete_file, drop_table, on any target), `target` for the other kinds. `*` takes in every call. The portal's registration check and every client's find_gate apply it. */
             readonly match_field: components["schemas"]["MatchFieldEnum"];
         };
@@ -2333,6 +2651,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description `conflict`: approving or answering a request that a halt or a freeze in force covers. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description The body was sent chunked (`Transfer-Encoding: chunked`) to a server set up without chunked reads: send it with a Content-Length. The portal's own server reads chunked bodies. */
             411: {
                 headers: {
@@ -2581,6 +2908,83 @@ export interface operations {
                 };
             };
             /** @description No such request in this workspace. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body was sent chunked (`Transfer-Encoding: chunked`) to a server set up without chunked reads: send it with a Content-Length. The portal's own server reads chunked bodies. */
+            411: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is over 256 KiB (sent chunked: read up to the limit, then refused). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    approvals_decide_batch: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["BatchInputRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BatchOutput"];
+                };
+            };
+            /** @description No ids or more than 100, an unknown decision, or a reason over 2000; `fields` names it. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No or an unknown bearer token. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description An engine key, or not a reviewer or admin of the workspace. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description An id names no request of this workspace (`fields.ids` names them); nothing was decided. */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -4135,6 +4539,104 @@ export interface operations {
             };
         };
     };
+    delegations_list: {
+        parameters: {
+            query?: {
+                /** @description The previous page's `next_cursor`, as it is. (`next` is the same page as a whole URL: GET it instead of passing it here.) A cursor this server did not write is a 400. */
+                cursor?: string;
+                /** @description Items per page (default 50, at most 200). */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DelegationPage"];
+                };
+            };
+            /** @description A bad page parameter. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No or an unknown bearer token. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not an admin of the workspace. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    delegations_end: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                dlg: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No response body */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description No or an unknown bearer token. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not an admin of the workspace. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such delegation in this workspace. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     deliveries_list: {
         parameters: {
             query?: {
@@ -4350,6 +4852,459 @@ export interface operations {
             };
             /** @description No such grant in this workspace. */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    groups_list: {
+        parameters: {
+            query?: {
+                /** @description The previous page's `next_cursor`, as it is. (`next` is the same page as a whole URL: GET it instead of passing it here.) A cursor this server did not write is a 400. */
+                cursor?: string;
+                /** @description Items per page (default 50, at most 200). */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GroupPage"];
+                };
+            };
+            /** @description A bad page parameter. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No or an unknown bearer token. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not an admin of the workspace. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    groups_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["GroupInputRequest"];
+            };
+        };
+        responses: {
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Group"];
+                };
+            };
+            /** @description No name, or one over 100 characters. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No or an unknown bearer token. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not an admin of the workspace. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A group of this name exists. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body was sent chunked (`Transfer-Encoding: chunked`) to a server set up without chunked reads: send it with a Content-Length. The portal's own server reads chunked bodies. */
+            411: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is over 256 KiB (sent chunked: read up to the limit, then refused). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    groups_read: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                grp: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Group"];
+                };
+            };
+            /** @description No or an unknown bearer token. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not an admin of the workspace. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such group in this workspace. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    groups_member_add: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                grp: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["MemberInputRequest"];
+            };
+        };
+        responses: {
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Group"];
+                };
+            };
+            /** @description `email` is not a member of this workspace. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No or an unknown bearer token. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not an admin of the workspace. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such group in this workspace. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body was sent chunked (`Transfer-Encoding: chunked`) to a server set up without chunked reads: send it with a Content-Length. The portal's own server reads chunked bodies. */
+            411: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is over 256 KiB (sent chunked: read up to the limit, then refused). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    groups_member_remove: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                email: string;
+                grp: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No response body */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description No or an unknown bearer token. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not an admin of the workspace. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such group, or the email is not in it. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    me_delegation_read: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Delegation"];
+                };
+            };
+            /** @description No or an unknown bearer token. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description An engine key. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description You have no live delegation. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    me_delegation_set: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["DelegationInputRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Delegation"];
+                };
+            };
+            /** @description `delegate` not a member of this workspace (or you), `until` past or beyond 30 days. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No or an unknown bearer token. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description An engine key. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body was sent chunked (`Transfer-Encoding: chunked`) to a server set up without chunked reads: send it with a Content-Length. The portal's own server reads chunked bodies. */
+            411: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is over 256 KiB (sent chunked: read up to the limit, then refused). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    me_delegation_end: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No response body */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description No or an unknown bearer token. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description An engine key. */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
