@@ -226,8 +226,8 @@ class ApprovalRequest(PublicIdMixin, models.Model):
                 name="apr_history_decided",
             ),
             models.Index(fields=["expires_at"], condition=Q(status="pending"), name="apr_overdue"),
-            # A run's story (GET /api/v1/runs/{run_id}), in order; run first: no poll by workspace may pick it.
-            models.Index(fields=["run_id", "workspace", "created_at", "id"], name="apr_run"),
+            # A run's story (GET /api/v1/runs/{run_id}) in order; no workspace column, so no poll ever picks it.
+            models.Index(fields=["run_id", "created_at", "id"], name="apr_run"),
             # For SET NULL when a user is deleted; a new (pending) request is not in it.
             models.Index(fields=["decided_by"], condition=Q(decided_by__isnull=False), name="apr_decided_by"),
             # A grant's uses; requests no grant approved (nearly all) cost this index nothing.

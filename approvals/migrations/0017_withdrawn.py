@@ -29,6 +29,6 @@ class Migration(migrations.Migration):
         ),
         migrations.AddIndex(
             model_name='approvalrequest',
-            index=models.Index(fields=['run_id', 'workspace', 'created_at', 'id'], name='apr_run'),
+            index=models.Index(fields=['run_id', 'created_at', 'id'], name='apr_run'),
         ),
     ]
