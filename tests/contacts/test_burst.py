@@ -92,12 +92,12 @@ def test_a_burst_starves_no_one_and_every_delivery_is_accounted_for(
     for world in worlds.values():
         theirs = mail.filter(workspace=world["workspace"])
         # The fatigue rule: the first FATIGUE_LIMIT of a minute alone (acme's skipped ones among them
-        # count), the rest held for the digest at the end of their minute.
-        assert 1 <= theirs.filter(status="sent").count() <= 2 * FATIGUE_LIMIT  # a burst may straddle a minute
-        assert theirs.filter(status="pending", digest=True).exists()
-        assert theirs.filter(status="sent").count() + theirs.filter(status="pending", digest=True).count() == (
-            theirs.count()
-        )
+        # count), the rest held for the digest at the end of their minute — still waiting for it, or, on
+        # a run slow enough to reach it, sent in it.
+        alone = theirs.filter(status="sent", digest=False).count()
+        assert 1 <= alone <= 2 * FATIGUE_LIMIT  # a burst may straddle a minute
+        assert theirs.filter(digest=True).exists()
+        assert alone + theirs.filter(digest=True, status__in=["pending", "sent"]).count() == theirs.count()
     hooks = rows.filter(channel="webhook", event="requested").exclude(approval_id__in=decided_ids)
     stuck = hooks.filter(contact_public_id=worlds["acme"]["contacts"]["stuck"].public_id)
     assert set(stuck.values_list("status", flat=True)) == {"pending"}
@@ -106,5 +106,7 @@ def test_a_burst_starves_no_one_and_every_delivery_is_accounted_for(
     # What the receivers and the mailbox got is what the rows say was sent, once each.
     received = [e["id"] for e in receiver.events()]
     assert sorted(received) == sorted(rows.filter(channel="webhook", status="sent").values_list("public_id", flat=True))
-    assert len(mailbox.messages) == rows.filter(channel="email", status="sent").count()
+    # A message for each row sent alone, and one for each digest sent (however many rows it carries).
+    sent_mail = rows.filter(channel="email", status="sent")
+    assert sent_mail.filter(digest=False).count() <= len(mailbox.messages) <= sent_mail.count()
     assert sum(len(r) for r in registered.values()) == 3 * PER_WORKSPACE
