@@ -9,7 +9,7 @@ COLUMNS = (
     "workspace_id, engine_key_id, public_id, kind, status, config_id, config_version, rule_id, boundary, point,"
     " message, run_id, thread_id, caller, target, operation, pass_information_level, summary, arguments,"
     " call_digest, scope, created_at, expires_at, idempotency_key, request_fingerprint, decided_at,"
-    " decided_by_id, decided_by_email, decision_action, reason, execution_status, execution_id,"
+    " decided_by_id, decided_by_email, on_behalf_of, decision_action, reason, execution_status, execution_id,"
     " execution_detail, executed_at, requested_by, approvals_required, self_approval, allow_run_grant,"
     " require_passkey, condition_error, allow_edit, title, plan, approved_digest, undeliverable, execution_digest"
 )
@@ -49,7 +49,7 @@ def insert_requests(
                md5(g::text) || md5((g + 1)::text), '',
                created, created + make_interval(secs => %(expires_after_s)s), '', '',
                CASE WHEN %(decided)s THEN created + interval '1 minute' END,
-               %(decided_by_id)s, %(decided_by_email)s, %(action)s,
+               %(decided_by_id)s, %(decided_by_email)s, '', %(action)s,
                CASE WHEN %(status)s = 'expired' THEN 'Nobody answered before the deadline.' ELSE '' END,
                '', '', '', NULL, '', 1, false, false, false, '', false, '', '', '', false, ''
         FROM generate_series(1, %(count)s) AS g,
