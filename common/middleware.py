@@ -27,16 +27,13 @@ ENVELOPE_CODES = {
 }
 
 
-class ApiEnvelopeMiddleware:
-    """First in every chain: the API's answers are the JSON envelope even where Django answers alone.
-
-    A Host outside ALLOWED_HOSTS is refused here, as JSON (one log line, no traceback: a scanner's
-    Host is not our fault), before anything else asks for it. An error answer that is not JSON —
-    Django's own 404 page under DEBUG, for a path no route matches — is put in the envelope.
-    """
+class PassThroughMiddleware:
+    """A middleware with no blocking work: sync in a sync chain, async in the ASGI server's async one
+    (a sync-only middleware there would cost every request a thread hop). A subclass says what it
+    refuses before the view (`refusal`) and what it does to the answer after (`answered`)."""
 
     sync_capable = True
-    async_capable = True  # in the long-poll's all-async chain too
+    async_capable = True
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
@@ -47,17 +44,35 @@ class ApiEnvelopeMiddleware:
     def __call__(self, request: HttpRequest) -> HttpResponse:
         if self.async_mode:
             return self._acall(request)
-        if not request.path.startswith(MACHINE_PATHS):
-            return self.get_response(request)
-        return self._host_refusal(request) or self._enveloped(self.get_response(request))
+        refusal = self.refusal(request)
+        if refusal is not None:
+            return refusal
+        return self.answered(request, self.get_response(request))
 
-    async def _acall(self, request):
-        if not request.path.startswith(MACHINE_PATHS):
-            return await self.get_response(request)
-        return self._host_refusal(request) or self._enveloped(await self.get_response(request))
+    async def _acall(self, request: HttpRequest) -> HttpResponse:
+        refusal = self.refusal(request)
+        if refusal is not None:
+            return refusal
+        return self.answered(request, await self.get_response(request))
 
-    @staticmethod
-    def _host_refusal(request) -> HttpResponse | None:
+    def refusal(self, request: HttpRequest) -> HttpResponse | None:
+        return None
+
+    def answered(self, request: HttpRequest, response: HttpResponse) -> HttpResponse:
+        return response
+
+
+class ApiEnvelopeMiddleware(PassThroughMiddleware):
+    """First in every chain: the API's answers are the JSON envelope even where Django answers alone.
+
+    A Host outside ALLOWED_HOSTS is refused here, as JSON (one log line, no traceback: a scanner's
+    Host is not our fault), before anything else asks for it. An error answer that is not JSON —
+    Django's own 404 page under DEBUG, for a path no route matches — is put in the envelope.
+    """
+
+    def refusal(self, request: HttpRequest) -> HttpResponse | None:
+        if not request.path.startswith(MACHINE_PATHS):
+            return None
         try:
             request.get_host()
         except DisallowedHost as error:
@@ -65,9 +80,10 @@ class ApiEnvelopeMiddleware:
             return json_error("bad_request", "The Host header names no site this portal serves.", 400)
         return None
 
-    @staticmethod
-    def _enveloped(response: HttpResponse) -> HttpResponse:
-        if response.status_code < 400 or response.get("Content-Type", "").startswith("application/json"):
+    def answered(self, request: HttpRequest, response: HttpResponse) -> HttpResponse:
+        if not request.path.startswith(MACHINE_PATHS) or response.status_code < 400:
+            return response
+        if response.get("Content-Type", "").startswith("application/json"):
             return response
         code, message = ENVELOPE_CODES.get(response.status_code, ("error", "The request failed."))
         if response.status_code >= 500:
@@ -136,7 +152,7 @@ FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
 NUL_MESSAGE = "The NUL character (\\u0000, %00) is not allowed in {where}; remove it."
 
 
-class NulGuardMiddleware:
+class NulGuardMiddleware(PassThroughMiddleware):
     """No NUL byte from a path, a query or a form reaches the database (PostgreSQL refuses it in text).
 
     One place for every page and endpoint, so no view has to remember: an id with a NUL cannot
@@ -144,25 +160,7 @@ class NulGuardMiddleware:
     serializers' to check, where the error can name the field.
     """
 
-    # Async too: Django builds an async chain under the ASGI server, and a sync-only one would cost a thread hop.
-    sync_capable = True
-    async_capable = True
-
-    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
-        self.get_response = get_response
-        self.async_mode = iscoroutinefunction(get_response)
-        if self.async_mode:
-            markcoroutinefunction(self)
-
-    def __call__(self, request: HttpRequest) -> HttpResponse:
-        if self.async_mode:
-            return self._acall(request)
-        return self._refusal(request) or self.get_response(request)
-
-    async def _acall(self, request):
-        return self._refusal(request) or await self.get_response(request)
-
-    def _refusal(self, request) -> HttpResponse | None:
+    def refusal(self, request: HttpRequest) -> HttpResponse | None:
         if "\x00" in request.path_info:
             raise Http404("No such page or object.")
         if _has_nul(request.GET):
@@ -188,7 +186,7 @@ def _has_nul(data) -> bool:
     return any("\x00" in key or any("\x00" in value for value in values) for key, values in data.lists())
 
 
-class AsyncStreamingMiddleware:
+class AsyncStreamingMiddleware(PassThroughMiddleware):
     """Under ASGI, a streaming answer with a sync iterator (WhiteNoise's files, the audit export) is read
     chunk by chunk off the event loop, instead of Django reading it whole into memory with a warning.
 
@@ -197,25 +195,7 @@ class AsyncStreamingMiddleware:
     the chain's mode, says whether the answer will be sent by the ASGI handler. Under WSGI it is left as is.
     """
 
-    sync_capable = True
-    async_capable = True
-
-    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
-        self.get_response = get_response
-        self.async_mode = iscoroutinefunction(get_response)
-        if self.async_mode:
-            markcoroutinefunction(self)
-
-    def __call__(self, request: HttpRequest) -> HttpResponse:
-        if self.async_mode:
-            return self._acall(request)
-        return self._streamed(request, self.get_response(request))
-
-    async def _acall(self, request):
-        return self._streamed(request, await self.get_response(request))
-
-    @staticmethod
-    def _streamed(request: HttpRequest, response: HttpResponse) -> HttpResponse:
+    def answered(self, request: HttpRequest, response: HttpResponse) -> HttpResponse:
         if isinstance(request, ASGIRequest) and isinstance(response, StreamingHttpResponse) and not response.is_async:
             # The response keeps its closers (the open file), which the handler calls once it is sent.
             response.streaming_content = _read_in_thread(response.streaming_content)
