@@ -249,8 +249,15 @@ def main() -> None:
     except subprocess.CalledProcessError as error:
         fail(f"{error.cmd} exited with {error.returncode}")
     finally:
+        # Stopped as a service manager stops them (SIGTERM to the group): launch.cluster stops its
+        # qcluster, which runs in a process group of its own and would outlive a SIGKILL to this one.
         for process in processes:
             if process.poll() is None:
+                os.killpg(process.pid, signal.SIGTERM)
+        for process in processes:
+            try:
+                process.wait(timeout=40)
+            except subprocess.TimeoutExpired:
                 os.killpg(process.pid, signal.SIGKILL)
                 process.wait()
         shutil.rmtree(work, ignore_errors=True)

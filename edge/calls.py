@@ -97,7 +97,7 @@ def _on_thread(call):
 
     def run(request: ASGIRequest, *args) -> _Answer:
         try:
-            refusal = _nul_guard._refusal(request)
+            refusal = _nul_guard.refusal(request)
             if refusal is not None:
                 return _Answer(refusal)
             media_type = _media_type(request)  # before the call, as DRF's views refuse a 406 before their handler

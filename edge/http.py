@@ -6,13 +6,12 @@ import os
 from collections.abc import Awaitable, Callable
 
 from django.conf import settings
-from django.core.exceptions import DisallowedHost
 from django.core.handlers.asgi import ASGIRequest
 from django.http import HttpResponse
 from django.middleware.security import SecurityMiddleware
 
 from common.errors import json_error
-from common.middleware import MACHINE_PATHS
+from common.middleware import MACHINE_PATHS, ApiEnvelopeMiddleware
 
 Receive = Callable[[], Awaitable[dict]]
 Send = Callable[[dict], Awaitable[None]]
@@ -113,17 +112,14 @@ def django_request(scope: dict, body: bytes = b"") -> ASGIRequest:
     return ASGIRequest(scope, io.BytesIO(body))
 
 
-# The same middleware the Django side runs first: the SSL redirect and the security headers.
+# The same middlewares the Django side runs first: the Host check, the SSL redirect and the security headers.
+_envelope = ApiEnvelopeMiddleware(lambda request: None)
 _security = SecurityMiddleware(lambda request: None)
 
 
 def host_refusal(request: ASGIRequest) -> HttpResponse | None:
     """What Django would answer before any view: a Host outside ALLOWED_HOSTS (400), or the SSL redirect."""
-    try:
-        request.get_host()
-    except DisallowedHost:
-        return json_error("bad_request", "This host is not served here (ALLOWED_HOSTS).", 400)
-    return _security.process_request(request)
+    return _envelope.refusal(request) or _security.process_request(request)
 
 
 def secured(request: ASGIRequest, response: HttpResponse) -> HttpResponse:

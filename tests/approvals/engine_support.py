@@ -129,3 +129,10 @@ def register_gates(api, config, n: int) -> list[str]:
         assert response.status_code == 201, response.text
         ids.append(response.json()["id"])
     return ids
+
+
+def register(api, body: dict) -> dict:
+    """Register one request over HTTP; the portal's answer (201, a new request)."""
+    response = api.post("/api/v1/approvals", json=body)
+    assert response.status_code == 201, response.text
+    return response.json()

@@ -9,7 +9,7 @@ import pytest
 from approvals.models import ApprovalRequest
 
 from ..helpers import Api, error_of, make_token
-from .engine_support import capped_server, gate_body, make_support_config
+from .engine_support import capped_server, gate_body
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 
@@ -18,11 +18,6 @@ pytestmark = [pytest.mark.django_db(transaction=True)]
 def engine(acme):
     with capped_server() as server:
         yield Api(server.url, make_token(acme, engine="support-engine"))
-
-
-@pytest.fixture
-def support(acme, alice):
-    return make_support_config(acme, alice)
 
 
 @pytest.mark.parametrize("accept", [None, "*/*", "application/json"])

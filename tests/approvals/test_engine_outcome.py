@@ -9,12 +9,7 @@ from approvals.models import ApprovalRequest
 from audit.models import AuditRecord
 
 from ..helpers import error_of, travel
-from .engine_support import decide, gate_body, make_support_config
-
-
-@pytest.fixture
-def support(acme, alice):
-    return make_support_config(acme, alice)
+from .engine_support import decide, gate_body
 
 
 @pytest.fixture

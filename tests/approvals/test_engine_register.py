@@ -21,11 +21,6 @@ from .engine_support import bulk_requests, count_queries, gate_body, make_suppor
 INERT = {"status": "inert", "notice": "HITL: inert (Free plan or no enabled rules) — the call may proceed"}
 
 
-@pytest.fixture
-def support(acme, alice):
-    return make_support_config(acme, alice)
-
-
 def _time(value: str) -> datetime:
     return datetime.fromisoformat(value.replace("Z", "+00:00"))
 

@@ -10,17 +10,12 @@ from workspaces.services import workspace_set_plan
 
 from ..helpers import travel
 from ..schema import Schema
-from .engine_support import decide, gate_body, make_support_config, token_cap_body
+from .engine_support import decide, gate_body, token_cap_body
 
 
 @pytest.fixture
 def schema(anonymous_api) -> Schema:
     return Schema.served(anonymous_api)
-
-
-@pytest.fixture
-def support(acme, alice):
-    return make_support_config(acme, alice)
 
 
 SERVED = "/api/v1/configs/{cfg}/served"

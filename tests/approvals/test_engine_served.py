@@ -1,7 +1,5 @@
 """GET /api/v1/configs/{cfg}/served: the gate table an engine applies, and its HITL line."""
 
-import pytest
-
 from rules import services as rule_services
 from workspaces.services import workspace_set_plan
 
@@ -10,11 +8,6 @@ from .engine_support import make_support_config, rule_ids
 
 ACTIVE = "HITL: ACTIVE — config approval rules gate the served turn"
 INERT = "HITL: inert (Free plan or no enabled rules)"
-
-
-@pytest.fixture
-def support(acme, alice):
-    return make_support_config(acme, alice)
 
 
 def test_it_serves_the_enabled_rules_in_order_with_the_active_line(engine_api, support):

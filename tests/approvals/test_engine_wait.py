@@ -10,12 +10,7 @@ from approvals.expiry.expire import approval_expire_if_overdue
 from approvals.models import EXPIRED_REASON, ApprovalRequest
 
 from ..helpers import Api, error_of, make_token, travel
-from .engine_support import bulk_requests, count_queries, decide, gate_body, make_support_config, token_cap_body
-
-
-@pytest.fixture
-def support(acme, alice):
-    return make_support_config(acme, alice)
+from .engine_support import bulk_requests, count_queries, decide, gate_body, token_cap_body
 
 
 @pytest.fixture

@@ -16,26 +16,14 @@ from approvals.models import ApprovalRequest, Halt, Vote
 from approvals.review.decide import approval_decide
 from audit.models import AuditRecord
 
-from ..asgi import AsgiServer
 from ..factories import make_approval
 from ..helpers import Api, make_token
-from .engine_support import gate_body, make_support_config
+from .engine_support import gate_body
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 
 REASON = "The agent is deleting the wrong customers; stop everything it does."
 THREADS = 12
-
-
-@pytest.fixture
-def server(acme):
-    with AsgiServer() as running:
-        yield running
-
-
-@pytest.fixture
-def support(acme, alice):
-    return make_support_config(acme, alice)
 
 
 class Race:

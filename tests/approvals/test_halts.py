@@ -9,45 +9,12 @@ import pytest
 from approvals.models import ApprovalRequest, Grant, Halt
 from audit.models import AuditRecord
 
-from ..asgi import AsgiServer
 from ..helpers import Api, error_of, make_token
-from .engine_support import gate_body, make_support_config, token_cap_body
+from .engine_support import gate_body, make_support_config, register, token_cap_body
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 
 REASON = "The agent is deleting the wrong customers; stop everything it does."
-
-
-@pytest.fixture
-def server(acme):
-    with AsgiServer() as running:
-        yield running
-
-
-@pytest.fixture
-def support(acme, alice):
-    return make_support_config(acme, alice)
-
-
-@pytest.fixture
-def engine(server, acme) -> Api:
-    return Api(server.url, make_token(acme, engine="support-engine"))
-
-
-@pytest.fixture
-def reviewer(server, acme, bob) -> Api:
-    return Api(server.url, make_token(acme, user=bob))
-
-
-@pytest.fixture
-def admin(server, acme, alice) -> Api:
-    return Api(server.url, make_token(acme, user=alice))
-
-
-def register(engine: Api, body: dict) -> dict:
-    response = engine.post("/api/v1/approvals", json=body)
-    assert response.status_code == 201, response.text
-    return response.json()
 
 
 def test_halting_a_run_rejects_its_pending_requests_and_stores_its_later_ones_rejected(engine, reviewer, support):

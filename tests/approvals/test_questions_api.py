@@ -14,13 +14,7 @@ from rules import services as rule_services
 from workspaces.services import workspace_set_plan
 
 from ..helpers import error_of, make_config, make_rule, publish, travel
-from .engine_support import make_support_config
 from .question_support import ANSWERS, plan_body, question_body
-
-
-@pytest.fixture
-def support(acme, alice):
-    return make_support_config(acme, alice)
 
 
 def _register(api, body) -> dict:

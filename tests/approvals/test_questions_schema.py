@@ -8,7 +8,6 @@ from workspaces.services import workspace_set_plan
 
 from ..helpers import travel
 from ..schema import Schema
-from .engine_support import make_support_config
 from .question_support import ANSWERS, plan_body, question_body
 
 APPROVALS = "/api/v1/approvals"
@@ -19,11 +18,6 @@ DECISION = "/api/v1/approvals/{apr}/decision"
 @pytest.fixture
 def schema(anonymous_api) -> Schema:
     return Schema.served(anonymous_api)
-
-
-@pytest.fixture
-def support(acme, alice):
-    return make_support_config(acme, alice)
 
 
 def test_questions_and_plans_match_the_schema(schema, engine_api, bob_api, acme, support):

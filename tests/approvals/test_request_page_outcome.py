@@ -3,12 +3,7 @@ warning when what ran is not what was approved (docs/api.md, Outcome)."""
 
 import pytest
 
-from .engine_support import decide, gate_body, make_support_config
-
-
-@pytest.fixture
-def support(acme, alice):
-    return make_support_config(acme, alice)
+from .engine_support import decide, gate_body
 
 
 @pytest.fixture

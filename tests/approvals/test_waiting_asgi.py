@@ -16,7 +16,7 @@ from workspaces.services import token_revoke, workspace_set_plan
 
 from ..helpers import Api, error_of, make_token
 from ..loopback import database_url
-from .engine_support import WAIT_CAP, capped_server, decide, make_support_config, register_gates
+from .engine_support import WAIT_CAP, capped_server, decide, register_gates
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 
@@ -25,16 +25,6 @@ pytestmark = [pytest.mark.django_db(transaction=True)]
 def server(acme):
     with capped_server() as running:
         yield running
-
-
-@pytest.fixture
-def support(acme, alice):
-    return make_support_config(acme, alice)
-
-
-@pytest.fixture
-def engine(server, acme) -> Api:
-    return Api(server.url, make_token(acme, engine="support-engine"))
 
 
 def timed_get(api: Api, path: str) -> tuple[int, float, dict]:

@@ -8,46 +8,13 @@ import pytest
 from approvals.models import ApprovalRequest
 from audit.models import AuditRecord
 
-from ..asgi import AsgiServer
 from ..helpers import Api, error_of, make_token
-from .engine_support import gate_body, make_support_config, token_cap_body
+from .engine_support import gate_body, register, token_cap_body
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 
 
-@pytest.fixture
-def server(acme):
-    with AsgiServer() as running:
-        yield running
-
-
-@pytest.fixture
-def support(acme, alice):
-    return make_support_config(acme, alice)
-
-
-@pytest.fixture
-def engine(server, acme) -> Api:
-    return Api(server.url, make_token(acme, engine="support-engine"))
-
-
-@pytest.fixture
-def bob_api(server, acme, bob) -> Api:
-    return Api(server.url, make_token(acme, user=bob))
-
-
-@pytest.fixture
-def alice_api(server, acme, alice) -> Api:
-    return Api(server.url, make_token(acme, user=alice))
-
-
-def register(engine: Api, body: dict) -> dict:
-    response = engine.post("/api/v1/approvals", json=body)
-    assert response.status_code == 201, response.text
-    return response.json()
-
-
-def test_the_requester_withdraws_and_the_waiting_engine_halts_at_once(engine, bob_api, alice_api, support):
+def test_the_requester_withdraws_and_the_waiting_engine_halts_at_once(engine, reviewer, admin, support):
     request = register(engine, gate_body(support, requested_by="Bob@acme.test"))
     polled = {}
 
@@ -59,7 +26,7 @@ def test_the_requester_withdraws_and_the_waiting_engine_halts_at_once(engine, bo
     waiter = threading.Thread(target=wait)
     waiter.start()
     time.sleep(0.5)
-    response = bob_api.post(f"/api/v1/approvals/{request['id']}/withdraw", json={"reason": "Wrong customer, sorry."})
+    response = reviewer.post(f"/api/v1/approvals/{request['id']}/withdraw", json={"reason": "Wrong customer, sorry."})
     waiter.join(timeout=25)
 
     assert response.status_code == 200, response.text
@@ -87,11 +54,11 @@ def test_the_requester_withdraws_and_the_waiting_engine_halts_at_once(engine, bo
     assert polled["seconds"] < 5
 
     # Nothing decides it afterwards.
-    late = alice_api.post(f"/api/v1/approvals/{request['id']}/decision", json={"decision": "approve"})
+    late = admin.post(f"/api/v1/approvals/{request['id']}/decision", json={"decision": "approve"})
     assert late.status_code == 200
     assert late.json()["status"] == "withdrawn"
     assert late.json()["already_decided"] is True
-    again = bob_api.post(f"/api/v1/approvals/{request['id']}/withdraw", json={})
+    again = reviewer.post(f"/api/v1/approvals/{request['id']}/withdraw", json={})
     assert again.json()["already_decided"] is True
     records = AuditRecord.objects.filter(object=request["id"], action="approval.withdrawn")
     assert [(r.actor, r.data["withdrawn"]) for r in records] == [("bob@acme.test", True)]
@@ -106,24 +73,24 @@ def test_the_engine_that_registered_it_may_withdraw_a_token_cap_which_stops_the_
     assert response.json()["decision"]["decided_by"] is None
 
 
-def test_nobody_else_may_withdraw_and_nothing_changes(server, engine, alice_api, support, acme, globex, charlie):
+def test_nobody_else_may_withdraw_and_nothing_changes(server, engine, admin, support, acme, globex, charlie):
     request = register(engine, gate_body(support, requested_by="bob@acme.test"))
     other_engine = Api(server.url, make_token(acme, engine="other-engine"))
     outsider = Api(server.url, make_token(globex, user=charlie))
 
-    for api in (alice_api, other_engine):
+    for api in (admin, other_engine):
         refused = api.post(f"/api/v1/approvals/{request['id']}/withdraw", json={})
         assert refused.status_code == 403, refused.text
         assert error_of(refused)["code"] == "forbidden"
     assert outsider.post(f"/api/v1/approvals/{request['id']}/withdraw", json={}).status_code == 404
-    assert alice_api.post("/api/v1/approvals/apr_nosuchrequest000/withdraw", json={}).status_code == 404
+    assert admin.post("/api/v1/approvals/apr_nosuchrequest000/withdraw", json={}).status_code == 404
     assert ApprovalRequest.objects.get(public_id=request["id"]).status == "pending"
 
 
-def test_a_bad_body_names_the_field(engine, bob_api, support):
+def test_a_bad_body_names_the_field(engine, reviewer, support):
     request = register(engine, gate_body(support, requested_by="bob@acme.test"))
     for body in ({"reason": "x" * 2001}, {"reason": 5}):
-        response = bob_api.post(f"/api/v1/approvals/{request['id']}/withdraw", json=body)
+        response = reviewer.post(f"/api/v1/approvals/{request['id']}/withdraw", json=body)
         assert response.status_code == 400, response.text
         assert "reason" in error_of(response)["fields"]
     assert ApprovalRequest.objects.get(public_id=request["id"]).status == "pending"
