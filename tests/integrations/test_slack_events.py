@@ -1,4 +1,4 @@
-"""POST /integrations/slack/events over real HTTP: a reply in a request's thread becomes a comment (docs/collaboration.md).
+"""POST /integrations/slack/events over real HTTP: a reply in a request's thread becomes a comment.
 
 The request's message is posted by the outbox to the fake Slack Web API on loopback, so the thread's ts is
 the one Slack gave; the events are signed with the test secret as Slack signs them.
