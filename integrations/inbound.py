@@ -34,24 +34,33 @@ class Answer:
     ephemeral: str = ""  # shown only to the person who clicked, in the channel
 
 
-def reviewer_for(*, slack_user_id: str, approval: ApprovalRequest) -> tuple[AbstractBaseUser | None, str]:
-    """The portal member this Slack user is, if they may decide the request; else (None, why not).
+def slack_member(slack_user_id: str) -> tuple[AbstractBaseUser | None, str, str]:
+    """(the active portal user whose email Slack reports for this Slack user or None, that email, why nobody).
 
-    The email users.info reports is the identity; being in the channel is not a permission.
+    The email users.info reports is the identity; being in the channel is not a permission. `why` is
+    set only when Slack gave no email; an email that matches no active user is (None, email, "").
     """
     try:
         identity = slack.identity_of(slack_user_id)
     except slack.SlackError:
-        return None, f"Slack did not say who you are just now; try again in a moment. {NOTHING_DECIDED}"
+        return None, "", "Slack did not say who you are just now; try again in a moment."
     if not identity.email:
-        return None, (
-            "Slack shows this app no email address for you, so the HITL portal cannot tell which member you are. "
-            f"{NOTHING_DECIDED}"
+        return (
+            None,
+            "",
+            ("Slack shows this app no email address for you, so the HITL portal cannot tell which member you are."),
         )
-    user = get_user_model().objects.filter(email__iexact=identity.email, is_active=True).first()
+    return get_user_model().objects.filter(email__iexact=identity.email, is_active=True).first(), identity.email, ""
+
+
+def reviewer_for(*, slack_user_id: str, approval: ApprovalRequest) -> tuple[AbstractBaseUser | None, str]:
+    """The portal member this Slack user is, if they may decide the request; else (None, why not)."""
+    user, email, why = slack_member(slack_user_id)
+    if why:
+        return None, f"{why} {NOTHING_DECIDED}"
     if not may_press(user, approval):
         return None, (
-            f"{identity.email} is not a reviewer of {approval.workspace.name} in the HITL portal, so you cannot "
+            f"{email} is not a reviewer of {approval.workspace.name} in the HITL portal, so you cannot "
             f"decide this request. {NOTHING_DECIDED} Ask an admin of {approval.workspace.name} to add you."
         )
     return user, ""
@@ -157,16 +166,22 @@ def _reason(view: dict) -> str:
 
 def slack_tell(*, payload: dict, text: str) -> None:
     """An ephemeral message to the person who clicked, in the channel of the click; best effort."""
-    channel = _channel(payload)
-    if not channel or not _user_id(payload):
+    slack_whisper(channel=_channel(payload), user=_user_id(payload), text=text)
+
+
+def slack_whisper(*, channel: str, user: str, text: str, thread_ts: str = "") -> None:
+    """An ephemeral message only `user` sees, in `channel` (in the thread `thread_ts`); best effort."""
+    if not channel or not user:
         return
+    where = {"thread_ts": thread_ts} if thread_ts else {}
     try:
         slack.call(
             "chat.postEphemeral",
             timeout=slack.INTERACTIVE_TIMEOUT_SECONDS,
             channel=channel,
-            user=_user_id(payload),
+            user=user,
             text=text,
+            **where,
         )
     except slack.SlackError as error:
         logger.warning("Could not tell a Slack user why: %s", error.message)

@@ -23,6 +23,8 @@ class SlackMessage(models.Model):
             # One card per request per channel: an escalation to the same channel replies in its thread.
             models.UniqueConstraint(fields=["approval", "channel"], name="one_slack_message_per_channel"),
         ]
+        # A reply in a thread names its parent by channel and ts (integrations/slack_comments.py).
+        indexes = [models.Index(fields=["channel", "ts"], name="slack_message_at")]
 
     def __str__(self) -> str:
         return f"{self.approval_id} in {self.channel} at {self.ts}"
@@ -36,6 +38,17 @@ class SlackRequestSeen(models.Model):
 
     def __str__(self) -> str:
         return self.digest
+
+
+class SlackEventSeen(models.Model):
+    """Event ids of the Events API acted on lately: Slack retries an event it thinks went unanswered with the
+    same event_id, and the unique index makes the second one do nothing, also when both arrive at once."""
+
+    event_id = models.CharField(max_length=64, unique=True)
+    received_at = models.DateTimeField(db_index=True)
+
+    def __str__(self) -> str:
+        return self.event_id
 
 
 # --- Telegram (docs/telegram.md) -------------------------------------------------------------
@@ -59,6 +72,8 @@ class TelegramMessage(models.Model):
             # One card per request per chat: an escalation to the same chat replies to it.
             models.UniqueConstraint(fields=["approval", "chat_id"], name="one_telegram_message_per_chat"),
         ]
+        # A reply names the message it answers by chat and message id (a comment, integrations/telegram_inbound.py).
+        indexes = [models.Index(fields=["chat_id", "message_id"], name="telegram_message_at")]
 
     def __str__(self) -> str:
         return f"{self.approval_id} in {self.chat_id} as {self.message_id}"

@@ -47,7 +47,7 @@ def requester_notify(approval_id: int) -> list[str]:
     )
     if requester is None:
         return []
-    return person_tell(user=requester, notice=requester_notice(approval))
+    return person_tell(user=requester, notice=requester_notice(approval), workspace_id=approval.workspace_id)
 
 
 def requester_notice(approval: ApprovalRequest) -> Notice:

@@ -1,4 +1,5 @@
-"""Telegram, inbound: a button on a request's message, a reason replied to the bot's prompt, a link code.
+"""Telegram, inbound: a button on a request's message, a reason replied to the bot's prompt, a reply to the
+request's message itself (a comment), a link code.
 
 Deciding goes through approvals.review.decide.approval_decide, the one decide service every channel uses,
 so "decided once", quorum, four eyes and the reason's limit hold in Telegram exactly as elsewhere.
@@ -17,11 +18,13 @@ from django.utils import timezone
 from approvals.models import ApprovalRequest
 from approvals.presenters.facts import ASKS_REASON, decided_line
 from approvals.review.decide import DECISIONS, approval_decide
+from collaboration.models import CommentVia
+from collaboration.services import comment_add
 from common.exceptions import DomainError
 
 from . import telegram, telegram_card
 from .chat_people import NOTHING_DECIDED, already_words, approval_pressed, may_press
-from .models import TelegramAccount, TelegramReasonPrompt, TelegramUpdateSeen
+from .models import TelegramAccount, TelegramMessage, TelegramReasonPrompt, TelegramUpdateSeen
 from .telegram_accounts import LinkRefused, telegram_account_link
 
 logger = logging.getLogger(__name__)
@@ -45,14 +48,14 @@ def update_first_time(update_id: int) -> bool:
     return True
 
 
+UNLINKED = "The HITL portal does not know this Telegram account: link it on your account page in the portal first."
+
+
 def reviewer_for(*, telegram_user_id: int, approval: ApprovalRequest) -> tuple[AbstractBaseUser | None, str]:
     """The portal member this Telegram user linked, if they may decide the request; else (None, why not)."""
     account = TelegramAccount.objects.select_related("user").filter(telegram_user_id=telegram_user_id).first()
     if account is None:
-        return None, (
-            "The HITL portal does not know this Telegram account: link it on your account page in the portal "
-            f"first. {NOTHING_DECIDED}"
-        )
+        return None, f"{UNLINKED} {NOTHING_DECIDED}"
     user = account.user
     if not may_press(user, approval):
         return None, (
@@ -210,6 +213,14 @@ def _message(message: dict) -> None:
         if prompt is not None:
             _reason(prompt=prompt, message=message, sender=sender, text=text)
             return
+        card = (
+            TelegramMessage.objects.select_related("approval__workspace")
+            .filter(chat_id=chat_id, message_id=replied["message_id"])
+            .first()
+        )
+        if card is not None and not (message.get("from") or {}).get("is_bot"):
+            _comment(card=card, message=message, sender=sender, text=text)
+            return
     chat = message.get("chat") or {}
     if chat.get("type") == "private":
         _link(chat_id=chat_id, message=message, sender=sender, text=text)
@@ -233,6 +244,29 @@ def _reason(*, prompt: TelegramReasonPrompt, message: dict, sender: int, text: s
     if decided or not approval.is_pending():
         TelegramReasonPrompt.objects.filter(pk=prompt.pk).delete()
     _say(prompt.chat_id, said, reply_to=reply_to)
+
+
+def _comment(*, card: TelegramMessage, message: dict, sender: int, text: str) -> None:
+    """A reply to the request's message: the linked member's comment on it (collaboration's one comment_add),
+    never a decision; the member must review the request's workspace, as for a button press."""
+    approval = card.approval
+    reply_to = message.get("message_id") if isinstance(message.get("message_id"), int) else None
+    not_added = f"Your reply was not added as a comment on {approval.public_id} in the HITL portal"
+    account = TelegramAccount.objects.select_related("user").filter(telegram_user_id=sender).first()
+    if account is None:
+        _say(card.chat_id, f"{not_added}: {UNLINKED}", reply_to=reply_to)
+        return
+    if not may_press(account.user, approval):
+        _say(
+            card.chat_id,
+            f"{not_added}: {account.user.email} is not a reviewer of {approval.workspace.name} there.",
+            reply_to=reply_to,
+        )
+        return
+    try:
+        comment_add(approval=approval, user=account.user, text=text, via=CommentVia.TELEGRAM)
+    except DomainError as refused:  # too long, blank once trimmed: the comment rules' own words
+        _say(card.chat_id, f"{not_added}: {refused.message}", reply_to=reply_to)
 
 
 def _link(*, chat_id: str, message: dict, sender: int, text: str) -> None:

@@ -840,6 +840,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/integrations/slack/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Slack Events API (replies in a request's thread become comments)
+         * @description Slack's Event Subscriptions Request URL (events `message.channels`, `message.groups`). Signed and checked like the interactions endpoint. `url_verification` is answered with its challenge. A person's reply in the thread under a request's message is added as their comment (never a decision), as the portal member whose email Slack reports for them, if they review the request's workspace; anyone else is told so in an ephemeral message. Bots' posts, edits and other subtypes do nothing; an event_id acted on before (Slack's retry) does nothing again.
+         */
+        post: operations["slack_events"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/integrations/slack/interactions": {
         parameters: {
             query?: never;
@@ -5740,6 +5760,66 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Health"];
+                };
+            };
+        };
+    };
+    slack_events: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    [key: string]: unknown;
+                };
+            };
+        };
+        responses: {
+            /** @description Handled: `{}`, or `{"challenge"}` for url_verification. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Signed, but not an event envelope (JSON object with its `type`). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not signed by Slack, stale (over 5 minutes) or replayed. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body was sent chunked (`Transfer-Encoding: chunked`) to a server set up without chunked reads: send it with a Content-Length. The portal's own server reads chunked bodies. */
+            411: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body over 256 KiB. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
