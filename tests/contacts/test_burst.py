@@ -9,13 +9,14 @@ import pytest
 from django.db import connections
 
 from approvals.review.decide import approval_decide
+from bench.channels import silent_endpoint
 from contacts.fatigue import FATIGUE_LIMIT
 from contacts.models import Delivery
 from contacts.sending import deliveries_send_due
 from tests.helpers import make_member, register_gate
 from tests.loopback import Receiver
 
-from .outbox_support import notifying_world, silent_endpoint
+from .outbox_support import notifying_world
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 
