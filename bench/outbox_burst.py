@@ -82,7 +82,11 @@ def tenant(slug: str, rig: Rig, *, hook: str, push: PushService, silent: str = "
     refs = {f"{name} webhook": ("webhook", f"${{{prefix}{name.upper()}}}") for name in hooks}
     if slug != OTHER:
         os.environ.update(
-            {f"{prefix}MAIL": reviewer.email, f"{prefix}SLACK": f"C0{slug.upper()}1", f"{prefix}CHAT": "-100" + slug}
+            {
+                f"{prefix}MAIL": reviewer.email,
+                f"{prefix}SLACK": f"C0{slug.upper()}1",
+                f"{prefix}CHAT": f"-100{1234567890 + BUSY.index(slug)}",
+            }
         )
         refs.update(
             email=("email", f"${{{prefix}MAIL}}"),

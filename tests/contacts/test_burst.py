@@ -111,3 +111,24 @@ def test_a_burst_starves_no_one_and_every_delivery_is_accounted_for(
     sent_mail = rows.filter(channel="email", status="sent")
     assert sent_mail.filter(digest=False).count() <= len(mailbox.messages) <= sent_mail.count()
     assert sum(len(r) for r in registered.values()) == 3 * PER_WORKSPACE
+
+
+def test_a_message_already_on_its_way_when_its_request_is_decided_is_recorded_sent(receiver, monkeypatch):
+    world = notifying_world("acme", monkeypatch, hook=("webhook", receiver.url))
+    reviewer = make_member(world["workspace"], "bob@acme.test", "reviewer")
+    approval = register_gate(world)
+
+    def decide_while_it_arrives(event: dict) -> int:
+        if event["type"].endswith(".requested"):  # the reviewer rejects as the message reaches the endpoint
+            try:
+                approval_decide(approval=approval, user=reviewer, decision="reject", reason="Not now")
+            finally:
+                connections.close_all()
+        return 200
+
+    receiver.answer = decide_while_it_arrives
+    deliveries_send_due()
+
+    assert [e["type"].rsplit(".", 1)[1] for e in receiver.events()] == ["requested", "decided"]
+    # The endpoint got it: the outbox says sent, not skipped.
+    assert Delivery.objects.get(approval=approval, event="requested").status == "sent"
