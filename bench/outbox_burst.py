@@ -157,6 +157,10 @@ def burst_and_drain(rig: Rig, busy: list[Tenant], other: Tenant, *, hooks, other
         f" {OTHER} registers one every {PACE:.0f} s"
     )
     results = measure(rig, busy, other, other_hook)
+    log(
+        f"outbox-burst: {OTHER}'s notification p50 {results['p50_ms']:,.0f} ms, p95 {results['p95_ms']:,.0f} ms,"
+        f" max {results['max_ms']:,.0f} ms ({results['samples']} samples)"
+    )
     log(f"outbox-burst: waiting up to {DRAIN:.0f} s for the outbox to drain")
     results["drain_s"] = drain([t.silent_contact for t in busy if t.silent_contact])
     results["accounts"] = accounts(busy + [other], hooks=hooks, other_hook=other_hook)
