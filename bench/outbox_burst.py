@@ -19,10 +19,13 @@ and every row is counted by what became of it: sent, skipped, failed, held by th
 import os
 import threading
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+import psycopg
 import requests
 
 from bench.channels import BotApi, Mailbox, PushService, Rig, SlackApi, WebhookReceiver, silent_endpoint
@@ -42,6 +45,7 @@ DECIDED = 500  # of STUCK's requests, rejected right after the burst
 PACE, TAIL, MIN_SAMPLES = 1.0, 10.0, 20  # the other workspace: one request a second, until 10 s after the burst
 DRAIN = float(os.environ.get("BENCH_BURST_DRAIN_SECONDS", "300"))
 TARGET_MS = 2000
+ANALYZE_EVERY = 20.0  # seconds
 FOLLOWUPS = ("reminder", "escalated")  # scheduled at registration, due hours later
 
 
@@ -137,7 +141,7 @@ def run(bench: "Bench") -> list[dict]:
         HITL_TELEGRAM_API_URL=bot.url,
         HITL_BASE_URL=f"http://127.0.0.1:{PORT}",
     )
-    with silent_endpoint() as silent:
+    with silent_endpoint() as silent, analyzing():
         rig = Rig(bench, [mailbox, slack, bot, push, hooks, other_hook])
         busy = [tenant(s, rig, hook=hooks.url, push=push, silent=silent if s == STUCK else "") for s in BUSY]
         other = tenant(OTHER, rig, hook=other_hook.url, push=push)
@@ -147,6 +151,34 @@ def run(bench: "Bench") -> list[dict]:
             results = burst_and_drain(rig, busy, other, hooks=hooks, other_hook=other_hook)
     bench.results["outbox_burst"] = results
     return rows(results)
+
+
+@contextmanager
+def analyzing() -> Iterator[None]:
+    """ANALYZE the tables the burst fills every ANALYZE_EVERY seconds, as autovacuum does on a deployed
+    database: a server running with it off leaves them unanalyzed, and the planner then walks every
+    request to find one contact's rows."""
+    from bench.harness import log
+
+    stop = threading.Event()
+
+    def run() -> None:
+        with psycopg.connect(os.environ["BENCH_DATABASE_URL"], autocommit=True) as conn:
+            while not stop.wait(ANALYZE_EVERY):
+                conn.execute("ANALYZE contacts_delivery, approvals_approvalrequest")
+
+    with psycopg.connect(os.environ["BENCH_DATABASE_URL"], autocommit=True) as conn:
+        if conn.execute("SHOW autovacuum").fetchone()[0] == "on":
+            yield
+            return
+    log("outbox-burst: autovacuum is off on this server; the section analyzes its tables itself")
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
 
 
 def burst_and_drain(rig: Rig, busy: list[Tenant], other: Tenant, *, hooks, other_hook) -> dict:
@@ -202,6 +234,10 @@ def measure(rig: Rig, busy: list[Tenant], other: Tenant, other_hook: WebhookRece
         "samples": len(samples),
         "samples_during_burst": len(during),
         "missing": missing,
+        # (seconds since the burst started, latency ms) a sample: where the slow ones fall (a run's end?)
+        "timeline": [
+            (round(s.sent - started, 1), round(lat * 1000)) for s, lat in zip(samples, latencies, strict=True)
+        ],
         **{f"{p}_ms": percentile(latencies, q) * 1000 for p, q in (("p50", 50), ("p95", 95), ("max", 100))},
         "p95_during_burst_ms": percentile(during, 95) * 1000 if during else None,
         "p95_after_answer_ms": percentile(after_answer, 95) * 1000,
