@@ -23,6 +23,8 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -150,6 +152,19 @@ class WebhookReceiver(HttpFarSide):
             self.posts = 0
             self.ids.clear()
         super().reset()
+
+
+@contextmanager
+def silent_endpoint() -> Iterator[str]:
+    """A webhook URL whose server accepts every connection (the kernel's backlog does) and never answers:
+    each send to it waits for the portal's timeout."""
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(512)
+    try:
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}/hook"
+    finally:
+        listener.close()
 
 
 class BotApi(HttpFarSide):
@@ -325,16 +340,15 @@ class Rig:
         self.session.headers["Authorization"] = f"Bearer {bench.world.engine_token}"
         self.server = self.cluster = None
 
-    def subscribe(self, service: PushService, name: str) -> Browser:
-        """A browser of the bench's reviewer subscribed at `service`, unsubscribed when the rig stops."""
+    def subscribe(self, service: PushService, name: str, *, workspace=None, user=None) -> Browser:
+        """A browser of `user` in `workspace` (the bench's reviewer by default) subscribed at `service`,
+        unsubscribed when the rig stops."""
         from push.services import push_subscription_save
 
         browser = Browser(service.url + name)
-        world = self.bench.world
-        push_subscription_save(
-            workspace=world.workspace, user=world.reviewer, endpoint=browser.endpoint, **browser.keys
-        )
-        self.browsers.append(browser)
+        workspace, user = workspace or self.bench.world.workspace, user or self.bench.world.reviewer
+        push_subscription_save(workspace=workspace, user=user, endpoint=browser.endpoint, **browser.keys)
+        self.browsers.append((browser, workspace, user))
         return browser
 
     def __enter__(self) -> "Rig":
@@ -362,9 +376,8 @@ class Rig:
             self.server.stop()
         for far_side in self.far_sides:
             far_side.stop()
-        world = self.bench.world
-        for browser in self.browsers:
-            push_subscription_delete(workspace=world.workspace, user=world.reviewer, endpoint=browser.endpoint)
+        for browser, workspace, user in self.browsers:
+            push_subscription_delete(workspace=workspace, user=user, endpoint=browser.endpoint)
         outbox_drop_pending("this section left (follow-ups not yet due, sends nobody will answer)")
 
     def register(self, body: dict) -> str:

@@ -15,7 +15,7 @@ from collections import defaultdict
 from datetime import datetime, timedelta
 
 from django.db import connection
-from django.db.models import F
+from django.db.models import F, QuerySet
 
 from .models import Channel, Delivery, DeliveryEvent, DeliveryStatus
 
@@ -50,6 +50,7 @@ def fatigue_sort(claimed: list[Delivery], *, now: datetime) -> dict[int, list[De
     rows; the rows held for a digest are moved to their time here, and left out."""
     held: dict[datetime, list[Delivery]] = defaultdict(list)  # due time → rows waiting for it
     sends: dict[int, list[Delivery]] = {}
+    due: dict[tuple[str, datetime], list[Delivery]] = defaultdict(list)  # (contact, minute) → its digest's rows here
     first = [d for d in claimed if _is_fatigued(d) and not d.digest]
     earlier = _earlier(first)
     for delivery in claimed:
@@ -65,12 +66,17 @@ def fatigue_sort(claimed: list[Delivery], *, now: datetime) -> dict[int, list[De
         elif now < minute_of(delivery.created_at)[1]:
             held[minute_of(delivery.created_at)[1]].append(delivery)
         else:
-            digest = _digest_of(delivery)
-            if digest and digest[0].pk == delivery.pk:
-                sends[delivery.pk] = digest  # the oldest still pending: it leads
+            due[delivery.contact_public_id, minute_of(delivery.created_at)[0]].append(delivery)
+    for rows in due.values():
+        # Only the leader — the oldest still pending — reads its digest's rows: a follower costs one
+        # index probe, not a read of the whole digest (thousands of rows after a burst, per follower).
+        leader = _pending_digest(rows[0]).values_list("pk", "next_attempt_at").first()
+        for delivery in rows:
+            if leader is not None and leader[0] == delivery.pk:
+                sends[delivery.pk] = list(_pending_digest(delivery).select_related("approval__config"))
             else:
                 # Its leader sends it, or tries again later: look again after that.
-                leader_due = digest[0].next_attempt_at if digest else now
+                leader_due = leader[1] if leader else now
                 held[max(leader_due, now) + FOLLOWER_GRACE].append(delivery)
     for due, rows in held.items():
         # Not an attempt: the claim counted one, given back.
@@ -92,18 +98,14 @@ def _earlier(rows: list[Delivery]) -> dict[int, int]:
         return dict(cursor.fetchall())
 
 
-def _digest_of(delivery: Delivery) -> list[Delivery]:
+def _pending_digest(delivery: Delivery) -> QuerySet[Delivery]:
     """The pending digest rows of `delivery`'s contact and minute, oldest first (the oldest leads)."""
     start, end = minute_of(delivery.created_at)
-    return list(
-        Delivery.objects.filter(
-            contact_public_id=delivery.contact_public_id,
-            event=DeliveryEvent.REQUESTED,
-            created_at__gte=start,
-            created_at__lt=end,
-            digest=True,
-            status=DeliveryStatus.PENDING,
-        )
-        .select_related("approval__config")
-        .order_by("created_at", "pk")
-    )
+    return Delivery.objects.filter(
+        contact_public_id=delivery.contact_public_id,
+        event=DeliveryEvent.REQUESTED,
+        created_at__gte=start,
+        created_at__lt=end,
+        digest=True,
+        status=DeliveryStatus.PENDING,
+    ).order_by("created_at", "pk")

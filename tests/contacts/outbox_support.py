@@ -1,9 +1,5 @@
-"""Worlds for the outbox's fairness and burst tests: a workspace whose rule tells given contacts, and an
-endpoint that accepts connections and never answers."""
-
-import socket
-from collections.abc import Iterator
-from contextlib import contextmanager
+"""Worlds for the outbox's fairness and burst tests: a workspace whose rule tells given contacts (the
+endpoint that never answers is bench.channels.silent_endpoint, the bench's burst uses it too)."""
 
 from tests.loopback import SECRET
 
@@ -38,15 +34,3 @@ def notifying_world(slug: str, monkeypatch, **contacts: tuple[str, str]) -> dict
         "contacts": made,
         "engine_key": ApiToken.objects.get(workspace=workspace, kind="engine"),
     }
-
-
-@contextmanager
-def silent_endpoint() -> Iterator[str]:
-    """A URL whose server accepts every connection (the kernel's backlog does) and never answers."""
-    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(512)
-    try:
-        yield f"http://127.0.0.1:{listener.getsockname()[1]}/hook"
-    finally:
-        listener.close()

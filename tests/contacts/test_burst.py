@@ -4,18 +4,22 @@ workspace's single notification still goes out at once, and every delivery is ac
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from datetime import timedelta
 
 import pytest
 from django.db import connections
+from django.db.models.signals import post_init
+from django.utils import timezone
 
 from approvals.review.decide import approval_decide
-from contacts.fatigue import FATIGUE_LIMIT
+from bench.channels import silent_endpoint
+from contacts.fatigue import FATIGUE_LIMIT, fatigue_sort
 from contacts.models import Delivery
 from contacts.sending import deliveries_send_due
 from tests.helpers import make_member, register_gate
 from tests.loopback import Receiver
 
-from .outbox_support import notifying_world, silent_endpoint
+from .outbox_support import notifying_world
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 
@@ -110,3 +114,52 @@ def test_a_burst_starves_no_one_and_every_delivery_is_accounted_for(
     sent_mail = rows.filter(channel="email", status="sent")
     assert sent_mail.filter(digest=False).count() <= len(mailbox.messages) <= sent_mail.count()
     assert sum(len(r) for r in registered.values()) == 3 * PER_WORKSPACE
+
+
+def test_a_message_already_on_its_way_when_its_request_is_decided_is_recorded_sent(receiver, monkeypatch):
+    world = notifying_world("acme", monkeypatch, hook=("webhook", receiver.url))
+    reviewer = make_member(world["workspace"], "bob@acme.test", "reviewer")
+    approval = register_gate(world)
+
+    def decide_while_it_arrives(event: dict) -> int:
+        if event["type"].endswith(".requested"):  # the reviewer rejects as the message reaches the endpoint
+            try:
+                approval_decide(approval=approval, user=reviewer, decision="reject", reason="Not now")
+            finally:
+                connections.close_all()
+        return 200
+
+    receiver.answer = decide_while_it_arrives
+    deliveries_send_due()
+
+    assert [e["type"].rsplit(".", 1)[1] for e in receiver.events()] == ["requested", "decided"]
+    # The endpoint got it: the outbox says sent, not skipped.
+    assert Delivery.objects.get(approval=approval, event="requested").status == "sent"
+
+
+def test_sorting_a_digests_followers_reads_none_of_its_rows(monkeypatch):
+    """After a burst a digest holds thousands of rows; each claim holds a few of its followers, and
+    learning that they are followers must not read the whole digest each time."""
+    world = notifying_world("acme", monkeypatch, mail=("email", "ops@acme.test"))
+    for i in range(40):
+        register_gate(world, run_id=f"run_{i}")
+    minute_ago = timezone.now() - timedelta(minutes=2)
+    rows = Delivery.objects.filter(event="requested")
+    for n, pk in enumerate(rows.order_by("pk").values_list("pk", flat=True)):
+        rows.filter(pk=pk).update(
+            digest=True, attempts=1, created_at=minute_ago.replace(second=0) + timedelta(seconds=n)
+        )
+    followers = list(rows.select_related("approval__config").order_by("-pk")[:2])
+    read = []
+
+    def loaded(sender, instance, **kwargs) -> None:
+        read.append(instance)
+
+    post_init.connect(loaded, sender=Delivery)
+    try:
+        sends = fatigue_sort(followers, now=timezone.now())
+    finally:
+        post_init.disconnect(loaded, sender=Delivery)
+
+    assert sends == {}  # held for their leader's digest
+    assert read == []

@@ -7,13 +7,14 @@ import time
 import pytest
 
 from approvals.review.decide import approval_decide
+from bench.channels import silent_endpoint
 from contacts.claiming import PER_CONTACT, deliveries_claim
 from contacts.models import Delivery
 from contacts.sending import PER_CONTACT_IN_FLIGHT, deliveries_send_due
 from tests.helpers import make_member, register_gate
 from tests.loopback import Receiver
 
-from .outbox_support import notifying_world, silent_endpoint
+from .outbox_support import notifying_world
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 
