@@ -46,6 +46,8 @@ class Node:
         self.start()
 
     def start(self) -> None:
+        self.events = getattr(self, "events", [])
+        self.events.append(("start", time.time()))
         command = [str(Path(sys.executable).parent / "gunicorn"), "hitl_portal.asgi:application"]
         command += ["--bind", f"127.0.0.1:{self.port}", *GUNICORN]
         command[command.index("--workers") + 1] = str(self.workers)
@@ -54,12 +56,15 @@ class Node:
             command, cwd=ROOT, env=self.env, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True
         )
         wait_until_answering(self.process, name=f"node {self.port}", log=self.log.name, port=self.port)
+        self.events.append(("answering", time.time()))
 
     def terminate(self) -> float:
         """SIGTERM to gunicorn's master, as a deploy's restart sends it; seconds until it has exited."""
         started = time.monotonic()
+        self.events.append(("sigterm", time.time()))
         self.process.send_signal(signal.SIGTERM)
         self.process.wait(timeout=60)
+        self.events.append(("exited", time.time()))
         self.log.close()
         return time.monotonic() - started
 
@@ -253,7 +258,7 @@ def rolling_restart(bench: Bench, nodes: list[Node], during: list[str]) -> dict:
     finally:
         done.set()
         thread.join()
-    return {"commits": commits, "exit_s": exits}
+    return {"commits": commits, "exit_s": exits, "events": {node.port: node.events for node in nodes}}
 
 
 def waits(bench: Bench, env: dict) -> list[dict]:
@@ -329,6 +334,10 @@ def figures(bench: Bench, outputs: list[dict], api: dict, sample_commits: dict, 
         "reviewer_api": {k: v for k, v in api.items() if k.endswith(("_ms", "_rps")) or k in ("errors", "ok")},
         "decision_to_engine_ms": {"p50": pct(to_engine, 0.5), "p95": pct(to_engine, 0.95)},
         "restart": {"exit_s": restart["exit_s"], "decided": len(extra), "p99_s": pct(extra, 0.99)},
+        "restart_timeline": {
+            "events": restart["events"],
+            "delays": sorted((at, answers[i][1] - at) for i, at in restart["commits"].items() if i in answers),
+        },
     }
     p95, api_p95, extra_p99 = result["decision_to_engine_ms"]["p95"], api.get("p95_ms"), pct(extra, 0.99)
     return [

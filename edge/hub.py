@@ -59,6 +59,13 @@ def _keep_while_listening(*, live: bool) -> None:
 CHANNELS = (CHANNEL, TOKENS_CHANNEL, GRANTS_CHANNEL, HALTS_CHANNEL)
 APPLICATION_NAME = "hitl-waiting"  # in pg_stat_activity: what the bench counts and the fault tests kill
 RECONNECT_DELAYS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.0)
+# A shutting-down server gives its waits back settings.HITL_RELEASE_PER_SECOND a second, a batch a tick,
+# and all of them within RELEASE_WITHIN_SECONDS (faster when there are more), inside gunicorn's 30 s
+# graceful timeout. Each engine given back asks again at once, on the other node: all at once, its
+# worker queues thousands of new waits, and a decision reaches an engine in that queue only when its
+# turn comes (seconds). A wait not given back yet still hears its decision here, at once.
+RELEASE_TICK_SECONDS = 0.05
+RELEASE_WITHIN_SECONDS = 15
 # Waiters re-read per query. One query for a few hundred ids costs about what one for a few costs,
 # and converting its rows holds the event loop for a few milliseconds at most.
 CHECK_BATCH = 500
@@ -164,7 +171,7 @@ class WaitHub:
         self.listening = asyncio.Event()
         self.connects = 0  # how many times the listener has (re)connected: the fault tests watch it
         self.token_events = 0  # NOTIFYs heard of a token, user or workspace change
-        self.draining = False  # the server is shutting down: every wait ends at once (`release_all`)
+        self.draining = False  # the server is shutting down: every wait is given back (`release_all`)
         self._to_check: set[Waiter] = set()
         self._check_wanted = asyncio.Event()
         self._checker: psycopg.AsyncConnection | None = None
@@ -206,11 +213,20 @@ class WaitHub:
         self._remove(waiter)
 
     def release_all(self) -> None:
-        """The server is shutting down: end every wait now, and every wait to come, as if its time
-        were up — answered 200 with the request as it stands, so its engine asks again elsewhere."""
-        self.draining = True
-        for waiter in self.all_waiters():
-            waiter.time_up()
+        """The server is shutting down: end every wait, as if its time were up — answered 200 with the
+        request as it stands, so its engine asks again elsewhere — at the pace above; every wait to come
+        at once."""
+        if not self.draining:
+            self.draining = True
+            self._tasks.append(asyncio.create_task(self._release(self.all_waiters())))
+
+    async def _release(self, waiters: list[Waiter]) -> None:
+        per_second = max(settings.HITL_RELEASE_PER_SECOND, len(waiters) / RELEASE_WITHIN_SECONDS)
+        per_tick = max(1, round(per_second * RELEASE_TICK_SECONDS))
+        for start in range(0, len(waiters), per_tick):
+            for waiter in waiters[start : start + per_tick]:
+                waiter.time_up()
+            await asyncio.sleep(RELEASE_TICK_SECONDS)
 
     def _heard(self) -> tuple[int, int] | None:
         """Changes to it mean something may have gone unheard: a reconnection, a token or user change."""
