@@ -336,7 +336,8 @@ def figures(bench: Bench, outputs: list[dict], api: dict, sample_commits: dict, 
         "restart": {"exit_s": restart["exit_s"], "decided": len(extra), "p99_s": pct(extra, 0.99)},
         "restart_timeline": {
             "events": restart["events"],
-            "delays": sorted((at, answers[i][1] - at) for i, at in restart["commits"].items() if i in answers),
+            "delays": sorted((at, answers[i][1] - at, i) for i, at in restart["commits"].items() if i in answers),
+            "polls": {i: polls for out in outputs for i, polls in out["polls"].items() if i in restart["commits"]},
         },
     }
     p95, api_p95, extra_p99 = result["decision_to_engine_ms"]["p95"], api.get("p95_ms"), pct(extra, 0.99)
