@@ -3,10 +3,12 @@ behind nginx (launch/proxies.py's configurations, as `make cluster` runs them), 
 the Python asyncio client.
 
 - registration through PgBouncer beside direct (8 engines, in turns: bench/server.py's load_in_turns);
-- BENCH_CLUSTER_WAITS engines (default 10,000) waiting across the two nodes, in two client processes;
-  meanwhile the reviewer API's p95 (its queue, through nginx) and decision → engine for 50 requests;
-- a rolling restart under those waits (SIGTERM each node in turn, then start it again) while requests
-  are decided: the errors surfaced to engines, and each decision's delay to its engine (p99);
+- BENCH_CLUSTER_WAITS engines (default 10,000) waiting across the two nodes, in client processes of
+  up to 7,500 each (two at least); meanwhile the reviewer API's p95 (its queue, through nginx) and
+  decision → engine for 50 requests;
+- a rolling restart under those waits (SIGTERM each node in turn, then start it again; the next once
+  the restarted one holds its share of the waits, as docs/deploy.md says) while requests are decided:
+  the errors surfaced to engines, and each decision's delay to its engine (p99);
 - then every other request decided: every engine answered, with its decision.
 """
 
@@ -25,7 +27,7 @@ from bench.server import GUNICORN, PORT, load_in_turns, stop_group, wait_until_a
 from launch.proxies import start_nginx, start_pgbouncer
 
 WAITS = int(os.environ.get("BENCH_CLUSTER_WAITS", "10000"))
-ENGINE_PROCESSES = 2
+ENGINE_PROCESSES = max(2, -(-WAITS // 7500))  # each holds a socket a wait: under its open-files limit
 DIRECT_PORT, POOLED_PORT, NODE_PORTS, NGINX_PORT, PGBOUNCER_PORT = (
     PORT + 10,
     PORT + 11,
