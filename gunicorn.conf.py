@@ -16,3 +16,9 @@ forwarded_allow_ips = os.environ.get("HITL_TRUSTED_PROXIES", "")
 # gunicorn on a machine — two nodes, the tests' servers side by side — would take it from the last.
 # The portal is managed by signals (systemd, make cluster), so it is off.
 control_socket_disable = True
+
+# The app is imported once, by the master, before it binds the port (hitl_portal/asgi.py), and each
+# worker forked from it is ready in a fraction of a second: a restarted node refuses connections
+# while it loads — nginx sends them to the other node at once — instead of queueing them for the
+# seconds a worker would take to import Django (docs/deploy.md, rolling restarts).
+preload_app = True

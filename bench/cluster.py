@@ -3,10 +3,12 @@ behind nginx (launch/proxies.py's configurations, as `make cluster` runs them), 
 the Python asyncio client.
 
 - registration through PgBouncer beside direct (8 engines, in turns: bench/server.py's load_in_turns);
-- BENCH_CLUSTER_WAITS engines (default 10,000) waiting across the two nodes, in two client processes;
-  meanwhile the reviewer API's p95 (its queue, through nginx) and decision → engine for 50 requests;
-- a rolling restart under those waits (SIGTERM each node in turn, then start it again) while requests
-  are decided: the errors surfaced to engines, and each decision's delay to its engine (p99);
+- BENCH_CLUSTER_WAITS engines (default 10,000) waiting across the two nodes, in client processes of
+  up to 7,500 each (two at least); meanwhile the reviewer API's p95 (its queue, through nginx) and
+  decision → engine for 50 requests;
+- a rolling restart under those waits (SIGTERM each node in turn, then start it again; the next once
+  the restarted one holds its share of the waits, as docs/deploy.md says) while requests are decided:
+  the errors surfaced to engines, and each decision's delay to its engine (p99);
 - then every other request decided: every engine answered, with its decision.
 """
 
@@ -25,7 +27,7 @@ from bench.server import GUNICORN, PORT, load_in_turns, stop_group, wait_until_a
 from launch.proxies import start_nginx, start_pgbouncer
 
 WAITS = int(os.environ.get("BENCH_CLUSTER_WAITS", "10000"))
-ENGINE_PROCESSES = 2
+ENGINE_PROCESSES = max(2, -(-WAITS // 7500))  # each holds a socket a wait: under its open-files limit
 DIRECT_PORT, POOLED_PORT, NODE_PORTS, NGINX_PORT, PGBOUNCER_PORT = (
     PORT + 10,
     PORT + 11,
@@ -46,6 +48,8 @@ class Node:
         self.start()
 
     def start(self) -> None:
+        self.events = getattr(self, "events", [])
+        self.events.append(("start", time.time()))
         command = [str(Path(sys.executable).parent / "gunicorn"), "hitl_portal.asgi:application"]
         command += ["--bind", f"127.0.0.1:{self.port}", *GUNICORN]
         command[command.index("--workers") + 1] = str(self.workers)
@@ -54,12 +58,27 @@ class Node:
             command, cwd=ROOT, env=self.env, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True
         )
         wait_until_answering(self.process, name=f"node {self.port}", log=self.log.name, port=self.port)
+        self.events.append(("answering", time.time()))
 
     def terminate(self) -> float:
         """SIGTERM to gunicorn's master, as a deploy's restart sends it; seconds until it has exited."""
         started = time.monotonic()
+        import psutil
+
+        workers = psutil.Process(self.process.pid).children()
+        cpu = {w.pid: sum(w.cpu_times()[:2]) for w in workers}
+        self.events.append(("sigterm", time.time()))
         self.process.send_signal(signal.SIGTERM)
-        self.process.wait(timeout=60)
+        spent = dict(cpu)
+        while self.process.poll() is None:
+            for w in workers:
+                try:
+                    spent[w.pid] = sum(w.cpu_times()[:2])
+                except psutil.Error:
+                    pass
+            time.sleep(0.2)
+        self.events.append(("drain_cpu_s", sum(spent.values()) - sum(cpu.values())))
+        self.events.append(("exited", time.time()))
         self.log.close()
         return time.monotonic() - started
 
@@ -225,7 +244,8 @@ def pct(samples: list[float], p: float) -> float | None:
 
 
 def rolling_restart(bench: Bench, nodes: list[Node], during: list[str]) -> dict:
-    """SIGTERM each node in turn and start it again, while `during` is decided, a few a time (epochs)."""
+    """SIGTERM each node in turn and start it again, as a deploy does (docs/deploy.md): the next node only
+    once the restarted one holds its share of the waits. Meanwhile `during` is decided, two every 0.2 s."""
     from django.db import connection
 
     commits: dict[str, float] = {}
@@ -233,33 +253,93 @@ def rolling_restart(bench: Bench, nodes: list[Node], during: list[str]) -> dict:
 
     def decider() -> None:
         try:
-            for start in range(0, len(during), 5):
+            for start in range(0, len(during), 2):
                 if done.is_set():
                     break
-                batch = during[start : start + 5]
+                batch = during[start : start + 2]
                 commits.update(dict.fromkeys(batch, decide(bench.world, batch)))
-                time.sleep(0.1)
+                time.sleep(0.2)
         finally:
             connection.close()
 
     thread = threading.Thread(target=decider)
     thread.start()
-    exits = []
+    exits, cores = [], Cores()
     try:
         for node in nodes:
             exits.append(node.terminate())
             node.start()
-            time.sleep(2)
+            if node is not nodes[-1]:
+                share(node, WAITS / len(nodes))
     finally:
         done.set()
         thread.join()
-    return {"commits": commits, "exit_s": exits}
+    return {
+        "commits": commits,
+        "exit_s": exits,
+        "events": {node.port: node.events for node in nodes},
+        "cpu_s": cores.spent(),
+    }
+
+
+def share(node: Node, fair: float, seconds: float = 90) -> None:
+    """Until `node` holds 40% of its fair share of the waits: engines come back to it as their long-polls
+    end (30 s) — what a deploy watches (hitl_waiting_engines) before restarting the next node."""
+    deadline = time.monotonic() + seconds
+    while node.waiting() < 0.4 * fair and time.monotonic() < deadline:
+        time.sleep(0.5)
+    node.events.append(("holds_share", time.time()))
+
+
+class Cores:
+    """CPU seconds by kind of process on this machine while it runs (sampled each second, so a process
+    that exits keeps what it spent): where the two cores went during the restart."""
+
+    KINDS = ("cluster_engines", "gunicorn", "nginx", "pgbouncer", "postgres")
+
+    def __init__(self) -> None:
+        from urllib.parse import urlsplit
+
+        self.database = urlsplit(os.environ["BENCH_DATABASE_URL"]).path.lstrip("/")
+        self.first: dict[int, float] = {}
+        self.last: dict[int, tuple[str, float]] = {}
+        self.stop = threading.Event()
+        self.sample()
+        self.first = {pid: spent for pid, (_, spent) in self.last.items()}
+        self.thread = threading.Thread(target=self.run, daemon=True)
+        self.thread.start()
+
+    def sample(self) -> None:
+        import psutil
+
+        for process in psutil.process_iter(["cmdline", "cpu_times"]):
+            line, times = " ".join(process.info["cmdline"] or []), process.info["cpu_times"]
+            if times is not None:
+                kind = next((k for k in self.KINDS if k in line), "bench" if "bench" in line else "other")
+                if kind == "postgres" and self.database not in line:
+                    kind = "other"  # another database's backend: someone else's work on this machine
+                self.last[process.pid] = (kind, times.user + times.system)
+
+    def run(self) -> None:
+        while not self.stop.wait(1.0):
+            self.sample()
+
+    def spent(self) -> dict[str, float]:
+        self.stop.set()
+        self.thread.join()
+        self.sample()
+        totals: dict[str, float] = {}
+        for pid, (kind, spent) in self.last.items():
+            totals[kind] = round(totals.get(kind, 0.0) + spent - self.first.get(pid, 0.0), 1)
+        return totals
 
 
 def waits(bench: Bench, env: dict) -> list[dict]:
     # Long: one run in order — nodes, waits held, figures under them, the restart, the last decisions.
     ids = pending(bench, WAITS)
-    samples, during, rest = ids[:SAMPLES], ids[SAMPLES : SAMPLES + 400], ids[SAMPLES + 400 :]
+    during_count = min(1000, WAITS // 4)  # decided through the whole restart, two every 0.2 s
+    samples, during = ids[:SAMPLES], ids[SAMPLES : SAMPLES + during_count]
+    rest = ids[SAMPLES + during_count :]
     token = reviewer_token(bench)
     from django.db import connection
 
@@ -328,7 +408,17 @@ def figures(bench: Bench, outputs: list[dict], api: dict, sample_commits: dict, 
         "reconnect_examples": [e for out in outputs for e in out["reconnect_examples"]],
         "reviewer_api": {k: v for k, v in api.items() if k.endswith(("_ms", "_rps")) or k in ("errors", "ok")},
         "decision_to_engine_ms": {"p50": pct(to_engine, 0.5), "p95": pct(to_engine, 0.95)},
-        "restart": {"exit_s": restart["exit_s"], "decided": len(extra), "p99_s": pct(extra, 0.99)},
+        "restart": {
+            "exit_s": restart["exit_s"],
+            "decided": len(extra),
+            "p99_s": pct(extra, 0.99),
+            "cpu_s": restart["cpu_s"],
+        },
+        "restart_timeline": {
+            "events": restart["events"],
+            "delays": sorted((at, answers[i][1] - at, i) for i, at in restart["commits"].items() if i in answers),
+            "polls": {i: polls for out in outputs for i, polls in out["polls"].items() if i in restart["commits"]},
+        },
     }
     p95, api_p95, extra_p99 = result["decision_to_engine_ms"]["p95"], api.get("p95_ms"), pct(extra, 0.99)
     return [

@@ -29,13 +29,28 @@ class Reconnects(logging.Handler):
             self.first.append(record.getMessage()[:200])
 
 
+class TimedClient(AsyncHitlClient):
+    """Records each long-poll's start and end (epoch seconds) per request: where a late answer waited."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.polls: dict[str, list[tuple[float, float]]] = {}
+
+    async def get(self, approval_id: str, *, wait: float = 0) -> dict:
+        started = time.time()
+        try:
+            return await super().get(approval_id, wait=wait)
+        finally:
+            self.polls.setdefault(approval_id, []).append((started, time.time()))
+
+
 async def run(args: argparse.Namespace) -> dict:
     ids = [line.strip() for line in open(args.ids_file) if line.strip()]
     reconnects = Reconnects()
     log = logging.getLogger("hitl_client.bench")
     log.addHandler(reconnects)
     log.propagate = False
-    client = AsyncHitlClient(args.url, args.token, timeout=60, log=log)
+    client = TimedClient(args.url, args.token, timeout=60, log=log)
     answers: dict[str, tuple[str, float]] = {}
     errors: dict[str, str] = {}
 
@@ -57,6 +72,7 @@ async def run(args: argparse.Namespace) -> dict:
         "errors": errors,
         "reconnects": reconnects.count,
         "reconnect_examples": reconnects.first,
+        "polls": {public_id: polls[-4:] for public_id, polls in client.polls.items()},
     }
 
 

@@ -1,31 +1,29 @@
 """The one wait: a LISTEN connection per process fans NOTIFYs out to every waiting long-poll.
 
-A waiter is an asyncio future keyed by its request's public id (and indexed by its token and
-user, for revocation). Per process, whatever the number of waiters, at most two PostgreSQL connections:
+A waiter is an asyncio future keyed by its request's public id (and indexed by its token and user, for
+revocation). Per process, whatever the number of waiters, at most two PostgreSQL connections:
 
-- the *listener* LISTENs on `hitl_approvals` (a request was decided or expired, approvals/notify.py)
-  and `hitl_tokens` (a key was revoked or deleted, a user deactivated or removed from a workspace:
-  triggers in workspaces/migrations/0002) and resolves the matching futures;
-- the *checker* re-reads, in one batched query, every waiter that needs it: all of them after the
-  listener reconnects (NOTIFYs sent while it was down are lost), and a new waiter the listener may
-  have missed something for (below). Batches are at most CHECK_BATCH waiters, the event loop free
-  between them, so ten thousand arriving engines do not stall the pages and polls this process
-  serves meanwhile.
+- the *listener* LISTENs on `hitl_approvals` (a request was decided or expired, approvals/notify.py) and
+  `hitl_tokens` (a key was revoked or deleted, a user deactivated or removed from a workspace: triggers in
+  workspaces/migrations/0002) and resolves the matching futures;
+- the *checker* re-reads, in one batched query, every waiter that needs it: all of them after the listener
+  reconnects (NOTIFYs sent while it was down are lost), and a new waiter the listener may have missed something
+  for (below). Batches are at most CHECK_BATCH waiters, the event loop free between them, so ten thousand arriving
+  engines do not stall the pages and polls this process serves meanwhile.
 
-A waiter is registered before its caller's first read of the request (`register`), so a decision
-committed after that read finds it through its NOTIFY, and it needs no read again. Only its token
-and user are known after the read: `hold` indexes them, and re-reads the waiter when the hub heard
-of any token or user change since the registration, or was not listening then, or reconnected
-since — else a revocation committed between the read and `hold` would go unheard.
+A waiter is registered before its caller's first read of the request (`register`), so a decision committed after
+that read finds it through its NOTIFY, and it needs no read again. Only its token and user are known after the
+read: `hold` indexes them, and re-reads the waiter when the hub heard of any token or user change since the
+registration, or was not listening then, or reconnected since — else a revocation committed between the read and
+`hold` would go unheard.
 
-A resolved waiter does not carry the answer: the edge reads the request again through the same
-code as a plain poll, which also authenticates again (so a revoked key gets its 401 there).
-The same connection keeps the process's ListenedCaches right: engine keys, live grants, halts.
+A resolved waiter does not carry the answer: the edge reads the request again through the same code as a plain
+poll, which also authenticates again (so a revoked key gets its 401 there). The same connection keeps the
+process's ListenedCaches right: engine keys, live grants, halts.
 
-The contract (docs/hub.md): the listener's connection is Django's DATABASES with its OPTIONS, TCP
-keepalives and a heartbeat every HEARTBEAT_SECONDS. From a heartbeat missed or the connection lost
-until it has reconnected, every listened cache is off (reads go to the database); after it
-reconnects, every waiter is read again.
+The contract (docs/hub.md): the listener's connection is Django's DATABASES with its OPTIONS, TCP keepalives and a
+heartbeat every HEARTBEAT_SECONDS. From a heartbeat missed or the connection lost until it has reconnected, every
+listened cache is off (reads go to the database); after it reconnects, every waiter is read again.
 """
 
 import asyncio
@@ -59,6 +57,9 @@ def _keep_while_listening(*, live: bool) -> None:
 CHANNELS = (CHANNEL, TOKENS_CHANNEL, GRANTS_CHANNEL, HALTS_CHANNEL)
 APPLICATION_NAME = "hitl-waiting"  # in pg_stat_activity: what the bench counts and the fault tests kill
 RECONNECT_DELAYS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.0)
+# A stopping server gives waits back HITL_RELEASE_PER_SECOND a second, all within RELEASE_WITHIN_SECONDS
+# (inside gunicorn's 30 s): given all at once, the other node queued them, decisions with them (seconds).
+RELEASE_TICK_SECONDS, RELEASE_WITHIN_SECONDS = 0.05, 15
 # Waiters re-read per query. One query for a few hundred ids costs about what one for a few costs,
 # and converting its rows holds the event loop for a few milliseconds at most.
 CHECK_BATCH = 500
@@ -164,7 +165,7 @@ class WaitHub:
         self.listening = asyncio.Event()
         self.connects = 0  # how many times the listener has (re)connected: the fault tests watch it
         self.token_events = 0  # NOTIFYs heard of a token, user or workspace change
-        self.draining = False  # the server is shutting down: every wait ends at once (`release_all`)
+        self.draining = False  # the server is shutting down: every wait is given back (`release_all`)
         self._to_check: set[Waiter] = set()
         self._check_wanted = asyncio.Event()
         self._checker: psycopg.AsyncConnection | None = None
@@ -183,12 +184,9 @@ class WaitHub:
 
     async def hold(self, waiter: Waiter, *, token_id: int | None, user_id: int | None, seconds: float) -> bool | None:
         """True when the request may have changed (decided, expired, token revoked); False after `seconds`;
-        None when the caller let go (`Waiter.let_go`: its client hung up).
-
-        The caller holds a slot (waiting.slots) for the whole wait. However it ends, the waiter is
-        gone at once. One future and one timer a wait: thousands are held at once, and every object
-        they keep is walked by the garbage collector.
-        """
+        None when the caller let go (`Waiter.let_go`: its client hung up). The caller holds a slot
+        (waiting.slots) meanwhile; however it ends, the waiter is gone at once. One future and one timer
+        a wait: thousands are held at once, and every object they keep is walked by the collector."""
         waiter.token_id, waiter.user_id = token_id, user_id
         self._add(waiter)  # by its token and user too, now that they are known
         timer = asyncio.get_running_loop().call_later(seconds, waiter.time_up)
@@ -206,11 +204,19 @@ class WaitHub:
         self._remove(waiter)
 
     def release_all(self) -> None:
-        """The server is shutting down: end every wait now, and every wait to come, as if its time
-        were up — answered 200 with the request as it stands, so its engine asks again elsewhere."""
-        self.draining = True
-        for waiter in self.all_waiters():
-            waiter.time_up()
+        """Shutting down: end every wait as if its time were up (200, the request as it stands: its engine
+        asks again elsewhere) at the pace above, and every wait to come at once."""
+        if not self.draining:
+            self.draining = True
+            self._tasks.append(asyncio.create_task(self._release(self.all_waiters())))
+
+    async def _release(self, waiters: list[Waiter]) -> None:
+        per_second = max(settings.HITL_RELEASE_PER_SECOND, len(waiters) / RELEASE_WITHIN_SECONDS)
+        per_tick = max(1, round(per_second * RELEASE_TICK_SECONDS))
+        for start in range(0, len(waiters), per_tick):
+            for waiter in waiters[start : start + per_tick]:
+                waiter.time_up()
+            await asyncio.sleep(RELEASE_TICK_SECONDS)
 
     def _heard(self) -> tuple[int, int] | None:
         """Changes to it mean something may have gone unheard: a reconnection, a token or user change."""
@@ -226,11 +232,8 @@ class WaitHub:
             self.by_user[waiter.user_id].add(waiter)
 
     def _remove(self, waiter: Waiter) -> None:
-        for index, key in (
-            (self.by_request, waiter.public_id),
-            (self.by_token, waiter.token_id),
-            (self.by_user, waiter.user_id),
-        ):
+        keys = ((self.by_request, waiter.public_id), (self.by_token, waiter.token_id), (self.by_user, waiter.user_id))
+        for index, key in keys:
             if key is not None and key in index:
                 index[key].discard(waiter)
                 if not index[key]:

@@ -10,7 +10,7 @@ own httptools protocol, given to uvicorn through its public `http` setting (CONF
 worker is otherwise uvicorn-worker's, unchanged. A proxy in front (docs/deploy.md) can bound
 both as well.
 
-The same protocol answers held waits at a graceful shutdown (its public `shutdown()`, which
+The same protocol gives held waits back at a graceful shutdown (its public `shutdown()`, which
 uvicorn calls on every connection once it has stopped accepting): a deploy's SIGTERM would
 otherwise hold each long-poll to its end, up to 30 s, and cut off the rest at gunicorn's
 graceful timeout.
@@ -54,9 +54,10 @@ class HeaderTimeoutProtocol(HttpToolsProtocol):
 
     def shutdown(self) -> None:
         """uvicorn's graceful shutdown (SIGTERM: a deploy) calls this on every open connection, after it
-        stopped accepting. Held long-polls are answered now with the request as it stands (200, still
-        pending: edge/hub.py), and close after their answer, so their engines ask again — through the
-        proxy, on another node — instead of being cut off with a reset or a 502 at the graceful timeout."""
+        stopped accepting. Held long-polls are answered with the request as it stands (200, still
+        pending), at edge/hub.py's pace, and close after their answer, so their engines ask again —
+        through the proxy, on another node — instead of being cut off with a reset or a 502 at the
+        graceful timeout."""
         from edge.hub import release_waits  # Django is set up by now; not when gunicorn imports the worker
 
         release_waits(self.loop)

@@ -22,3 +22,8 @@ require_base_url()
 from approvals.receipts.keys import require_receipt_key  # noqa: E402
 
 require_receipt_key()
+
+# gunicorn imports this module in its master and forks the workers from it (preload_app, gunicorn.conf.py).
+from hitl_portal.databases import close_before_fork  # noqa: E402
+
+close_before_fork()

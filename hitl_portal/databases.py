@@ -87,3 +87,15 @@ def listen_database() -> dict | None:
     if not os.environ.get("HITL_LISTEN_DATABASE_URL"):
         return None
     return _postgres("HITL_LISTEN_DATABASE_URL")
+
+
+def close_before_fork() -> None:
+    """The startup checks' connections, and the pool they came from, closed: a server that imports the
+    app once and forks its workers from it (gunicorn's preload_app) must not hand them the same
+    sockets, nor a pool whose threads do not survive the fork. Each worker opens its own."""
+    from django.db import connections
+
+    for connection in connections.all(initialized_only=True):
+        connection.close()
+        if connection.vendor == "postgresql":
+            connection.close_pool()

@@ -248,6 +248,9 @@ APPROVAL_TTL_SECONDS = 24 * 60 * 60
 APPROVAL_MAX_WAIT_SECONDS = 30
 # docs/api.md, Operations: each key may hold this many waits at once (per server process); one more → 429.
 HITL_MAX_WAITS_PER_KEY = envint("HITL_MAX_WAITS_PER_KEY", "1000")
+# A node shutting down (a rolling restart) gives back its held waits this many a second per server
+# process (edge/hub.py, docs/deploy.md): what the other node takes in without queueing them.
+HITL_RELEASE_PER_SECOND = envint("HITL_RELEASE_PER_SECOND", "500")
 # A rule condition slower than this to evaluate counts as an error: its request fails closed (pends).
 HITL_CONDITION_TIME_LIMIT_MS = envint("HITL_CONDITION_TIME_LIMIT_MS", "50")
 # Set when migrating as the tables' owner: this role gets read and write of rows only (audit/db_roles.py).

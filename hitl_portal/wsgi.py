@@ -17,3 +17,8 @@ require_base_url()
 from approvals.receipts.keys import require_receipt_key  # noqa: E402
 
 require_receipt_key()
+
+# A WSGI server may import this once and fork its workers from it (gunicorn's preload_app, gunicorn.conf.py).
+from hitl_portal.databases import close_before_fork  # noqa: E402
+
+close_before_fork()

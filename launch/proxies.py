@@ -28,8 +28,10 @@ worker_processes auto;
 daemon off;
 pid nginx.pid;
 error_log stderr warn;
+# Two connections a waiting engine, per worker process (one per core): 30,000 engines on two workers.
+worker_rlimit_nofile 65536;
 events {{
-    worker_connections 16384;
+    worker_connections 32768;
 }}
 http {{
     access_log off;
