@@ -1,4 +1,4 @@
-""""I'm on it" from a chat card, and every card brought up to date when a claim is taken or released.
+""" "I'm on it" from a chat card, and every card brought up to date when a claim is taken or released.
 
 A press claims through collaboration's one `claim_take` (the page, the API and the CLI call it too), as the
 member the press is (Slack's email, Telegram's linked account) and only if they may review the request, the

@@ -97,7 +97,9 @@ def keyboard(approval: ApprovalRequest, claimed: str | None = None) -> dict:
     nobody is on it (`claimed`, as card_text takes it), "I'm on it" on a row of its own under them."""
     if not approval.is_pending():
         return {"inline_keyboard": []}
-    rows = [[{"text": label, "callback_data": callback_data(word, approval)} for word, label, _style in buttons(approval)]]
+    rows = [
+        [{"text": label, "callback_data": callback_data(word, approval)} for word, label, _style in buttons(approval)]
+    ]
     if not (claimant(approval) if claimed is None else claimed):
         rows.append([{"text": CLAIM_LABEL, "callback_data": callback_data(CLAIM, approval)}])
     return {"inline_keyboard": rows}

@@ -1,4 +1,4 @@
-""""I'm on it" on a request's Slack message: signed presses over real HTTP, the fake Slack API on loopback.
+""" "I'm on it" on a request's Slack message: signed presses over real HTTP, the fake Slack API on loopback.
 
 A press claims through collaboration's one claim service; everyone sees who once the cluster refreshes the
 request's messages in every channel (run here with run_queued, as the cluster would); a claim never decides.

@@ -1,4 +1,4 @@
-""""I'm on it" on a request's Telegram message: presses posted to the webhook over real HTTP, the fake Bot API
+""" "I'm on it" on a request's Telegram message: presses posted to the webhook over real HTTP, the fake Bot API
 on loopback. The claim goes through collaboration's one claim service; every chat's message names the
 claimant once the cluster refreshes them (run here with run_queued, as the cluster would)."""
 
