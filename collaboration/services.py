@@ -5,6 +5,7 @@ decide), a snooze hides a request from one reviewer's queue. Each write is audit
 """
 
 from datetime import datetime, timedelta
+from functools import partial
 
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.db import IntegrityError, transaction
@@ -14,6 +15,7 @@ from approvals.models import ApprovalRequest
 from audit.services import actor_of, audit_append
 from collaboration.exceptions import ClaimedByAnother, NotPending, TextInvalid, UntilInvalid
 from collaboration.models import COMMENT_MAX, Claim, Comment, CommentVia, Snooze
+from collaboration.signals import claim_changed
 
 # "Not now" is for hours or days; a longer one is a request nobody means to answer.
 SNOOZE_MAX = timedelta(days=7)
@@ -69,6 +71,7 @@ def claim_take(*, approval: ApprovalRequest, user: AbstractBaseUser) -> tuple[Cl
                 object=approval.public_id,
                 at=now,
             )
+            _changed(approval)
     except IntegrityError:
         claim = Claim.objects.filter(approval=approval).first()
         if claim is None:  # released between the two statements: try once more
@@ -95,6 +98,7 @@ def claim_release(*, approval: ApprovalRequest, user: AbstractBaseUser, is_admin
             object=approval.public_id,
             data={"claimed_by": claim.user_email},
         )
+        _changed(approval)
     return True
 
 
@@ -123,6 +127,11 @@ def snooze_set(*, approval: ApprovalRequest, user: AbstractBaseUser, until: date
             at=now,
         )
     return snooze
+
+
+def _changed(approval: ApprovalRequest) -> None:
+    """Everyone sees who is on it: whatever shows the claim outside the portal hears of it once it commits."""
+    transaction.on_commit(partial(claim_changed.send, sender=Claim, approval_id=approval.pk))
 
 
 def _still_pending(approval: ApprovalRequest) -> None:

@@ -12,6 +12,8 @@ from approvals.presenters.facts import LEVEL_HINTS, answers_lines, buttons, card
 from approvals.presenters.text import visible, when
 from approvals.questions.validate import answer_from_text, option_label
 
+from .chat_people import CLAIM_LABEL, claimant
+
 # Block Kit limits (api.slack.com/reference/block-kit): longer text is refused with invalid_blocks.
 HEADER_MAX = 150
 FIELD_MAX = 2000
@@ -25,6 +27,7 @@ OPTION_ACTION = "hitl_q_option"  # + ":<option index>", unique within the messag
 ANSWER_ACTION = "hitl_q_answer"
 DECLINE_ACTION = "hitl_q_decline"
 PLAN_ACTION = "hitl_q_plan"
+CLAIM_ACTION = "hitl_claim"  # "I'm on it": claims (collaboration's claim_take), never decides
 BUTTONS_MAX = 5  # a single choice of up to this many options is answered by its buttons
 
 
@@ -121,9 +124,16 @@ def _link(approval: ApprovalRequest) -> dict:
     return {"type": "context", "elements": [{"type": "mrkdwn", "text": text}]}
 
 
-def request_blocks(approval: ApprovalRequest) -> list[dict]:
-    """The message as it should read now: buttons while pending, the resolution once resolved."""
+def request_blocks(approval: ApprovalRequest, claimed: str | None = None) -> list[dict]:
+    """The message as it should read now: buttons while pending, the resolution once resolved.
+
+    `claimed` is who is on it (chat_people.claimant; read here when not given): named under the facts, and
+    while nobody is, an "I'm on it" button on a row of its own under the decision's buttons.
+    """
     blocks = _facts(approval)
+    claimed = claimant(approval) if claimed is None else claimed
+    if claimed:
+        blocks.append(_context(f"*Claimed by {escape(claimed)}*"))
     if approval.is_question and approval.is_pending():
         blocks.append(question_actions(approval))
     elif approval.is_pending():
@@ -145,6 +155,9 @@ def request_blocks(approval: ApprovalRequest) -> list[dict]:
         )
     else:
         blocks.append(_section(resolution_line(approval)))
+    if approval.is_pending() and not claimed:
+        claim = _button(CLAIM_ACTION, CLAIM_LABEL, approval.public_id)
+        blocks.append({"type": "actions", "block_id": "hitl_claim", "elements": [claim]})
     blocks.append(_link(approval))
     return blocks
 

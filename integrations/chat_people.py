@@ -1,15 +1,17 @@
 """What Slack's and Telegram's button presses share: the request pressed on, the person who may decide it,
-and the words for a request already decided — one check and one wording for every chat."""
+who is on it, and the words for a request already decided — one check and one wording for every chat."""
 
 from django.contrib.auth.base_user import AbstractBaseUser
 
 from approvals.models import ApprovalRequest, Status
 from approvals.presenters.facts import decided_line
 from approvals.review.permissions import may_decide
+from collaboration.selectors import claim_of
 from workspaces.access import actor_for_membership
 from workspaces.models import Membership
 
 NOTHING_DECIDED = "Nothing was decided."
+CLAIM_LABEL = "I’m on it"  # the page's words (collaboration's strip)
 
 
 def approval_pressed(public_id: str) -> ApprovalRequest | None:
@@ -32,3 +34,12 @@ def already_words(approval: ApprovalRequest) -> str:
     if approval.effective_status() == Status.EXPIRED:
         return f"{line}. {NOTHING_DECIDED}"
     return f"{line}; the first decision stands. {NOTHING_DECIDED}"
+
+
+def claimant(approval: ApprovalRequest) -> str:
+    """Who a card shows on it: the claimant's email while the request is pending, else "" (a decided card
+    shows its decision, and no claim)."""
+    if not approval.is_pending():
+        return ""
+    claim = claim_of(approval)
+    return claim.user_email if claim is not None else ""

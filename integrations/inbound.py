@@ -19,6 +19,7 @@ from approvals.review.decide import DECISIONS, approval_decide
 from common.exceptions import DomainError
 
 from . import blocks, slack
+from .chat_claims import chat_claim
 from .chat_people import NOTHING_DECIDED, already_words, approval_pressed, may_press
 
 logger = logging.getLogger(__name__)
@@ -73,6 +74,8 @@ def slack_block_action(*, payload: dict) -> Answer:
     decision = action.get("action_id")
     if isinstance(decision, str) and decision.startswith(QUESTION_ACTION_PREFIX):
         return slack_question_action(payload=payload, action=action)
+    if decision == blocks.CLAIM_ACTION:
+        return slack_claim(payload=payload, action=action)
     if decision not in DECISIONS:
         return Answer()  # not one of our buttons (Slack also reports link clicks): nothing to do
     approval = approval_pressed(str(action.get("value") or ""))
@@ -96,6 +99,21 @@ def slack_block_action(*, payload: dict) -> Answer:
             return Answer(ephemeral=f"Slack could not open the reason form; click again. {NOTHING_DECIDED}")
         return Answer()
     return _decide(approval=approval, user=user, decision=decision, reason="")
+
+
+def slack_claim(*, payload: dict, action: dict) -> Answer:
+    """ "I'm on it": claimed as the member Slack says the presser is (refused as the decide buttons refuse);
+    everyone sees who once the cards refresh. Someone else's claim is told to the presser, naming them."""
+    approval = approval_pressed(str(action.get("value") or ""))
+    if approval is None:
+        return Answer(ephemeral=f"This request is not in the HITL portal any more. {NOTHING_DECIDED}")
+    user, why_not = reviewer_for(slack_user_id=_user_id(payload), approval=approval)
+    if user is None:
+        return Answer(ephemeral=why_not)
+    if not approval.is_pending():
+        return Answer(ephemeral=already_words(approval))
+    claimed, said = chat_claim(approval=approval, user=user)
+    return Answer(ephemeral="" if claimed else said)  # the card itself names the new claimant
 
 
 def slack_view_submission(*, payload: dict) -> Answer:

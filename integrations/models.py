@@ -12,8 +12,9 @@ class SlackMessage(models.Model):
     contact_id = models.CharField(max_length=24, blank=True)  # the frozen contact (con_…) it was sent for
     channel = models.CharField(max_length=32)
     ts = models.CharField(max_length=32)
-    # What the message shows now: an update is due when the request's status differs.
+    # What the message shows now: an update is due when the request's status or its claimant differs.
     shown_status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
+    shown_claim = models.CharField(max_length=254, blank=True, default="")  # the claimant's email shown, or ""
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(null=True, blank=True)
 
@@ -51,6 +52,21 @@ class SlackEventSeen(models.Model):
         return self.event_id
 
 
+class SlackThreadTold(models.Model):
+    """A Slack user told once, in a request's thread, why their replies there do not become comments: their
+    next replies add no second note. Goes with the message (the thread) it was told under."""
+
+    message = models.ForeignKey(SlackMessage, on_delete=models.CASCADE, related_name="+")
+    slack_user = models.CharField(max_length=32)
+    told_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["message", "slack_user"], name="told_once_per_thread")]
+
+    def __str__(self) -> str:
+        return f"{self.slack_user} told under {self.message_id}"
+
+
 # --- Telegram (docs/telegram.md) -------------------------------------------------------------
 
 
@@ -61,8 +77,9 @@ class TelegramMessage(models.Model):
     contact_id = models.CharField(max_length=24, blank=True)  # the frozen contact (con_…) it was sent for
     chat_id = models.CharField(max_length=40)
     message_id = models.BigIntegerField()
-    # What the message shows now: an edit is due when the request's status differs.
+    # What the message shows now: an edit is due when the request's status or its claimant differs.
     shown_status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
+    shown_claim = models.CharField(max_length=254, blank=True, default="")  # the claimant's email shown, or ""
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(null=True, blank=True)
 

@@ -10,6 +10,7 @@ from approvals.models import ApprovalRequest
 from contacts.transports.chat import message_of, message_remember
 
 from . import blocks, slack
+from .chat_people import claimant
 from .models import SlackMessage
 
 
@@ -27,11 +28,12 @@ def slack_message_post(*, approval: ApprovalRequest, channel: str, contact_id: s
 
 def _post(*, approval: ApprovalRequest, channel: str, contact_id: str) -> SlackMessage:
     """slack_message_post, once its caller has found no message of the request in the channel."""
+    claimed = claimant(approval)
     answer = slack.call(
         "chat.postMessage",
         channel=channel,
         text=blocks.fallback_text(approval),
-        blocks=blocks.request_blocks(approval),
+        blocks=blocks.request_blocks(approval, claimed),
         unfurl_links=False,
         unfurl_media=False,
     )
@@ -41,6 +43,7 @@ def _post(*, approval: ApprovalRequest, channel: str, contact_id: str) -> SlackM
         contact_id=contact_id,
         ts=answer["ts"],
         shown_status=approval.effective_status(),
+        shown_claim=claimed,
     )
 
 
@@ -52,13 +55,13 @@ def slack_thread_reply(*, message: SlackMessage, text: str) -> None:
 def slack_messages_refresh(*, approval: ApprovalRequest, channel: str | None = None) -> int:
     """Bring the request's Slack messages (in one channel, or all) up to date; returns how many changed.
 
-    Called for every resolution, wherever it happened. Idempotent: a message already showing the
-    request's status is left alone, and the recorded status moves only from what was read, so two
-    refreshes racing send Slack the same content at worst.
+    Called for every resolution and every claim taken or released, wherever it happened. Idempotent: a
+    message already showing the request's status and claimant is left alone, and what it shows moves only
+    from what was read, so two refreshes racing send Slack the same content at worst.
     """
     approval.refresh_from_db()
-    status = approval.effective_status()
-    messages = SlackMessage.objects.filter(approval=approval).exclude(shown_status=status)
+    status, claimed = approval.effective_status(), claimant(approval)
+    messages = SlackMessage.objects.filter(approval=approval).exclude(shown_status=status, shown_claim=claimed)
     if channel is not None:
         messages = messages.filter(channel=channel)
     changed = 0
@@ -68,11 +71,11 @@ def slack_messages_refresh(*, approval: ApprovalRequest, channel: str | None = N
             channel=message.channel,
             ts=message.ts,
             text=blocks.fallback_text(approval),
-            blocks=blocks.request_blocks(approval),
+            blocks=blocks.request_blocks(approval, claimed),
         )
-        changed += SlackMessage.objects.filter(pk=message.pk, shown_status=message.shown_status).update(
-            shown_status=status, updated_at=timezone.now()
-        )
+        changed += SlackMessage.objects.filter(
+            pk=message.pk, shown_status=message.shown_status, shown_claim=message.shown_claim
+        ).update(shown_status=status, shown_claim=claimed, updated_at=timezone.now())
     return changed
 
 

@@ -5,6 +5,8 @@ The thread names its parent by channel and ts, which together name exactly one m
 posted for. The replier comments as the member Slack's email says they are (the lookup a button press
 uses), only if they may review that request's workspace: a thread of one workspace's request never
 comments on another's. The comment goes through collaboration's one `comment_add` and never decides.
+Someone whose replies cannot be comments (Slack shows no email for them, they review no such workspace) is
+told why once per thread, not under every reply.
 """
 
 import logging
@@ -19,7 +21,7 @@ from common.exceptions import DomainError
 
 from .chat_people import may_press
 from .inbound import slack_member, slack_whisper
-from .models import SlackEventSeen, SlackMessage
+from .models import SlackEventSeen, SlackMessage, SlackThreadTold
 
 logger = logging.getLogger(__name__)
 
@@ -54,21 +56,34 @@ def slack_event(*, envelope: dict) -> None:
     user, email, why = slack_member(slack_user)
     not_added = NOT_ADDED.format(apr=approval.public_id)
     if why:
-        slack_whisper(channel=channel, user=slack_user, thread_ts=thread_ts, text=f"{not_added}: {why}")
+        if told_first_time(parent, slack_user):
+            slack_whisper(channel=channel, user=slack_user, thread_ts=thread_ts, text=f"{not_added}: {why}")
         return
     if not may_press(user, approval):
-        slack_whisper(
-            channel=channel,
-            user=slack_user,
-            thread_ts=thread_ts,
-            text=f"{not_added}: {email} is not a reviewer of {approval.workspace.name} there. Replies in this "
-            "thread become comments when the portal knows you by your Slack email.",
-        )
+        if told_first_time(parent, slack_user):
+            slack_whisper(
+                channel=channel,
+                user=slack_user,
+                thread_ts=thread_ts,
+                text=f"{not_added}: {email} is not a reviewer of {approval.workspace.name} there. Replies in "
+                "this thread become comments when the portal knows you by your Slack email.",
+            )
         return
     try:
         comment_add(approval=approval, user=user, text=text, via=CommentVia.SLACK)
     except DomainError as refused:  # empty once trimmed, too long: the comment rules' own words
         slack_whisper(channel=channel, user=slack_user, thread_ts=thread_ts, text=f"{not_added}: {refused.message}")
+
+
+def told_first_time(parent: SlackMessage, slack_user: str) -> bool:
+    """Record that this Slack user is told, under this request's message, why their replies are not comments;
+    False if they were told before (a note per thread, not per reply; the unique key holds it under a race)."""
+    try:
+        with transaction.atomic():
+            SlackThreadTold.objects.create(message=parent, slack_user=slack_user[:32])
+    except IntegrityError:
+        return False
+    return True
 
 
 def event_first_time(event_id: str) -> bool:

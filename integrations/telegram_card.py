@@ -11,11 +11,14 @@ from approvals.presenters.channels import review_url
 from approvals.presenters.facts import LEVEL_HINTS, buttons, card_title, decision_line, facts
 from approvals.presenters.text import visible, when
 
+from .chat_people import CLAIM_LABEL, claimant
+
 # Telegram's limit for a message's text (after entities are parsed); longer text is refused.
 TEXT_MAX = 4096
 # What a long fact (arguments, a summary) may take, so the rest of the card always fits.
 LONG_MAX = 1500
 CALLBACK_PREFIX = "hitl"
+CLAIM = "claim"  # "hitl:claim:apr_…": "I'm on it" (collaboration's claim_take), never a decision
 
 
 def escape(text: str) -> str:
@@ -50,8 +53,10 @@ def _fact_line(fact) -> str:
     return f"<b>{html.escape(fact.label)}:</b> {value}"
 
 
-def card_text(approval: ApprovalRequest) -> str:
-    """The message's text as it should read now."""
+def card_text(approval: ApprovalRequest, claimed: str | None = None) -> str:
+    """The message's text as it should read now; `claimed`, who is on it (chat_people.claimant; read here
+    when not given), is named above the link while the request is pending."""
+    claimed = claimant(approval) if claimed is None else claimed
     lines = [f"<b>{escape(card_title(approval))}</b>", ""]
     for fact in facts(approval):
         if fact.key == "message":
@@ -68,6 +73,8 @@ def card_text(approval: ApprovalRequest) -> str:
     lines.append("")
     if not approval.is_pending():
         lines.append(resolution_line(approval))
+    elif claimed:
+        lines.append(f"<b>Claimed by {escape(claimed)}</b>")
     lines.append(f'<a href="{html.escape(review_url(approval), quote=True)}">Open in portal</a>')
     text = "\n".join(lines)
     if len(text) > TEXT_MAX:  # the long facts were clipped already; a pathological card loses its tail
@@ -85,18 +92,17 @@ def resolution_line(approval: ApprovalRequest) -> str:
     return line
 
 
-def keyboard(approval: ApprovalRequest) -> dict:
-    """The inline buttons while pending, none once resolved (an empty keyboard removes them on edit)."""
+def keyboard(approval: ApprovalRequest, claimed: str | None = None) -> dict:
+    """The inline buttons while pending, none once resolved (an empty keyboard removes them on edit); while
+    nobody is on it (`claimed`, as card_text takes it), "I'm on it" on a row of its own under them."""
     if not approval.is_pending():
         return {"inline_keyboard": []}
-    return {
-        "inline_keyboard": [
-            [
-                {"text": label, "callback_data": callback_data(word, approval)}
-                for word, label, _style in buttons(approval)
-            ]
-        ]
-    }
+    rows = [
+        [{"text": label, "callback_data": callback_data(word, approval)} for word, label, _style in buttons(approval)]
+    ]
+    if not (claimant(approval) if claimed is None else claimed):
+        rows.append([{"text": CLAIM_LABEL, "callback_data": callback_data(CLAIM, approval)}])
+    return {"inline_keyboard": rows}
 
 
 def nudge_text(approval: ApprovalRequest, event: str) -> str:

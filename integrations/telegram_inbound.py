@@ -23,6 +23,7 @@ from collaboration.services import comment_add
 from common.exceptions import DomainError
 
 from . import telegram, telegram_card
+from .chat_claims import chat_claim
 from .chat_people import NOTHING_DECIDED, already_words, approval_pressed, may_press
 from .models import TelegramAccount, TelegramMessage, TelegramReasonPrompt, TelegramUpdateSeen
 from .telegram_accounts import LinkRefused, telegram_account_link
@@ -132,7 +133,7 @@ def _say(chat_id: str, text: str, *, reply_to: int | None = None) -> None:
 
 def _button(query: dict) -> None:
     parsed = telegram_card.parse_callback(str(query.get("data") or ""))
-    if parsed is None or parsed[0] not in DECISIONS:
+    if parsed is None or parsed[0] not in (*DECISIONS, telegram_card.CLAIM):
         _answer(query)  # not one of our buttons: stop the spinner, nothing to do
         return
     decision, public_id = parsed
@@ -147,6 +148,10 @@ def _button(query: dict) -> None:
         return
     if not approval.is_pending():
         _answer(query, already_words(approval), alert=True)
+        return
+    if decision == telegram_card.CLAIM:  # "I'm on it": the card names the claimant once it refreshes
+        claimed, text = chat_claim(approval=approval, user=user)
+        _answer(query, text, alert=not claimed)
         return
     if decision in ASKS_REASON:
         _ask_reason(query=query, approval=approval, decision=decision, presser=presser)

@@ -10,6 +10,7 @@ from approvals.models import ApprovalRequest
 from contacts.transports.chat import message_of, message_remember
 
 from . import telegram, telegram_card
+from .chat_people import claimant
 from .models import TelegramMessage
 
 HTML = "HTML"
@@ -29,12 +30,13 @@ def telegram_message_post(*, approval: ApprovalRequest, chat_id: str, contact_id
 
 def _post(*, approval: ApprovalRequest, chat_id: str, contact_id: str) -> TelegramMessage:
     """telegram_message_post, once its caller has found no message of the request in the chat."""
+    claimed = claimant(approval)
     result = telegram.call(
         "sendMessage",
         chat_id=chat_id,
-        text=telegram_card.card_text(approval),
+        text=telegram_card.card_text(approval, claimed),
         parse_mode=HTML,
-        reply_markup=telegram_card.keyboard(approval),
+        reply_markup=telegram_card.keyboard(approval, claimed),
         link_preview_options={"is_disabled": True},
     )
     message_id = result.get("message_id") if isinstance(result, dict) else None
@@ -46,6 +48,7 @@ def _post(*, approval: ApprovalRequest, chat_id: str, contact_id: str) -> Telegr
         contact_id=contact_id,
         message_id=message_id,
         shown_status=approval.effective_status(),
+        shown_claim=claimed,
     )
 
 
@@ -53,12 +56,12 @@ def telegram_messages_refresh(*, approval: ApprovalRequest, chat_id: str | None 
     """Bring the request's Telegram messages (in one chat, or all) up to date; returns how many changed.
 
     Called for every resolution, wherever it happened (the `decided` / `expired` deliveries every
-    decision and expiry writes). Idempotent: a message already showing the request's status is left
-    alone, and the recorded status moves only from what was read.
+    decision and expiry writes), and for every claim taken or released. Idempotent: a message already
+    showing the request's status and claimant is left alone, and what it shows moves only from what was read.
     """
     approval.refresh_from_db()
-    status = approval.effective_status()
-    messages = TelegramMessage.objects.filter(approval=approval).exclude(shown_status=status)
+    status, claimed = approval.effective_status(), claimant(approval)
+    messages = TelegramMessage.objects.filter(approval=approval).exclude(shown_status=status, shown_claim=claimed)
     if chat_id is not None:
         messages = messages.filter(chat_id=chat_id)
     changed = 0
@@ -68,18 +71,18 @@ def telegram_messages_refresh(*, approval: ApprovalRequest, chat_id: str | None 
                 "editMessageText",
                 chat_id=message.chat_id,
                 message_id=message.message_id,
-                text=telegram_card.card_text(approval),
+                text=telegram_card.card_text(approval, claimed),
                 parse_mode=HTML,
-                reply_markup=telegram_card.keyboard(approval),
+                reply_markup=telegram_card.keyboard(approval, claimed),
                 link_preview_options={"is_disabled": True},
             )
         except telegram.TelegramError as error:
             # Edited already (a refresh raced this one): Telegram says so, and the message is right.
             if "message is not modified" not in error.description:
                 raise
-        changed += TelegramMessage.objects.filter(pk=message.pk, shown_status=message.shown_status).update(
-            shown_status=status, updated_at=timezone.now()
-        )
+        changed += TelegramMessage.objects.filter(
+            pk=message.pk, shown_status=message.shown_status, shown_claim=message.shown_claim
+        ).update(shown_status=status, shown_claim=claimed, updated_at=timezone.now())
     return changed
 
 

@@ -61,6 +61,7 @@ def test_a_request_goes_to_slack_is_approved_there_and_the_message_follows(live_
     assert [e["action_id"] for b in posted["blocks"] if b["type"] == "actions" for e in b["elements"]] == [
         "reject",
         "approve",
+        "hitl_claim",
     ]
 
     clicked = post_signed(live_server.url, click(approval, "approve", slack_user=BOB_SLACK))

@@ -76,7 +76,8 @@ def test_a_requested_message_carries_the_cards_facts_and_approve_rightmost(fake_
         f"<https://portal.example/hitl/approvals/{request_for_deletion.public_id}/|Open in portal>",
     ]:
         assert fact in shown, fact
-    assert buttons(sent["blocks"]) == [("Reject", "reject"), ("Approve", "approve")]
+    # Approve rightmost; "I'm on it" (a claim, never a decision) on a row of its own under them.
+    assert buttons(sent["blocks"]) == [("Reject", "reject"), ("Approve", "approve"), ("I’m on it", "hitl_claim")]
     assert (message.channel, message.ts, message.shown_status) == (CHANNEL, "1764480000.000001", "pending")
 
 
@@ -103,7 +104,11 @@ def test_a_token_cap_message_offers_stop_the_run_and_proceed_past_cap(fake_slack
 
     [sent] = fake_slack.calls_to("chat.postMessage")
     assert "*Tokens used*\n51,200 of 50,000" in texts(sent["blocks"])
-    assert buttons(sent["blocks"]) == [("Stop the run", "stop"), ("Proceed past cap", "proceed")]
+    assert buttons(sent["blocks"]) == [
+        ("Stop the run", "stop"),
+        ("Proceed past cap", "proceed"),
+        ("I’m on it", "hitl_claim"),
+    ]
 
 
 def test_an_engines_text_cannot_ping_the_channel_or_forge_a_link(fake_slack, config):

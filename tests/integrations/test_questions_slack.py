@@ -66,6 +66,7 @@ def test_a_single_choice_is_answered_by_its_buttons_and_the_message_then_says_so
         ("Decline", "hitl_q_decline"),
         ("Staging", "hitl_q_option:0"),
         ("Production", "hitl_q_option:1"),
+        ("I’m on it", "hitl_claim"),
     ]
     assert "Which environment? (Staging / Production)" in texts(sent["blocks"])
 
@@ -86,7 +87,11 @@ def test_several_questions_open_the_answers_modal_which_names_a_wrong_answer(liv
     question = make_question(config)
     post(question)
     [sent] = fake_slack.calls_to("chat.postMessage")
-    assert buttons(sent["blocks"]) == [("Decline", "hitl_q_decline"), ("Answer…", "hitl_q_answer")]
+    assert buttons(sent["blocks"]) == [
+        ("Decline", "hitl_q_decline"),
+        ("Answer…", "hitl_q_answer"),
+        ("I’m on it", "hitl_claim"),
+    ]
 
     post_signed(live_server.url, click(question, "hitl_q_answer", slack_user=BOB_SLACK))
     [opened] = fake_slack.calls_to("views.open")
@@ -135,7 +140,7 @@ def test_a_plan_opens_a_modal_to_approve_or_ask_for_changes_with_a_reason(live_s
     plan = make_plan(config)
     post(plan)
     [sent] = fake_slack.calls_to("chat.postMessage")
-    assert buttons(sent["blocks"]) == [("Review the plan…", "hitl_q_plan")]
+    assert buttons(sent["blocks"]) == [("Review the plan…", "hitl_q_plan"), ("I’m on it", "hitl_claim")]
 
     post_signed(live_server.url, click(plan, "hitl_q_plan", slack_user=BOB_SLACK))
     [opened] = fake_slack.calls_to("views.open")

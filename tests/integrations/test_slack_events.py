@@ -210,6 +210,27 @@ def test_a_member_of_another_workspace_cannot_comment_from_a_thread_they_can_rea
     assert "charlie@globex.test is not a reviewer of acme" in told["text"].lower()
 
 
+def test_someone_who_cannot_comment_is_told_why_once_per_thread_not_under_every_reply(
+    live_server, fake_slack, posted, slack_world
+):
+    approval, message = posted
+    other = register_gate(slack_world, target="customer T-9000")
+    deliveries_send_due()
+    other_message = SlackMessage.objects.get(approval=other, channel=CHANNEL)
+
+    for text in ("globex here", "hello?", "anyone?"):
+        post_event(live_server.url, reply(text, slack_user=CHARLIE_SLACK, thread_ts=message.ts))
+    post_event(live_server.url, reply("let me in", slack_user="U0STRANGER", thread_ts=message.ts))
+    post_event(live_server.url, reply("and here", slack_user=CHARLIE_SLACK, thread_ts=other_message.ts))
+
+    told = [(call["user"], call["thread_ts"]) for call in fake_slack.calls_to("chat.postEphemeral")]
+    # charlie once under each request's message, the stranger once under his: nothing more.
+    assert sorted(told) == sorted(
+        [(CHARLIE_SLACK, message.ts), ("U0STRANGER", message.ts), (CHARLIE_SLACK, other_message.ts)]
+    )
+    assert not Comment.objects.filter(approval__in=[approval, other]).exists()
+
+
 def test_a_thread_of_one_workspace_never_comments_on_anothers_request(live_server, fake_slack, globex, charlie, posted):
     acme_request, acme_message = posted
     globex_request = make_approval(make_config(globex, "Globex agent"))

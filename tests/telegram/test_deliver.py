@@ -44,7 +44,9 @@ def test_a_registration_posts_the_card_with_its_buttons(fake_telegram, telegram_
     assert buttons(sent) == [
         ("Reject", f"hitl:reject:{approval.public_id}"),
         ("Approve", f"hitl:approve:{approval.public_id}"),
+        ("I’m on it", f"hitl:claim:{approval.public_id}"),  # a row of its own: a claim, never a decision
     ]
+    assert len(sent["reply_markup"]["inline_keyboard"]) == 2
     row = delivery(approval, "requested")
     assert (row.status, row.attempts, row.last_error) == ("sent", 1, "")
     message = TelegramMessage.objects.get(approval=approval)
@@ -79,7 +81,7 @@ def test_a_token_cap_card_offers_proceed_and_stop(fake_telegram, telegram_world)
     )
 
     [sent] = fake_telegram.calls_to("sendMessage")
-    assert [text for text, _ in buttons(sent)] == ["Stop the run", "Proceed past cap"]
+    assert [text for text, _ in buttons(sent)] == ["Stop the run", "Proceed past cap", "I’m on it"]
     assert "<b>Tokens used:</b> 51,200 of 50,000" in sent["text"]
 
 

@@ -50,6 +50,16 @@ export const asReviewer = (method, path, body) => api(env("HITL_REVIEWER_TOKEN")
 export const asAdmin = (method, path, body) => api(env("HITL_ADMIN_TOKEN"), method, path, body);
 export const asEngine = (method, path, body) => api(env("HITL_ENGINE_KEY"), method, path, body);
 
+/** The people the wrapper made tokens for, by email (the conformance table's defaults name them so). */
+const PEOPLE = { "alice@acme.test": "HITL_ADMIN_TOKEN", "bob@acme.test": "HITL_REVIEWER_TOKEN" };
+
+/** A call as the member `email` makes it, with their own token: a delegation is the delegator's own act. */
+export function asPerson(email) {
+  const variable = PEOPLE[email.toLowerCase()];
+  if (!variable) throw new Error(`no token for ${email}: tests/clients/test_typescript.py makes them for ${Object.keys(PEOPLE)}`);
+  return (method, path, body) => api(env(variable), method, path, body);
+}
+
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** The run's pending requests once `count` of them are in the queue (the engine has asked). */
@@ -80,11 +90,43 @@ export async function withdraw(run, body, timeoutMs) {
   return asReviewer("POST", `/api/v1/approvals/${approval.id}/withdraw`, body);
 }
 
-/** A published config of its own (admin API): `rules` as the rules API takes them. */
-export async function makeConfig(name, rules, level = "full") {
+/**
+ * The approver groups and delegations a world names (the conformance table's `config.groups` /
+ * `config.delegations`), made over the People API as the admin and each delegator would: groups by the
+ * admin (`name` → `grp_…`, rules name them by name), a delegation by its delegator, for a day. Returns the
+ * groups and `end()`, which ends those delegations (the workspace is shared with the other tests).
+ */
+export async function makePeople({ groups = [], delegations = [] } = {}) {
+  const made = {};
+  for (const group of groups) {
+    // Names are unique in a workspace and the tests share one: the rules name the group by its id.
+    const created = await asAdmin("POST", "/api/v1/groups", { name: `${group.name} ${randomUUID().slice(0, 6)}` });
+    for (const email of group.members) await asAdmin("POST", `/api/v1/groups/${created.id}/members`, { email });
+    made[group.name] = created.id;
+  }
+  const until = new Date(Date.now() + 24 * 3600 * 1000).toISOString();
+  const delegators = [];
+  for (const delegation of delegations) {
+    await asPerson(delegation.from)("PUT", "/api/v1/me/delegation", { delegate: delegation.to, until });
+    delegators.push(delegation.from);
+  }
+  return {
+    groups: made,
+    async end() {
+      for (const email of delegators) await asPerson(email)("DELETE", "/api/v1/me/delegation");
+    },
+  };
+}
+
+/** A published config of its own (admin API): `rules` as the rules API takes them (`approver_groups` by
+ * name when `groups` maps names to ids, as makePeople returns them). */
+export async function makeConfig(name, rules, level = "full", groups = {}) {
   const config = await asAdmin("POST", "/api/v1/configs", { name: `${name} ${randomUUID().slice(0, 6)}` });
   await asAdmin("PATCH", `/api/v1/configs/${config.id}`, { pass_information_level: level });
-  for (const rule of rules) await asAdmin("POST", `/api/v1/configs/${config.id}/rules`, rule);
+  for (const rule of rules) {
+    const named = rule.approver_groups ? { approver_groups: rule.approver_groups.map((name) => groups[name] ?? name) } : {};
+    await asAdmin("POST", `/api/v1/configs/${config.id}/rules`, { ...rule, ...named });
+  }
   await asAdmin("POST", `/api/v1/configs/${config.id}/publish`, {});
   return config.id;
 }
