@@ -78,14 +78,9 @@ def slack_block_action(*, payload: dict) -> Answer:
         return slack_claim(payload=payload, action=action)
     if decision not in DECISIONS:
         return Answer()  # not one of our buttons (Slack also reports link clicks): nothing to do
-    approval = approval_pressed(str(action.get("value") or ""))
-    if approval is None:
-        return Answer(ephemeral=f"This request is not in the HITL portal any more. {NOTHING_DECIDED}")
-    user, why_not = reviewer_for(slack_user_id=_user_id(payload), approval=approval)
-    if user is None:
-        return Answer(ephemeral=why_not)
-    if not approval.is_pending():
-        return Answer(ephemeral=already_words(approval))
+    approval, user, refusal = _pressed_pending(payload=payload, action=action)
+    if refusal is not None:
+        return refusal
     if decision in ASKS_REASON:
         try:
             slack.call(
@@ -101,17 +96,25 @@ def slack_block_action(*, payload: dict) -> Answer:
     return _decide(approval=approval, user=user, decision=decision, reason="")
 
 
+def _pressed_pending(*, payload: dict, action: dict):
+    """The pending request a button names and the reviewer pressing it, or the Answer refusing the press."""
+    approval = approval_pressed(str(action.get("value") or ""))
+    if approval is None:
+        return None, None, Answer(ephemeral=f"This request is not in the HITL portal any more. {NOTHING_DECIDED}")
+    user, why_not = reviewer_for(slack_user_id=_user_id(payload), approval=approval)
+    if user is None:
+        return approval, None, Answer(ephemeral=why_not)
+    if not approval.is_pending():
+        return approval, user, Answer(ephemeral=already_words(approval))
+    return approval, user, None
+
+
 def slack_claim(*, payload: dict, action: dict) -> Answer:
     """ "I'm on it": claimed as the member Slack says the presser is (refused as the decide buttons refuse);
     everyone sees who once the cards refresh. Someone else's claim is told to the presser, naming them."""
-    approval = approval_pressed(str(action.get("value") or ""))
-    if approval is None:
-        return Answer(ephemeral=f"This request is not in the HITL portal any more. {NOTHING_DECIDED}")
-    user, why_not = reviewer_for(slack_user_id=_user_id(payload), approval=approval)
-    if user is None:
-        return Answer(ephemeral=why_not)
-    if not approval.is_pending():
-        return Answer(ephemeral=already_words(approval))
+    approval, user, refusal = _pressed_pending(payload=payload, action=action)
+    if refusal is not None:
+        return refusal
     claimed, said = chat_claim(approval=approval, user=user)
     return Answer(ephemeral="" if claimed else said)  # the card itself names the new claimant
 
