@@ -124,19 +124,22 @@ def production_env() -> dict[str, str]:
 
 
 @pytest.fixture
-def runtime_role_url():
-    """DATABASE_URL as a role that owns nothing, as docs/deploy.md runs the portal (check --deploy fails otherwise)."""
+def runtime_role_url(django_db_setup):
+    """The test database as a role that owns nothing, as docs/deploy.md runs the portal (check --deploy fails
+    otherwise): the database pytest-django made, so DATABASE_URL's own database need not exist."""
     import dj_database_url
     import psycopg
+    from django.db import connection
     from psycopg import sql
+    from psycopg.conninfo import make_conninfo
 
-    url = os.environ["DATABASE_URL"]
-    parsed = dj_database_url.parse(url)
-    role = f"hitl_check_{parsed['NAME']}"[:63]
-    with psycopg.connect(url.replace("postgres://", "postgresql://", 1), autocommit=True) as admin:
+    url = os.environ["DATABASE_URL"].replace("postgres://", "postgresql://", 1)
+    parsed, name = dj_database_url.parse(url), connection.settings_dict["NAME"]
+    role = f"hitl_check_{name}"[:63]
+    with psycopg.connect(make_conninfo(url, dbname=name), autocommit=True) as admin:
         admin.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(sql.Identifier(role)))
         admin.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(role)))
-        yield f"postgres://{role}@{parsed['HOST'] or '127.0.0.1'}:{parsed['PORT'] or 5432}/{parsed['NAME']}"
+        yield f"postgres://{role}@{parsed['HOST'] or '127.0.0.1'}:{parsed['PORT'] or 5432}/{name}"
         admin.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(role)))
 
 
