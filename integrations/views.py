@@ -3,10 +3,11 @@ Slack's calls, the signature checked first, the same way for both."""
 
 import json
 import logging
+from collections.abc import Callable
 
 from django.core.exceptions import RequestDataTooBig
 from django.http import QueryDict
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import serializers
 from rest_framework.parsers import FormParser, JSONParser
 from rest_framework.permissions import AllowAny
@@ -25,37 +26,55 @@ class InteractionInput(serializers.Serializer):
     payload = serializers.CharField(help_text="Slack's interaction payload, JSON (block_actions or view_submission)")
 
 
-class SlackInteractionsView(APIView):
+class SlackSignedView(APIView):
+    """A Slack endpoint: the body is answered only once Slack's signature over it is verified (signed_body)."""
+
     # Slack's signature is the authentication: no session (so no CSRF), no bearer token.
     authentication_classes: list = []
     permission_classes = [AllowAny]
-    parser_classes = [FormParser]
 
-    @extend_schema(
-        operation_id="slack_interactions",
-        summary="Slack interactivity (buttons and the reason modal)",
-        description="Slack's Interactivity Request URL. The X-Slack-Signature over the raw body and "
-        "X-Slack-Request-Timestamp (within 5 minutes) are verified before anything else; a replayed "
-        "signature is refused. The clicking Slack user decides only as the portal reviewer whose email "
-        "Slack reports for them; anyone else gets an ephemeral message saying why, and nothing is decided.",
-        request={"application/x-www-form-urlencoded": InteractionInput},
-        responses={
-            200: OpenApiResponse(
-                description="Handled. Empty for button clicks; for a modal submission Slack's "
-                '`{"response_action": "clear" | "errors" | "update", …}`.'
-            ),
-            400: OpenApiResponse(ErrorSerializer, description="Signed, but no JSON `payload` form field."),
-            401: OpenApiResponse(
-                ErrorSerializer, description="Not signed by Slack, stale (over 5 minutes) or replayed."
-            ),
-            413: OpenApiResponse(ErrorSerializer, description="Body over 256 KiB."),
-        },
-        auth=[],
-    )
     def post(self, request: Request) -> Response:
         body, refused = signed_body(request)
         if refused is not None:
             return refused
+        return self.signed_post(body)
+
+    def signed_post(self, body: bytes) -> Response:
+        raise NotImplementedError
+
+
+# What SlackSignedView refuses before any endpoint reads the body: every Slack endpoint can answer these.
+SIGNED_REFUSALS = {
+    401: OpenApiResponse(ErrorSerializer, description="Not signed by Slack, stale (over 5 minutes) or replayed."),
+    413: OpenApiResponse(ErrorSerializer, description="Body over 256 KiB."),
+}
+
+
+def slack_schema(*, responses: dict, **schema: object) -> Callable[[type], type]:
+    """A SlackSignedView's OpenAPI operation: its own answers, then the signature's refusals; no auth scheme."""
+    return extend_schema_view(post=extend_schema(responses={**responses, **SIGNED_REFUSALS}, auth=[], **schema))
+
+
+@slack_schema(
+    operation_id="slack_interactions",
+    summary="Slack interactivity (buttons and the reason modal)",
+    description="Slack's Interactivity Request URL. The X-Slack-Signature over the raw body and "
+    "X-Slack-Request-Timestamp (within 5 minutes) are verified before anything else; a replayed "
+    "signature is refused. The clicking Slack user decides only as the portal reviewer whose email "
+    "Slack reports for them; anyone else gets an ephemeral message saying why, and nothing is decided.",
+    request={"application/x-www-form-urlencoded": InteractionInput},
+    responses={
+        200: OpenApiResponse(
+            description="Handled. Empty for button clicks; for a modal submission Slack's "
+            '`{"response_action": "clear" | "errors" | "update", …}`.'
+        ),
+        400: OpenApiResponse(ErrorSerializer, description="Signed, but no JSON `payload` form field."),
+    },
+)
+class SlackInteractionsView(SlackSignedView):
+    parser_classes = [FormParser]
+
+    def signed_post(self, body: bytes) -> Response:
         payload = _payload(body)
         if payload is None:
             return Response(
@@ -73,38 +92,27 @@ class SlackInteractionsView(APIView):
         return Response(status=200)  # view_closed, shortcuts…: acknowledged, nothing to do
 
 
-class SlackEventsView(APIView):
-    # Slack's signature is the authentication, checked exactly as for interactions (signed_body).
-    authentication_classes: list = []
-    permission_classes = [AllowAny]
+@slack_schema(
+    operation_id="slack_events",
+    summary="Slack Events API (replies in a request's thread become comments)",
+    description="Slack's Event Subscriptions Request URL (events `message.channels`, `message.groups`). "
+    "Signed and checked like the interactions endpoint. `url_verification` is answered with its "
+    "challenge. A person's reply in the thread under a request's message is added as their comment "
+    "(never a decision), as the portal member whose email Slack reports for them, if they review the "
+    "request's workspace; anyone else is told so in an ephemeral message. Bots' posts, edits and other "
+    "subtypes do nothing; an event_id acted on before (Slack's retry) does nothing again.",
+    request={"application/json": dict},
+    responses={
+        200: OpenApiResponse(description='Handled: `{}`, or `{"challenge"}` for url_verification.'),
+        400: OpenApiResponse(
+            ErrorSerializer, description="Signed, but not an event envelope (JSON object with its `type`)."
+        ),
+    },
+)
+class SlackEventsView(SlackSignedView):
     parser_classes = [JSONParser]
 
-    @extend_schema(
-        operation_id="slack_events",
-        summary="Slack Events API (replies in a request's thread become comments)",
-        description="Slack's Event Subscriptions Request URL (events `message.channels`, `message.groups`). "
-        "Signed and checked like the interactions endpoint. `url_verification` is answered with its "
-        "challenge. A person's reply in the thread under a request's message is added as their comment "
-        "(never a decision), as the portal member whose email Slack reports for them, if they review the "
-        "request's workspace; anyone else is told so in an ephemeral message. Bots' posts, edits and other "
-        "subtypes do nothing; an event_id acted on before (Slack's retry) does nothing again.",
-        request={"application/json": dict},
-        responses={
-            200: OpenApiResponse(description='Handled: `{}`, or `{"challenge"}` for url_verification.'),
-            400: OpenApiResponse(
-                ErrorSerializer, description="Signed, but not an event envelope (JSON object with its `type`)."
-            ),
-            401: OpenApiResponse(
-                ErrorSerializer, description="Not signed by Slack, stale (over 5 minutes) or replayed."
-            ),
-            413: OpenApiResponse(ErrorSerializer, description="Body over 256 KiB."),
-        },
-        auth=[],
-    )
-    def post(self, request: Request) -> Response:
-        body, refused = signed_body(request)
-        if refused is not None:
-            return refused
+    def signed_post(self, body: bytes) -> Response:
         envelope = _envelope(body)
         if envelope is None:
             return Response(
