@@ -101,6 +101,7 @@ def chat_world(workspace, *, channel: str, approvers: tuple[str, str], leads: tu
     make_token(workspace, engine="support-engine")
     return {
         "workspace": workspace,
+        "channel": channel,
         "config": config,
         "contact": approvers_contact,
         "rule": rule,
@@ -108,6 +109,29 @@ def chat_world(workspace, *, channel: str, approvers: tuple[str, str], leads: tu
         "version": version,
         "fields": {"summary": "Customer asked to close the account"},
     }
+
+
+def chat_posted(world: dict, *, to_both: bool = False, **fields) -> tuple:
+    """A gate request in a chat_world whose messages the outbox sent: (the request, {chat: its message}), keyed
+    by Slack channel or Telegram chat id. The approvers' chat only, or with `to_both` (the mcp_billing rule)
+    the leads' too."""
+    from contacts.sending import deliveries_send_due
+    from integrations.models import SlackMessage, TelegramMessage
+
+    if to_both:
+        fields = {"rule_id": world["rule_to_both"].public_id, "target": "mcp_billing", **fields}
+    approval = register_gate(world, **fields)
+    deliveries_send_due()
+    if world["channel"] == "slack":
+        return approval, {message.channel: message for message in SlackMessage.objects.filter(approval=approval)}
+    return approval, {message.chat_id: message for message in TelegramMessage.objects.filter(approval=approval)}
+
+
+def comments_via_api(api: "Api | ClientApi", approval) -> list[dict]:
+    """The request's comments as the comments API lists them to `api`'s caller."""
+    response = api.get(f"/api/v1/approvals/{approval.public_id}/comments")
+    assert response.status_code == 200, response.text
+    return response.json()["results"]
 
 
 def deletion_request(config):

@@ -12,7 +12,7 @@ from contacts.sending import deliveries_send_due
 from integrations.chat_claims import TASK
 from integrations.models import SlackMessage
 from tests.factories import make_approval
-from tests.helpers import make_config, register_gate, run_queued
+from tests.helpers import chat_posted, make_config, run_queued
 
 from .conftest import ALICE_SLACK, BOB_SLACK, CHANNEL, CHARLIE_SLACK, click, post_signed
 from .test_messages import buttons, texts
@@ -25,9 +25,7 @@ CLAIM = ("I’m on it", "hitl_claim")
 @pytest.fixture
 def posted(slack_world):
     """A request the outbox posted to #approvers and #leads: (the request, {channel: its message})."""
-    approval = register_gate(slack_world, rule_id=slack_world["rule_to_both"].public_id, target="mcp_billing")
-    deliveries_send_due()
-    return approval, {message.channel: message for message in SlackMessage.objects.filter(approval=approval)}
+    return chat_posted(slack_world, to_both=True)
 
 
 def press(live_server, approval, *, slack_user: str, channel: str = CHANNEL, messages: dict):

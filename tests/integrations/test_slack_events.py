@@ -18,7 +18,7 @@ from collaboration.models import Comment
 from contacts.sending import deliveries_send_due
 from integrations.models import SlackMessage
 from tests.factories import make_approval
-from tests.helpers import error_of, make_config, register_gate
+from tests.helpers import chat_posted, comments_via_api, error_of, make_config, register_gate
 
 from .conftest import ALICE_SLACK, BOB_SLACK, CHANNEL, CHARLIE_SLACK, sign
 
@@ -65,15 +65,8 @@ def post_event(base_url: str, envelope: dict | str, *, retry: int | None = None,
 @pytest.fixture
 def posted(slack_world):
     """A request whose message the outbox posted to #approvers: (the request, its Slack message)."""
-    approval = register_gate(slack_world, target="customer T-4821")
-    deliveries_send_due()
-    return approval, SlackMessage.objects.get(approval=approval, channel=CHANNEL)
-
-
-def comments_via_api(api, approval) -> list[dict]:
-    response = api.get(f"/api/v1/approvals/{approval.public_id}/comments")
-    assert response.status_code == 200, response.text
-    return response.json()["results"]
+    approval, messages = chat_posted(slack_world, target="customer T-4821")
+    return approval, messages[CHANNEL]
 
 
 def test_slack_answers_the_url_verification_with_its_challenge(live_server):

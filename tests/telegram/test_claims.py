@@ -10,7 +10,7 @@ from contacts.sending import deliveries_send_due
 from integrations.chat_claims import TASK
 from integrations.models import TelegramMessage
 from tests.factories import make_approval
-from tests.helpers import make_config, register_gate, run_queued
+from tests.helpers import chat_posted, make_config, run_queued
 
 from .conftest import ALICE_TG, BOB_TG, CHARLIE_TG, LEADS, STRANGER_TG, TELEGRAM_ENV, post_update, press
 
@@ -21,9 +21,8 @@ CHAT = TELEGRAM_ENV["HITL_ACME_TELEGRAM_APPROVERS"]
 
 @pytest.fixture
 def posted(telegram_world):
-    approval = register_gate(telegram_world, rule_id=telegram_world["rule_to_both"].public_id, target="mcp_billing")
-    deliveries_send_due()
-    return approval, {message.chat_id: message for message in TelegramMessage.objects.filter(approval=approval)}
+    """A request the outbox posted to the approvers' and the leads' chats: (the request, {chat: its message})."""
+    return chat_posted(telegram_world, to_both=True)
 
 
 def claim_press(live_server, approval, *, user: int, chat: str = CHAT, messages: dict):

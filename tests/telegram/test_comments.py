@@ -9,10 +9,9 @@ import pytest
 from approvals.models import ApprovalRequest
 from audit.models import AuditRecord
 from collaboration.models import Comment
-from contacts.sending import deliveries_send_due
 from integrations.models import TelegramMessage, TelegramReasonPrompt
 from tests.factories import make_approval
-from tests.helpers import make_config, register_gate
+from tests.helpers import chat_posted, comments_via_api, make_config
 
 from .conftest import ALICE_TG, BOB_TG, CHARLIE_TG, CHAT, STRANGER_TG, post_update, press, reply
 
@@ -22,15 +21,8 @@ pytestmark = pytest.mark.usefixtures("fake_telegram", "linked")
 @pytest.fixture
 def card(telegram_world):
     """A request whose card the outbox sent to the approvers' chat: (the request, its Telegram message)."""
-    approval = register_gate(telegram_world, target="customer T-4821")
-    deliveries_send_due()
-    return approval, TelegramMessage.objects.get(approval=approval, chat_id=CHAT)
-
-
-def comments_via_api(api, approval) -> list[dict]:
-    response = api.get(f"/api/v1/approvals/{approval.public_id}/comments")
-    assert response.status_code == 200, response.text
-    return response.json()["results"]
+    approval, messages = chat_posted(telegram_world, target="customer T-4821")
+    return approval, messages[CHAT]
 
 
 def test_a_reviewers_reply_to_the_card_is_their_comment_and_decides_nothing(
