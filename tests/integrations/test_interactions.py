@@ -11,7 +11,7 @@ from contacts.sending import deliveries_send_due
 from integrations.models import SlackMessage
 from tests.asgi import AsgiServer
 from tests.factories import make_token_cap
-from tests.helpers import error_of, register_gate
+from tests.helpers import chat_posted, error_of
 
 from .conftest import (
     ALICE_SLACK,
@@ -257,9 +257,7 @@ def test_clicking_a_request_decided_elsewhere_tells_the_first_decision(
 
 def test_two_people_clicking_at_once_make_one_decision_and_both_messages_agree(live_server, fake_slack, slack_world):
     # The rule tells two channels; bob approves in #approvers while alice rejects (with a reason) in #leads.
-    approval = register_gate(slack_world, rule_id=slack_world["rule_to_both"].public_id, target="mcp_billing")
-    deliveries_send_due()
-    messages = {message.channel: message for message in SlackMessage.objects.filter(approval=approval)}
+    approval, messages = chat_posted(slack_world, to_both=True)
     assert set(messages) == {CHANNEL, "C0LEADS"}
     post_signed(
         live_server.url,

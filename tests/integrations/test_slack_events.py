@@ -15,10 +15,9 @@ import requests
 from approvals.models import ApprovalRequest
 from audit.models import AuditRecord
 from collaboration.models import Comment
-from contacts.sending import deliveries_send_due
 from integrations.models import SlackMessage
 from tests.factories import make_approval
-from tests.helpers import chat_posted, comments_via_api, error_of, make_config, register_gate
+from tests.helpers import chat_posted, comments_via_api, error_of, make_config
 
 from .conftest import ALICE_SLACK, BOB_SLACK, CHANNEL, CHARLIE_SLACK, sign
 
@@ -207,9 +206,8 @@ def test_someone_who_cannot_comment_is_told_why_once_per_thread_not_under_every_
     live_server, fake_slack, posted, slack_world
 ):
     approval, message = posted
-    other = register_gate(slack_world, target="customer T-9000")
-    deliveries_send_due()
-    other_message = SlackMessage.objects.get(approval=other, channel=CHANNEL)
+    other, other_messages = chat_posted(slack_world, target="customer T-9000")
+    other_message = other_messages[CHANNEL]
 
     for text in ("globex here", "hello?", "anyone?"):
         post_event(live_server.url, reply(text, slack_user=CHARLIE_SLACK, thread_ts=message.ts))

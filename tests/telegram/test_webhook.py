@@ -8,10 +8,9 @@ import requests
 
 from approvals.models import ApprovalRequest
 from contacts.sending import deliveries_send_due
-from integrations.models import TelegramMessage
 from tests.asgi import AsgiServer
 from tests.factories import make_approval, make_token_cap
-from tests.helpers import error_of, register_gate
+from tests.helpers import chat_posted, error_of
 
 from .conftest import (
     ALICE_TG,
@@ -268,9 +267,7 @@ def test_pressing_a_request_decided_elsewhere_tells_the_first_decision(
 
 
 def test_two_presses_at_once_make_one_decision_and_both_messages_agree(live_server, fake_telegram, telegram_world):
-    approval = register_gate(telegram_world, rule_id=telegram_world["rule_to_both"].public_id, target="mcp_billing")
-    deliveries_send_due()
-    messages = {message.chat_id: message for message in TelegramMessage.objects.filter(approval=approval)}
+    approval, messages = chat_posted(telegram_world, to_both=True)
     assert set(messages) == {TELEGRAM_ENV["HITL_ACME_TELEGRAM_APPROVERS"], LEADS}
     fake_telegram.reset()
     start = threading.Barrier(2)
