@@ -41,6 +41,9 @@ class Hooks:
     history_note: Callable[[HttpRequest, dict], SafeString] | None = None
     # Requests that ended, inside the transaction that ended them (queue work on commit, send nothing here).
     ended: Callable[[list[Ended]], None] | None = None
+    # A person's read of requests over the API (one, a list's page, a run): further keys for each
+    # (pk → {key: value}), read for all of them at once. Engine keys' reads never call it.
+    api_extra: Callable[[list[ApprovalRequest]], dict[int, dict]] | None = None
 
 
 _registered: list[Hooks] = []
@@ -61,6 +64,16 @@ def ended(rows: list[Ended]) -> None:
     for hooks in _registered:
         if hooks.ended:
             hooks.ended(rows)
+
+
+def api_extra(approvals: list[ApprovalRequest]) -> dict[int, dict]:
+    """pk → the keys the apps above add to a person's API read of each request (none registered: {})."""
+    extra: dict[int, dict] = {}
+    for hooks in _registered:
+        if hooks.api_extra and approvals:
+            for pk, fields in hooks.api_extra(approvals).items():
+                extra.setdefault(pk, {}).update(fields)
+    return extra
 
 
 def queue_hidden(actor: Actor) -> list[QuerySet]:

@@ -1,6 +1,5 @@
 """The API of comments, claims, snoozes and a run's story (docs/api.md, "People")."""
 
-from django.utils import timezone
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers
 from rest_framework.request import Request
@@ -8,7 +7,7 @@ from rest_framework.response import Response
 from rest_framework.utils.urls import replace_query_param
 from rest_framework.views import APIView
 
-from approvals.presenters.api import ApprovalRequestSerializer, approval_as_dict
+from approvals.presenters.api import ApprovalRequestSerializer, approvals_read
 from approvals.review import selectors as approval_selectors
 from approvals.review.permissions import MayDecide
 from collaboration import selectors, services
@@ -192,6 +191,5 @@ class RunView(APIView):
         rows, more = selectors.run_requests(workspace=request.actor.workspace, run_id=run_id, cursor=cursor)
         next_cursor = approval_selectors.encode_cursor(rows[-1]) if more else None
         next_url = replace_query_param(request.build_absolute_uri(), "cursor", next_cursor) if next_cursor else None
-        now = timezone.now()
-        results = [approval_as_dict(approval, now) for approval in rows]
+        results = approvals_read(rows, actor=request.actor)
         return Response({"run_id": run_id, "results": results, "next": next_url, "next_cursor": next_cursor})

@@ -1,5 +1,6 @@
 """What collaboration adds to approvals' pages (approvals/extensions.py): the request page's sections, the
-Approvals tab's strip under each card, and the reviewer's snoozed requests hidden from their queue."""
+Approvals tab's strip under each card, the reviewer's snoozed requests hidden from their queue, and who is on a
+request in a person's API read of it."""
 
 from django.db.models import Count, F, OuterRef, Subquery
 from django.http import HttpRequest
@@ -15,7 +16,7 @@ from approvals.review.permissions import may_decide
 from approvals.review.withdraw import may_withdraw
 from collaboration import selectors
 from collaboration.models import Claim, Comment
-from collaboration.presenters import claim_line, comment_line
+from collaboration.presenters import claim_line, claimed, comment_line
 from collaboration.story import run_story
 
 
@@ -50,6 +51,12 @@ def queue_extra() -> dict[str, Subquery]:
         "comment_count": _comment_count(),
         "card_public_id": F("public_id"),  # what the strip's forms post to
     }
+
+
+def api_extra(approvals: list[ApprovalRequest]) -> dict[int, dict]:
+    """A person's API read of requests: who is on each (`claimed_by`, as the claim endpoints say it), one query."""
+    claims = selectors.claims_of([approval.pk for approval in approvals])
+    return {approval.pk: claimed(claims.get(approval.pk)) for approval in approvals}
 
 
 def history_extra() -> dict[str, Subquery]:
@@ -91,4 +98,5 @@ HOOKS = Hooks(
     queue_strip=queue_strip,
     history_extra=history_extra,
     history_note=history_note,
+    api_extra=api_extra,
 )

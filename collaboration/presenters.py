@@ -24,10 +24,15 @@ def comment_as_dict(comment: Comment, approval: ApprovalRequest) -> dict:
     }
 
 
+def claimed(claim: Claim | None) -> dict:
+    """Who is on a request, as every API answer says it: the claim endpoints' and a person's read of the request."""
+    return {"claimed_by": claim.user_email if claim else None}
+
+
 def claim_as_dict(approval: ApprovalRequest, claim: Claim | None) -> dict:
     return {
         "id": approval.public_id,
-        "claimed_by": claim.user_email if claim else None,
+        **claimed(claim),
         "claimed_at": _iso(claim.claimed_at) if claim else None,
     }
 

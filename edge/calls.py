@@ -24,7 +24,7 @@ from rest_framework.response import Response
 from approvals.engine.api import approval_poll, registration_answer, wait_of
 from approvals.engine.waiting import TooManyWaits, is_waiting, slots
 from approvals.models import ApprovalRequest
-from approvals.presenters.api import approval_as_dict
+from approvals.presenters.api import approval_read
 from common.errors import REFUSALS, api_exception_handler
 from common.middleware import NulGuardMiddleware
 from common.parsers import JSONParser
@@ -125,7 +125,11 @@ def _poll(request: ASGIRequest, public_id: str) -> _Answer:
     wait = wait_of(request.GET)
     approval = approval_poll(actor=actor, public_id=public_id)
     return _Answer(
-        data=approval_as_dict(approval), approval=approval, wait=wait, token_id=token.pk, user_id=token.user_id
+        data=approval_read(approval, actor=actor),
+        approval=approval,
+        wait=wait,
+        token_id=token.pk,
+        user_id=token.user_id,
     )
 
 

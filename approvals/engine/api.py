@@ -37,7 +37,7 @@ from approvals.engine.serializers import (
 )
 from approvals.expiry.expire import approval_expire_if_overdue
 from approvals.models import ApprovalKind, ApprovalRequest, Status
-from approvals.presenters.api import ApprovalRequestSerializer, approval_as_dict
+from approvals.presenters.api import ApprovalRequestSerializer, approval_as_dict, approval_read
 from approvals.review import selectors
 from common.errors import ErrorSerializer
 from rules.models import Config
@@ -339,7 +339,7 @@ class ApprovalDetailView(APIView):
         # The wait itself is the edge's (edge/calls.py: the one wait path, under the ASGI server). Here,
         # where a browser session or the test client asks, a valid `wait` is a plain poll.
         wait_of(request.query_params)
-        return Response(approval_as_dict(approval_poll(actor=request.actor, public_id=apr)))
+        return Response(approval_read(approval_poll(actor=request.actor, public_id=apr), actor=request.actor))
 
 
 class ApprovalOutcomeView(APIView):

@@ -6,6 +6,7 @@ from django.utils import timezone
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from approvals import extensions
 from approvals.edits.checks import decision_arguments, decision_digest, digest_matches, was_edited
 from approvals.models import (
     UNDELIVERABLE_REASON,
@@ -20,6 +21,7 @@ from approvals.models import (
 from approvals.receipts.signing import receipt_of
 from approvals.review.selectors import approving_votes
 from rules.vocabulary import PassInformationLevel, RuleKind, RulePoint
+from workspaces.access import Actor
 
 
 class OptionSerializer(serializers.Serializer):
@@ -170,6 +172,12 @@ class ApprovalRequestSerializer(serializers.Serializer):
         allow_null=True,
         help_text="a decided request's signed receipt: a compact JWS (EdDSA) checked against /.well-known/jwks.json",
     )
+    claimed_by = serializers.CharField(
+        required=False,
+        allow_null=True,
+        help_text="a person's read (this request, the list, a run's story): who said \"I'm on it\" (the claimant's "
+        "email), or null; absent from an engine key's reads and from other answers",
+    )
 
     def to_representation(self, instance: ApprovalRequest) -> dict:
         return approval_as_dict(instance)
@@ -282,3 +290,17 @@ def approval_as_dict(approval: ApprovalRequest, now: datetime.datetime | None = 
         "plan": approval.plan or None,
         "receipt": receipt_of(approval, decision, status=status),
     }
+
+
+def approvals_read(
+    approvals: list[ApprovalRequest], *, actor: Actor, now: datetime.datetime | None = None
+) -> list[dict]:
+    """Requests as `actor` reads them over the API: a person's read adds what the apps above add (`claimed_by`),
+    read for the whole page at once; an engine key's read is `approval_as_dict`'s, with no query more."""
+    now = now or timezone.now()
+    extra = extensions.api_extra(approvals) if actor.user is not None else {}
+    return [{**approval_as_dict(approval, now), **extra.get(approval.pk, {})} for approval in approvals]
+
+
+def approval_read(approval: ApprovalRequest, *, actor: Actor) -> dict:
+    return approvals_read([approval], actor=actor)[0]

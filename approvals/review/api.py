@@ -12,7 +12,7 @@ from rest_framework.views import APIView
 from approvals import extensions
 from approvals.grants.services import GRANT_TTL_DEFAULT, GRANT_TTL_MAX, GRANT_TTL_MIN
 from approvals.models import ApprovalKind, ApprovalRequest, Status
-from approvals.presenters.api import AnswersField, ApprovalRequestSerializer, approval_as_dict
+from approvals.presenters.api import AnswersField, ApprovalRequestSerializer, approval_as_dict, approvals_read
 from approvals.questions.validate import QUESTION_WORDS
 from approvals.review import selectors
 from approvals.review.always import always_check, always_record
@@ -122,8 +122,7 @@ def list_approvals(request: Request) -> Response:
         page_size=ApprovalPagination().get_page_size(request),
     )
     next_url = replace_query_param(request.build_absolute_uri(), "cursor", next_cursor) if next_cursor else None
-    rows = selectors.with_votes(rows)
-    results = [approval_as_dict(approval, now) for approval in rows]
+    results = approvals_read(selectors.with_votes(rows), actor=actor, now=now)
     return Response({"results": results, "next": next_url, "next_cursor": next_cursor})
 
 

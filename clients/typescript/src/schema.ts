@@ -1024,6 +1024,8 @@ export interface components {
             plan: string | null;
             /** @description a decided request's signed receipt: a compact JWS (EdDSA) checked against /.well-known/jwks.json */
             receipt: string | null;
+            /** @description a person's read (this request, the list, a run's story): who said "I'm on it" (the claimant's email), or null; absent from an engine key's reads and from other answers */
+            claimed_by?: string | null;
         };
         /** @enum {string} */
         ApprovalStatusEnum: "pending" | "approved" | "rejected" | "expired" | "answered" | "declined" | "withdrawn";
@@ -2112,6 +2114,8 @@ export interface components {
             plan: string | null;
             /** @description a decided request's signed receipt: a compact JWS (EdDSA) checked against /.well-known/jwks.json */
             receipt: string | null;
+            /** @description a person's read (this request, the list, a run's story): who said "I'm on it" (the claimant's email), or null; absent from an engine key's reads and from other answers */
+            claimed_by?: string | null;
             /** @description true when the request had ended before: the body is how it ended, unchanged */
             already_decided: boolean;
         };
