@@ -54,8 +54,10 @@ def queue_extra() -> dict[str, Subquery]:
 
 
 def api_extra(approvals: list[ApprovalRequest]) -> dict[int, dict]:
-    """A person's API read of requests: who is on each (`claimed_by`, as the claim endpoints say it), one query."""
-    claims = selectors.claims_of([approval.pk for approval in approvals])
+    """A person's API read of requests: who is on each (`claimed_by`, as the claim endpoints say it), one query.
+    Only while a request is pending, as its page and cards say it: a claim is about work still to do."""
+    pending = [approval.pk for approval in approvals if approval.is_pending()]
+    claims = selectors.claims_of(pending) if pending else {}
     return {approval.pk: claimed(claims.get(approval.pk)) for approval in approvals}
 
 

@@ -38,6 +38,14 @@ def test_a_reviewers_read_names_the_claimant_until_the_claim_is_released(db, bob
     assert claimed_by(alice_api, approval) is None
 
 
+def test_a_decided_request_names_no_claimant_as_its_page_and_cards_do(db, bob_api, alice_api, support):
+    approval = make_approval(support)
+    assert bob_api.post(f"/api/v1/approvals/{approval.public_id}/claim").status_code == 200
+    decided = alice_api.post(f"/api/v1/approvals/{approval.public_id}/decision", {"decision": "approve"})
+    assert decided.status_code == 200, decided.text
+    assert claimed_by(bob_api, approval) is None
+
+
 def test_the_list_and_a_runs_story_name_the_claimant_of_each_row(db, bob_api, alice_api, support):
     claimed = make_approval(support, run_id="run_7")
     unclaimed = make_approval(support, run_id="run_7")
