@@ -21,7 +21,7 @@ import threading
 import time
 from pathlib import Path
 
-from bench.harness import RESULTS, ROOT, Bench, log
+from bench.harness import RESULTS, ROOT, Bench, log, vacuum
 from bench.report import row
 from bench.server import GUNICORN, PORT, load_in_turns, stop_group, wait_until_answering
 from launch.proxies import start_nginx, start_pgbouncer
@@ -35,6 +35,9 @@ DIRECT_PORT, POOLED_PORT, NODE_PORTS, NGINX_PORT, PGBOUNCER_PORT = (
     PORT + 14,
     PORT + 15,
 )
+# nginx listens on one port per engine process: one address's ephemeral ports (about 28,000) would
+# bound the engines' connections to it, and a wait ends in TIME_WAIT each time an engine asks again.
+ENGINE_PORTS = [NGINX_PORT] + [PORT + 20 + n for n in range(ENGINE_PROCESSES - 1)]
 METRICS_TOKEN = "bench-cluster-metrics"
 WORKDIR = RESULTS / "cluster"
 SAMPLES = 50
@@ -174,12 +177,15 @@ def registration(bench: Bench, direct_env: dict, pooled_env: dict) -> list[dict]
 
 
 def pending(bench: Bench, count: int) -> list[str]:
-    """`count` pending requests of the benchmark's workspace, seeded in one INSERT."""
+    """`count` pending requests of the benchmark's workspace, seeded in one INSERT, then analyzed: this
+    machine's PostgreSQL runs without autovacuum, and unanalyzed, an engine's poll by public id walks
+    the workspace's every request (the planner takes the workspace's index for the unique one)."""
     from datetime import UTC, datetime
 
     from django.db import connection
 
     bench.world.seed(count=count, status="pending", tag="clus", created_from=datetime.now(UTC), step_ms=1, ttl_s=3600)
+    vacuum()
     with connection.cursor() as cursor:
         cursor.execute("SELECT public_id FROM approvals_approvalrequest WHERE public_id LIKE 'apr_clus%%' ORDER BY 1")
         return [r[0] for r in cursor.fetchall()]
@@ -222,7 +228,7 @@ def engines(bench: Bench, ids: list[str]) -> list[tuple[subprocess.Popen, Path]]
         ids_file, out = WORKDIR / f"engines-{n}.ids", WORKDIR / f"engines-{n}.json"
         ids_file.write_text("\n".join(ids[n::ENGINE_PROCESSES]) + "\n")
         out.unlink(missing_ok=True)
-        command = [sys.executable, "-m", "bench.cluster_engines", "--url", f"http://127.0.0.1:{NGINX_PORT}"]
+        command = [sys.executable, "-m", "bench.cluster_engines", "--url", f"http://127.0.0.1:{ENGINE_PORTS[n]}"]
         command += ["--token", bench.world.engine_token, "--ids-file", str(ids_file), "--out", str(out)]
         started.append((subprocess.Popen(command, cwd=ROOT), out))
     return started
@@ -334,6 +340,23 @@ class Cores:
         return totals
 
 
+def nginx_workers() -> int:
+    """One per core, or more where a process may not open the two connections each wait holds here:
+    this machine caps open files at 20,000 a process, and nginx cannot raise it (worker_rlimit_nofile)."""
+    import resource
+
+    per_process = resource.getrlimit(resource.RLIMIT_NOFILE)[1] - 1000
+    return max(os.cpu_count() or 1, -(-int(2.2 * WAITS) // per_process))
+
+
+def holding_cost(seconds: float = 30) -> dict[str, float]:
+    """CPU cores by kind of process while the waits are only held: each engine asks again as its 30 s
+    long-poll ends, so the machine serves WAITS / 30 polls a second with nothing decided."""
+    cores = Cores()
+    time.sleep(seconds)
+    return {kind: round(spent / seconds, 2) for kind, spent in cores.spent().items()}
+
+
 def waits(bench: Bench, env: dict) -> list[dict]:
     # Long: one run in order — nodes, waits held, figures under them, the restart, the last decisions.
     ids = pending(bench, WAITS)
@@ -347,7 +370,8 @@ def waits(bench: Bench, env: dict) -> list[dict]:
     nodes = [Node(port, env, 1) for port in NODE_PORTS]
     nginx = start_nginx(
         WORKDIR / "nginx",
-        listen=f"127.0.0.1:{NGINX_PORT}",
+        listen=[f"127.0.0.1:{port}" for port in ENGINE_PORTS],
+        workers=nginx_workers(),
         nodes=[f"127.0.0.1:{port}" for port in NODE_PORTS],
         stdout=open(WORKDIR / "nginx.log", "w"),
         stderr=subprocess.STDOUT,
@@ -360,7 +384,9 @@ def waits(bench: Bench, env: dict) -> list[dict]:
         started = time.monotonic()
         held(nodes, WAITS)
         ramp_s = time.monotonic() - started
-        log(f"all {WAITS:,} held after {ramp_s:.0f} s; the reviewer API under them")
+        log(f"all {WAITS:,} held after {ramp_s:.0f} s; what holding them costs, then the reviewer API under them")
+        holding = holding_cost()
+        log(f"holding {WAITS:,} waits: {holding}")
         api = reviewer_api(token, bench.duration)
         log(f"reviewer API p95 {api.get('p95_ms')} ms under {WAITS:,} waits")
         log("decision → engine, one at a time")
@@ -388,10 +414,12 @@ def waits(bench: Bench, env: dict) -> list[dict]:
             node.stop()
         nginx.terminate()
         nginx.wait(timeout=10)
-    return figures(bench, outputs, api, sample_commits, restart, ramp_s)
+    return figures(bench, outputs, api, sample_commits, restart, ramp_s, holding)
 
 
-def figures(bench: Bench, outputs: list[dict], api: dict, sample_commits: dict, restart: dict, ramp_s: float):
+def figures(  # noqa: PLR0913 — one run's parts, each measured apart
+    bench: Bench, outputs: list[dict], api: dict, sample_commits: dict, restart: dict, ramp_s: float, holding: dict
+):
     answers = {k: v for out in outputs for k, v in out["answers"].items()}
     errors = sum(len(out["errors"]) for out in outputs)
     reconnects = sum(out["reconnects"] for out in outputs)
@@ -401,6 +429,7 @@ def figures(bench: Bench, outputs: list[dict], api: dict, sample_commits: dict, 
     result = bench.results["cluster"] = {
         "waits": WAITS,
         "ramp_s": ramp_s,
+        "holding_cores": holding,
         "approved": approved,
         "errors": errors,
         "error_examples": [e for out in outputs for e in list(out["errors"].values())[:3]],

@@ -24,7 +24,7 @@ PGBOUNCER = "/usr/sbin/pgbouncer"
 NGINX_CONF = """\
 # nginx in front of two portal nodes (docs/deploy.md); run as `nginx -p <dir> -c nginx.conf -e stderr`,
 # paths relative to <dir>. Each waiting engine holds two connections here (its own and the node's).
-worker_processes auto;
+worker_processes {workers};
 daemon off;
 pid nginx.pid;
 error_log stderr warn;
@@ -44,7 +44,7 @@ http {{
 {servers}
     }}
     server {{
-        listen {listen} reuseport;
+{listens}
         client_max_body_size 1m;
         location / {{
             proxy_pass http://hitl_nodes;
@@ -81,9 +81,18 @@ ignore_startup_parameters = extra_float_digits
 """
 
 
-def nginx_conf(*, listen: str = "127.0.0.1:8000", nodes: Sequence[str] = ("127.0.0.1:8001", "127.0.0.1:8002")) -> str:
+def nginx_conf(
+    *,
+    listen: str | Sequence[str] = "127.0.0.1:8000",
+    nodes: Sequence[str] = ("127.0.0.1:8001", "127.0.0.1:8002"),
+    workers: int | str = "auto",
+) -> str:
+    """`listen`: one address or several (each its own port range for the clients' connections);
+    `workers`: nginx's worker processes, one per core unless open files per process say more."""
     servers = "\n".join(f"        server {node} max_fails=0;" for node in nodes)
-    return NGINX_CONF.format(listen=listen, servers=servers)
+    addresses = [listen] if isinstance(listen, str) else list(listen)
+    listens = "\n".join(f"        listen {address} reuseport;" for address in addresses)
+    return NGINX_CONF.format(listens=listens, servers=servers, workers=workers)
 
 
 def pgbouncer_ini(
@@ -103,10 +112,12 @@ def pgbouncer_ini(
     )
 
 
-def start_nginx(workdir: Path, *, listen: str, nodes: Sequence[str], **popen) -> subprocess.Popen:
+def start_nginx(
+    workdir: Path, *, listen: str | Sequence[str], nodes: Sequence[str], workers: int | str = "auto", **popen
+) -> subprocess.Popen:
     """nginx in the foreground, its config, pid and temporary files in `workdir`."""
     (workdir / "tmp").mkdir(parents=True, exist_ok=True)
-    (workdir / "nginx.conf").write_text(nginx_conf(listen=listen, nodes=nodes))
+    (workdir / "nginx.conf").write_text(nginx_conf(listen=listen, nodes=nodes, workers=workers))
     command = [NGINX, "-p", f"{workdir}/", "-c", "nginx.conf", "-e", "stderr"]
     return subprocess.Popen(command, cwd=workdir, stdin=subprocess.DEVNULL, process_group=0, **popen)
 

@@ -33,16 +33,18 @@ def approvals_for(workspace: Workspace) -> QuerySet:
 # with its join cost more than running it, and Model.objects.raw() resolves columns and
 # converters on every call (bench/; figures: docs/performance.md).
 # tests/approvals/test_engine_register.py reads every column back through it.
-# The config's public id is a subquery, not a join: a join lets the planner, on a table it has no
-# statistics for yet (a new deployment, a table autovacuum has not analyzed), scan every request
-# through another index; alone, the lookup can only be the unique index's.
+# The lookup names the public id alone (the workspace is checked on the row read), and the config's
+# public id is a subquery, not a join: on a table it has no statistics for yet (a new deployment, a
+# table autovacuum has not analyzed), a join or the workspace's condition lets the planner walk every
+# request of the workspace through another index; alone, the lookup can only be the unique index's.
 _FIELDS = ApprovalRequest._meta.concrete_fields
 _BY_PUBLIC_ID_SQL = (
     "SELECT "
     + ", ".join(f'apr."{field.column}"' for field in _FIELDS)
     + f', (SELECT cfg."public_id" FROM "{Config._meta.db_table}" cfg WHERE cfg."id" = apr."config_id")'
-    + f' FROM "{ApprovalRequest._meta.db_table}" apr WHERE apr."public_id" = %s AND apr."workspace_id" = %s'
+    + f' FROM "{ApprovalRequest._meta.db_table}" apr WHERE apr."public_id" = %s'
 )
+_WORKSPACE_ID = next(index for index, field in enumerate(_FIELDS) if field.attname == "workspace_id")
 _CONVERTED = [(index, field) for index, field in enumerate(_FIELDS) if hasattr(field, "from_db_value")]
 
 
@@ -69,9 +71,9 @@ def approval_get(*, workspace: Workspace | None, public_id: str) -> ApprovalRequ
 
 def _by_public_id(*, workspace: Workspace, public_id: str) -> ApprovalRequest | None:
     with connection.cursor() as cursor:
-        cursor.execute(_BY_PUBLIC_ID_SQL, [public_id, workspace.pk])
+        cursor.execute(_BY_PUBLIC_ID_SQL, [public_id])
         row = cursor.fetchone()
-    if row is None:
+    if row is None or row[_WORKSPACE_ID] != workspace.pk:
         return None
     values = list(row[:-1])
     for index, field in _CONVERTED:
