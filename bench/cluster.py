@@ -35,6 +35,8 @@ DIRECT_PORT, POOLED_PORT, NODE_PORTS, NGINX_PORT, PGBOUNCER_PORT = (
     PORT + 14,
     PORT + 15,
 )
+# Engines starting to wait, a second, in all: about what the two nodes' first reads keep up with.
+ARRIVALS = 1000
 # nginx listens on one port per engine process: one address's ephemeral ports (about 28,000) would
 # bound the engines' connections to it, and a wait ends in TIME_WAIT each time an engine asks again.
 ENGINE_PORTS = [NGINX_PORT] + [PORT + 20 + n for n in range(ENGINE_PROCESSES - 1)]
@@ -187,7 +189,10 @@ def pending(bench: Bench, count: int) -> list[str]:
     bench.world.seed(count=count, status="pending", tag="clus", created_from=datetime.now(UTC), step_ms=1, ttl_s=3600)
     vacuum()
     with connection.cursor() as cursor:
-        cursor.execute("SELECT public_id FROM approvals_approvalrequest WHERE public_id LIKE 'apr_clus%%' ORDER BY 1")
+        # Seeded ids are digits after the tag: a registration's random id may begin with "clus" too.
+        cursor.execute(
+            "SELECT public_id FROM approvals_approvalrequest WHERE public_id ~ %s ORDER BY 1", [r"^apr_clus[0-9]+$"]
+        )
         return [r[0] for r in cursor.fetchall()]
 
 
@@ -230,6 +235,7 @@ def engines(bench: Bench, ids: list[str]) -> list[tuple[subprocess.Popen, Path]]
         out.unlink(missing_ok=True)
         command = [sys.executable, "-m", "bench.cluster_engines", "--url", f"http://127.0.0.1:{ENGINE_PORTS[n]}"]
         command += ["--token", bench.world.engine_token, "--ids-file", str(ids_file), "--out", str(out)]
+        command += ["--arrivals", str(ARRIVALS / ENGINE_PROCESSES)]
         started.append((subprocess.Popen(command, cwd=ROOT), out))
     return started
 

@@ -64,8 +64,8 @@ async def run(args: argparse.Namespace) -> dict:
     tasks = []
     for index, public_id in enumerate(ids):
         tasks.append(asyncio.ensure_future(engine(public_id)))
-        if index % 100 == 99:
-            await asyncio.sleep(0.05)  # a ramp: 2,000 a second
+        if index % 50 == 49:
+            await asyncio.sleep(50 / args.arrivals)  # engines arrive over time, not all in one instant
     await asyncio.gather(*tasks)
     return {
         "answers": answers,
@@ -83,6 +83,7 @@ def main() -> None:
     parser.add_argument("--ids-file", required=True)
     parser.add_argument("--out", required=True)
     parser.add_argument("--deadline", type=float, default=600)
+    parser.add_argument("--arrivals", type=float, default=2000, help="engines starting to wait, a second")
     args = parser.parse_args()
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))

@@ -42,6 +42,10 @@ http {{
     scgi_temp_path tmp/scgi;
     upstream hitl_nodes {{
 {servers}
+        # Connections to the nodes are kept for the next request (an engine asks again every 30 s at
+        # most); closed here before the nodes' own keep-alive (30 s) would close them under a request.
+        keepalive 256;
+        keepalive_timeout 20s;
     }}
     server {{
 {listens}
@@ -49,6 +53,7 @@ http {{
         location / {{
             proxy_pass http://hitl_nodes;
             proxy_http_version 1.1;
+            proxy_set_header Connection "";
             proxy_set_header Host $http_host;
             proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
             proxy_set_header X-Forwarded-Proto $scheme;
