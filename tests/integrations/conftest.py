@@ -8,7 +8,8 @@ import pytest
 import requests
 from django.test.utils import override_settings
 
-from tests.helpers import chat_world, deletion_request, make_config, make_member
+from tests.chat_fixtures import config, request_for_deletion  # noqa: F401 — this folder's fixtures
+from tests.helpers import chat_world, make_member
 from tests.loopback import FakeSlack
 
 SIGNING_SECRET = "8f742231b10e8888abcd99yyyzzz85a5"
@@ -64,16 +65,6 @@ def fake_slack(_slack_api, settings, monkeypatch, alice, bob, charlie):
     fake.add_user(BOB_SLACK, "bob@acme.test")
     fake.add_user(CHARLIE_SLACK, "charlie@globex.test")
     yield fake
-
-
-@pytest.fixture
-def config(acme):
-    return make_config(acme, pass_information_level="summary")
-
-
-@pytest.fixture
-def request_for_deletion(config):
-    return deletion_request(config)
 
 
 @pytest.fixture

@@ -5,7 +5,8 @@ import pytest
 import requests
 from django.test.utils import override_settings
 
-from tests.helpers import chat_world, deletion_request, make_config
+from tests.chat_fixtures import config, request_for_deletion  # noqa: F401 — this folder's fixtures
+from tests.helpers import chat_world
 from tests.loopback import FakeTelegram
 
 BOT_TOKEN = "123456:TEST-bot-token"
@@ -67,16 +68,6 @@ def linked(alice, bob, charlie):
 
     for user, telegram_id in ((bob, BOB_TG), (alice, ALICE_TG), (charlie, CHARLIE_TG)):
         TelegramAccount.objects.create(user=user, telegram_user_id=telegram_id)
-
-
-@pytest.fixture
-def config(acme):
-    return make_config(acme, pass_information_level="summary")
-
-
-@pytest.fixture
-def request_for_deletion(config):
-    return deletion_request(config)
 
 
 @pytest.fixture
