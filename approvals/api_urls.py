@@ -1,4 +1,5 @@
-from django.urls import path
+from django.urls import path, register_converter
+from django.urls.converters import PathConverter
 
 from approvals import api
 from approvals.engine import api as api_engine
@@ -6,6 +7,16 @@ from approvals.grants import api as api_grants
 from approvals.halts import api as api_halts
 from approvals.review import api as api_reviewer
 from approvals.review import api_batch, api_withdraw
+
+
+class RunIdConverter(PathConverter):
+    """A run id in a path as an engine may have registered it: a slash or a line break included (Django's
+    `path` stops at a line break), so every run that can be halted can be resumed."""
+
+    regex = r"[\s\S]+"
+
+
+register_converter(RunIdConverter, "run_id")
 
 urlpatterns = [
     path("approvals", api.ApprovalCollectionView.as_view(), name="api-approvals"),
@@ -18,6 +29,6 @@ urlpatterns = [
     path("grants", api_grants.GrantListView.as_view(), name="api-grants"),
     path("grants/<str:grt>", api_grants.GrantDetailView.as_view(), name="api-grant"),
     path("runs/halt", api_halts.RunHaltView.as_view(), name="api-runs-halt"),
-    path("runs/halt/<path:run_id>", api_halts.RunResumeView.as_view(), name="api-run-halt"),
+    path("runs/halt/<run_id:run_id>", api_halts.RunResumeView.as_view(), name="api-run-halt"),
     path("workspace/freeze", api_halts.WorkspaceFreezeView.as_view(), name="api-workspace-freeze"),
 ]

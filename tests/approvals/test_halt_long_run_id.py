@@ -2,6 +2,7 @@
 API and by `hitl halt`; one longer is refused as input (400, or the CLI's one-line message), never a 500."""
 
 from io import StringIO
+from urllib.parse import quote
 
 import pytest
 from django.core.management import call_command
@@ -31,6 +32,15 @@ def test_a_run_with_a_long_id_is_halted_and_resumed_through_the_api(bob_api, sup
     assert (pending.status, pending.decision_action) == ("rejected", "halt")
     assert AuditRecord.objects.get(action="run.halted").object == LONG_RUN
     assert bob_api.delete(f"/api/v1/runs/halt/{LONG_RUN}").status_code == 204
+    assert not Halt.objects.in_force().exists()
+
+
+def test_a_run_whose_id_has_a_line_break_or_a_slash_is_resumed_through_the_api(bob_api, support):
+    run_id = "batch/7\nretry"
+    make_approval(support, run_id=run_id)
+    assert bob_api.post("/api/v1/runs/halt", json={"run_id": run_id, "reason": "Runaway loop"}).status_code == 200
+
+    assert bob_api.delete(f"/api/v1/runs/halt/{quote(run_id, safe='')}").status_code == 204
     assert not Halt.objects.in_force().exists()
 
 
