@@ -13,7 +13,6 @@ import logging
 from datetime import timedelta
 
 from django.db import IntegrityError, transaction
-from django.utils import timezone
 
 from collaboration.models import CommentVia
 from collaboration.services import comment_add
@@ -22,6 +21,7 @@ from common.exceptions import DomainError
 from .chat_people import may_press
 from .inbound import slack_member, slack_whisper
 from .models import SlackEventSeen, SlackMessage, SlackThreadTold
+from .replays import first_time
 
 logger = logging.getLogger(__name__)
 
@@ -88,16 +88,7 @@ def told_first_time(parent: SlackMessage, slack_user: str) -> bool:
 
 def event_first_time(event_id: str) -> bool:
     """Record an event_id; False if it was acted on before (Slack's retry, or a replay of a signed event)."""
-    if not event_id:
-        return False
-    now = timezone.now()
-    try:
-        with transaction.atomic():
-            SlackEventSeen.objects.create(event_id=event_id, received_at=now)
-    except IntegrityError:
-        return False
-    SlackEventSeen.objects.filter(received_at__lt=now - REMEMBER_EVENTS).delete()
-    return True
+    return bool(event_id) and first_time(SlackEventSeen, REMEMBER_EVENTS, event_id=event_id)
 
 
 def _plain(text: str) -> str:

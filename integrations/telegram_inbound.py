@@ -12,7 +12,6 @@ import logging
 from datetime import timedelta
 
 from django.contrib.auth.base_user import AbstractBaseUser
-from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from approvals.models import ApprovalRequest
@@ -26,6 +25,7 @@ from . import telegram, telegram_card
 from .chat_claims import chat_claim
 from .chat_people import NOTHING_DECIDED, already_words, approval_pressed, may_press
 from .models import TelegramAccount, TelegramMessage, TelegramReasonPrompt, TelegramUpdateSeen
+from .replays import first_time
 from .telegram_accounts import LinkRefused, telegram_account_link
 
 logger = logging.getLogger(__name__)
@@ -39,14 +39,7 @@ HTML = "HTML"
 
 def update_first_time(update_id: int) -> bool:
     """Record an update_id; False if it was received before (a replay, or Telegram's retry of one handled)."""
-    now = timezone.now()
-    try:
-        with transaction.atomic():
-            TelegramUpdateSeen.objects.create(update_id=update_id, received_at=now)
-    except IntegrityError:
-        return False
-    TelegramUpdateSeen.objects.filter(received_at__lt=now - REMEMBER_UPDATES).delete()
-    return True
+    return first_time(TelegramUpdateSeen, REMEMBER_UPDATES, update_id=update_id)
 
 
 UNLINKED = "The HITL portal does not know this Telegram account: link it on your account page in the portal first."
